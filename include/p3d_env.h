@@ -1,0 +1,22 @@
+/*
+ * p3d_env.h - names of every environment variable p3dtrace reads.
+ *
+ * One list, so the README, the shim and the tests agree on spelling.
+ */
+#ifndef P3D_ENV_H
+#define P3D_ENV_H
+
+#define P3D_ENV_TRACE_DIR "P3D_TRACE_DIR"       /* default "traces" */
+#define P3D_ENV_DISABLE "P3D_DISABLE"           /* "1": pass through */
+#define P3D_ENV_RANK "P3D_RANK"                 /* global rank override */
+#define P3D_ENV_WORLD_SIZE "P3D_WORLD_SIZE"     /* world size override */
+#define P3D_ENV_JOB_ID "P3D_JOB_ID"             /* job sub-folder override */
+#define P3D_ENV_GPU_TIMING "P3D_GPU_TIMING"     /* auto|cupti|events|off */
+#define P3D_ENV_HANG_TIMEOUT "P3D_HANG_TIMEOUT" /* seconds */
+#define P3D_ENV_STACKS "P3D_STACKS"             /* 0/1 */
+#define P3D_ENV_MAX_MB "P3D_MAX_MB"             /* trace file size cap */
+#define P3D_ENV_QUIET "P3D_QUIET"               /* "1": no info lines */
+
+#define P3D_DEFAULT_TRACE_DIR "traces"
+
+#endif /* P3D_ENV_H */
