@@ -1,0 +1,115 @@
+# p3dtrace build.
+#
+# Final flags are composed from what p3dtrace needs plus the user's CFLAGS
+# and LDFLAGS, which are appended, never replaced:
+#   P3D_CFLAGS = $(STD) $(WARN) $(OPT) $(CFLAGS) $(EXTRA_CFLAGS)
+#
+# Targets:
+#   all (default)  build/libp3dtrace.so and build/p3d-analyze
+#   test           build everything and run unit + integration tests
+#   install        PREFIX=/usr/local: $PREFIX/lib, $PREFIX/bin
+#   asan           the whole test suite with ASan+UBSan (build-asan/)
+#   demo           simulated 8-rank TP=2 PP=2 DP=2 job under the shim
+#   clean
+#
+# The shim is linked with -z defs and without libnccl/libcudart/libcupti:
+# it finds the real NCCL and CUDA inside the traced process at run time.
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX ?= /usr/local
+BUILD ?= build
+CC ?= cc
+
+STD := -std=gnu11
+WARN := -Wall -Wextra -Wno-missing-field-initializers -Wstrict-prototypes \
+	-Wshadow -Wpointer-arith
+OPT ?= -O2 -g
+CPPFLAGS_ALL := -Iinclude -I$(CUDA_HOME)/include -D_GNU_SOURCE
+P3D_CFLAGS = $(STD) $(WARN) $(OPT) $(CFLAGS) $(EXTRA_CFLAGS)
+P3D_LDFLAGS = $(LDFLAGS) $(EXTRA_LDFLAGS)
+
+ifndef V
+Q := @
+QUIET_CC = @printf '    CC      %s\n' $@;
+QUIET_LINK = @printf '    LINK    %s\n' $@;
+endif
+
+SHIM_SRC := $(sort $(wildcard shim/*.c))
+SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/%.o)
+ANALYZER_MAIN := analyzer/p3d_main.c
+ANALYZER_SRC := $(filter-out $(ANALYZER_MAIN),$(sort $(wildcard analyzer/*.c)))
+ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+LIB := $(BUILD)/libp3dtrace.so
+SHIM_AR := $(BUILD)/libp3dshim.a
+ANALYZER_AR := $(BUILD)/libp3danalyze.a
+ANALYZE := $(BUILD)/p3d-analyze
+
+.PHONY: all test unit integration install clean asan demo check
+all: $(LIB) $(ANALYZE)
+
+$(BUILD)/shim/%.o: shim/%.c
+	@mkdir -p $(dir $@)
+	$(QUIET_CC)$(CC) $(CPPFLAGS_ALL) -Ishim $(P3D_CFLAGS) -fPIC \
+		-fvisibility=hidden -pthread -MMD -MP -c $< -o $@
+
+$(BUILD)/analyzer/%.o: analyzer/%.c
+	@mkdir -p $(dir $@)
+	$(QUIET_CC)$(CC) $(CPPFLAGS_ALL) -Ianalyzer $(P3D_CFLAGS) -pthread \
+		-MMD -MP -c $< -o $@
+
+$(LIB): $(SHIM_OBJ)
+	$(QUIET_LINK)$(CC) -shared -Wl,-z,defs -Wl,-soname,libp3dtrace.so \
+		$(P3D_CFLAGS) -o $@ $^ $(P3D_LDFLAGS) -ldl -pthread -lrt
+
+$(SHIM_AR): $(SHIM_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(ANALYZER_AR): $(ANALYZER_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(ANALYZE): $(BUILD)/analyzer/p3d_main.o $(ANALYZER_AR)
+	$(QUIET_LINK)$(CC) $(P3D_CFLAGS) -o $@ $^ $(P3D_LDFLAGS) -pthread -lm
+
+# Unit tests: one cmocka program per module, linked against both archives
+# (only the objects a test references are pulled in).
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(SHIM_AR) $(ANALYZER_AR)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) -Ishim -Ianalyzer -Itests/unit \
+		$(P3D_CFLAGS) -o $@ $< $(SHIM_AR) $(ANALYZER_AR) \
+		$(P3D_LDFLAGS) -lcmocka -ldl -pthread -lrt -lm
+
+# Test doubles, simulator and integration tests live in tests/tests.mk.
+-include tests/tests.mk
+
+unit: $(UNIT_BIN)
+	$(Q)set -e; for t in $(UNIT_BIN); do \
+		echo "== $$t"; $$t; done
+
+integration: all $(TEST_DEPS)
+	$(Q)P3D_BUILD=$(abspath $(BUILD)) sh tests/integration/run-all.sh
+
+test: all unit integration
+
+check: test
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libp3dtrace.so
+	install -m 0755 $(ANALYZE) $(DESTDIR)$(PREFIX)/bin/p3d-analyze
+	@if [ -f scripts/p3d-run ]; then \
+		sed 's|@P3D_LIB@|$(PREFIX)/lib/libp3dtrace.so|' scripts/p3d-run \
+		> $(DESTDIR)$(PREFIX)/bin/p3d-run && \
+		chmod 0755 $(DESTDIR)$(PREFIX)/bin/p3d-run; fi
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
+		test
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+-include $(SHIM_OBJ:.o=.d) $(ANALYZER_OBJ:.o=.d) $(BUILD)/analyzer/p3d_main.d

@@ -1,0 +1,101 @@
+/*
+ * p3d_shim.h - the internal API of the recording core.
+ *
+ * Every wrapper (NCCL, CUDA runtime/driver, GPU timing, watchdog) is a thin
+ * layer over these functions, and cmocka tests call them directly.  The
+ * core owns: one-time initialisation from the environment, the per-process
+ * trace file, per-thread record chunks, the recursion guard, warnings and
+ * resolution of the real library functions.
+ *
+ * Invariants:
+ *   - Nothing here allocates, locks or makes a syscall on the hot path
+ *     (p3d_rec_reserve/commit with room left in the thread's chunk).
+ *   - A record returned by p3d_rec_reserve belongs to the calling thread
+ *     until p3d_rec_commit; it is zero-filled except for nothing: the
+ *     caller writes every field it cares about (the space is zero on disk
+ *     because the file is extended with ftruncate).
+ *   - No function here ever calls into NCCL or CUDA.
+ *   - After fork() the child records into a file of its own, or none.
+ */
+#ifndef P3D_SHIM_H
+#define P3D_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p3d_format.h"
+
+#define P3D_EXPORT __attribute__((visibility("default")))
+#define P3D_LIKELY(x) __builtin_expect(!!(x), 1)
+#define P3D_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define P3D_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/*
+ * Initialise once (thread-safe, idempotent, cheap after the first call).
+ * Returns 1 if recording is on, 0 if disabled (P3D_DISABLE=1, or a failure
+ * that was already warned about).  Wrappers call the real function either
+ * way.
+ */
+int p3d_core_enabled(void);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t p3d_now(void);
+
+/* Kernel thread id of the caller, cached per thread. */
+uint32_t p3d_tid(void);
+
+/*
+ * Recursion guard: NCCL calls its own public API through the PLT
+ * (ncclBcast -> ncclBroadcast).  p3d_guard_enter returns 1 for the
+ * outermost call on this thread, 0 for a nested one; every enter is paired
+ * with a p3d_guard_leave.
+ */
+int p3d_guard_enter(void);
+void p3d_guard_leave(void);
+
+/*
+ * Reserve a record of `len` bytes (rounded up to 8, at most
+ * P3D_REC_MAX_LEN) with tag `tag` in the calling thread's chunk.  Opens
+ * the trace file on the first call of the process.  Returns NULL when
+ * recording is off or the record had to be dropped (counted in the file
+ * header).  Thread-safe; lock-free unless a new chunk is needed.
+ */
+void *p3d_rec_reserve(uint16_t tag, size_t len);
+
+/*
+ * Publish a reserved record: stores its header last with release order, so
+ * a reader (or a post-mortem of a killed process) sees all or nothing.
+ */
+void p3d_rec_commit(void *rec);
+
+/*
+ * Process-unique, increasing id for an op record (P3D_REC_OP op_id), also
+ * the key that GPU-time and hang records refer to.
+ */
+uint64_t p3d_next_op_id(void);
+
+/*
+ * Print "p3dtrace: warning: <msg>" once per distinct `key` (a string
+ * literal) to stderr with write(2); also stored as a P3D_REC_NOTE record
+ * when a trace file is open.  Safe from any thread.
+ */
+void p3d_warn_once(const char *key, const char *fmt, ...) P3D_PRINTF(2, 3);
+
+/*
+ * Find the real definition of `name` in the process: dlsym(RTLD_NEXT),
+ * then a scan of every loaded object (dl_iterate_phdr + dlopen RTLD_NOLOAD
+ * + dlsym) for `name` and then `alt` (e.g. "pncclAllReduce"), skipping
+ * libp3dtrace.so itself.  Returns NULL if not found; never aborts.
+ */
+void *p3d_resolve(const char *name, const char *alt);
+
+/*
+ * Resolve-once helper for wrappers: `*slot` caches the pointer.  Returns
+ * the real function or NULL (and warns once, naming the symbol).
+ */
+void *p3d_resolve_cached(void **slot, const char *name, const char *alt);
+
+/* Flush and close the trace file (atexit / destructor); idempotent. */
+void p3d_core_fini(void);
+
+#endif /* P3D_SHIM_H */
