@@ -164,6 +164,7 @@ static int p3d_writer_create(const struct p3d_cfg *cfg)
     int fd;
 
     snprintf(dir, sizeof(dir), "%s/%s", cfg->dir, cfg->job_id);
+    snprintf(p3d_w_path, sizeof(p3d_w_path), "%s", dir);
     if (p3d_writer_mkdirs(dir) != 0)
         return -1;
     if (cfg->rank >= 0)
@@ -461,7 +462,7 @@ static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
 }
 
 /* Slow path: open the file if needed and claim a fresh chunk. */
-static int p3d_writer_refill(struct p3d_wthr *t)
+static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
 {
     uint32_t gen;
 
@@ -474,6 +475,8 @@ static int p3d_writer_refill(struct p3d_wthr *t)
     if (p3d_writer_state() != P3D_W_OPEN)
         return -1;
     gen = __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE);
+    if (t->has_chunk && t->gen == gen && (size_t)(t->end - t->pos) >= len)
+        return 0; /* the preamble just claimed a chunk with room */
     if (t->has_chunk && t->gen == gen)
         p3d_writer_finish(t->chunk);
     t->has_chunk = 0;
@@ -493,7 +496,7 @@ void *p3d_rec_reserve(uint16_t tag, size_t len)
     if (P3D_UNLIKELY(!t->has_chunk || (size_t)(t->end - t->pos) < len ||
                      t->gen != __atomic_load_n(&p3d_w_gen,
                                                __ATOMIC_RELAXED))) {
-        if (p3d_writer_refill(t) != 0) {
+        if (p3d_writer_refill(t, len) != 0) {
             if (p3d_writer_state() != P3D_W_UNOPENED && p3d_core_enabled())
                 p3d_writer_drop();
             return NULL;
