@@ -141,7 +141,8 @@ EXPECT_OPS = [  # (op, count, peer, redop, flags) on the world comm
     ("AllGather", 2, -1, 255, 0), ("Broadcast", 3, 1, 255, 0),
     ("Broadcast", 5, 0, 255, 2 | 8), ("Reduce", 2, 0, 2, 0),
     ("AlltoAll", 2, -1, 255, 0), ("Gather", 2, 1, 255, 0),
-    ("Scatter", 2, 0, 255, 0), ("AllReduce", 4, -1, 0, 0)]
+    ("Scatter", 2, 0, 255, 0), ("AllReduce", 4, -1, 0, 0),
+    ("AllReduce", 1, -1, 0, 0)]
 
 
 def check_ops(rank, t, world):
@@ -156,6 +157,7 @@ def check_ops(rank, t, world):
              and o["comm_rank"] == rank and o["t_exit"] >= o["t_enter"],
              f"rank {rank}: op {i} fields {o}")
         want(o["ret"] == (4 if i == 9 else 0), f"ret of op {i}")
+        want(o["dtype"] == (99 if i == 9 else 7), f"dtype of op {i}")
     want(coll[0]["bytes"] == 16, "bytes = count * sizeof(float)")
     peer = (rank + 1) % 2
     p2p = [(o["op_name"], o["seq"], o["peer"], o["count"])

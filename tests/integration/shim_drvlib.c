@@ -38,7 +38,15 @@
             exit(1);                                                          \
         }                                                                     \
     } while (0)
-#define OK(x) CHECK((x) == ncclSuccess)
+#define OK(x)                                                                 \
+    do {                                                                      \
+        ncclResult_t r_ = (x);                                                \
+        if (r_ != ncclSuccess) {                                              \
+            fprintf(stderr, "shim_drvlib: %s:%d: %s returned %d (%s)\n",      \
+                    __FILE__, __LINE__, #x, (int)r_, ncclGetLastError(NULL)); \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
 
 static int drv_rank, drv_world;
 static cudaStream_t drv_stream = (cudaStream_t)0x10;
@@ -159,7 +167,7 @@ static void drv_splits(ncclComm_t w)
         OK(ncclCommDestroy(b));
 }
 
-static void drv_other_inits(void)
+static void drv_other_inits(ncclComm_t w)
 {
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     ncclUniqueId id = drv_id("cfg"), sid = drv_id("scal");
@@ -173,6 +181,8 @@ static void drv_other_inits(void)
           ncclInProgress);
     polls = drv_wait_ready(c);
     OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, c, drv_stream));
+    /* barrier on the world: the peer is done with c before the revoke */
+    OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, w, drv_stream));
     OK(ncclCommRevoke(c, NCCL_REVOKE_DEFAULT));
     OK(ncclCommDestroy(c));
     OK(ncclCommInitRankScalable(&s, drv_world, drv_rank, 1, &sid, NULL));
@@ -198,7 +208,7 @@ static int drv_all(void)
     drv_collectives(w);
     drv_p2p(w);
     drv_splits(w);
-    drv_other_inits();
+    drv_other_inits(w);
     OK(ncclCommFinalize(w));
     OK(ncclCommDestroy(w));
     return 0;
