@@ -422,7 +422,8 @@ static void write_truth(struct rank_ctx *x, const struct comm *c)
     if (!x->truth || c->members[0] != x->r)
         return;
     fprintf(x->truth, "0x%016llx %s ", (unsigned long long)c->hash,
-            fam_label[c->fam]);
+            c->fam == F_DPCP && g.size[AX_CP] == 1 ? "DP"
+                                                    : fam_label[c->fam]);
     for (int i = 0; i < c->n; i++)
         fprintf(x->truth, "%s%d", i ? "," : "", c->members[i]);
     fputc('\n', x->truth);
