@@ -104,6 +104,7 @@ struct p3d_job {
     struct p3d_map comm_idx;
     struct p3d_layout layout;
     struct p3d_layout hint; /* from the command line */
+    int hint_fits;          /* the traces agree with the hint */
     int have_gpu;
     struct p3d_match_res *match;
 };

@@ -53,6 +53,8 @@ int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w)
     }
     if (!sz[2] && w > 0 && w % (sz[0] * sz[1] * sz[3]) == 0)
         sz[2] = w / (sz[0] * sz[1] * sz[3]);
+    if (!sz[2] && w <= 0)
+        sz[2] = 1; /* syntax check only */
     if (!sz[2] || (w > 0 && sz[0] * sz[1] * sz[2] * sz[3] != w))
         return p3d_error("layout '%s' does not fit a world of %d ranks",
                          spec, w);

@@ -118,15 +118,14 @@ static void p3d_set_layout(struct p3d_job *job, const struct p3d_opts *o)
             p3d_layout_from_cmdline(&job->hint, job->ranks[i].cmdline,
                                     job->ranks[i].cmdline_len,
                                     job->world_size);
-    if (o->layout && p3d_layout_parse(&user, o->layout, job->world_size) == 0) {
-        p3d_layout_infer(job, &user, 1, &job->layout);
-        if (job->layout.contradicted)
-            p3d_warning("the traces contradict --layout %s (they fit %s "
-                        "better)", o->layout, job->layout.best);
-        return;
-    }
     p3d_layout_infer(job, job->hint.valid ? &job->hint : NULL, 0,
                      &job->layout);
+    job->hint_fits = job->hint.valid && !job->layout.contradicted;
+    if (!o->layout)
+        return;
+    if (p3d_layout_parse(&user, o->layout, job->world_size) < 0)
+        exit(P3D_EXIT_BAD);
+    p3d_layout_infer(job, &user, 1, &job->layout);
 }
 
 static void p3d_world(struct p3d_job *job)
@@ -221,6 +220,8 @@ int main(int argc, char **argv)
     int ret = 0;
 
     if (p3d_parse_args(argc, argv, &o) < 0)
+        return P3D_EXIT_BAD;
+    if (o.layout && p3d_layout_parse(&(struct p3d_layout){0}, o.layout, 0))
         return P3D_EXIT_BAD;
     if (!o.dump)
         ret = p3d_run(&o, argv + optind, argc - optind);

@@ -89,13 +89,10 @@ static void p3d_report_layout(FILE *f, const struct p3d_job *job)
     p3d_layout_str(l, s, sizeof(s));
     fprintf(f, "layout: %s (%s; %d of %d communicators of 2+ ranks are "
             "its groups)\n", s, l->source, l->explained, l->total);
-    if (job->hint.valid && strcmp(l->source, "cmdline")) {
+    if (job->hint.valid) {
         p3d_layout_str(&job->hint, s, sizeof(s));
-        fprintf(f, "  command line says %s: %s\n", s,
-                l->contradicted || strcmp(l->source, "user") ?
-                "the traces contradict it" : "agrees");
-    } else if (job->hint.valid) {
-        fprintf(f, "  from the command line; the traces agree\n");
+        fprintf(f, "  the job's command line says %s: the traces %s\n", s,
+                job->hint_fits ? "agree" : "contradict it");
     }
     if (l->contradicted && l->best[0])
         fprintf(f, "  warning: the traces fit %s better (%d communicators "

@@ -10,7 +10,7 @@
  *   --ops N          about N ops per rank (sets --steps; scale tests)
  *   --job ID --start SEC --suffix S      job id, start time, file suffix
  *   --no-cmdline | --cmd "ARGS"          Megatron flags in the cmdline record
- *   --p2p            lone send/recv on 2-rank comms instead of the PP comm
+ *   --p2p            micro-batches after the first send/recv on 2-rank comms
  *   --gpu            write gpu_op records
  *   --truth FILE     write "0xHASH LABEL m0,m1,..." per communicator
  *   bad input (R = rank): --truncate R --killed R --bad-magic R
@@ -307,7 +307,7 @@ static void put_op(struct wr *w, struct comm *c, int op, int dtype, int redop,
 struct rank_ctx {
     struct wr w;
     struct comm c[F_N], p2p_prev, p2p_next;
-    int have[F_N], r, stage, first_tp_ar, prev, next;
+    int have[F_N], r, stage, first_tp_ar, prev, next, mb;
     FILE *truth;
     long mark_off;
 };
@@ -333,7 +333,7 @@ static void p2p(struct rank_ctx *x, int op, int delta)
     struct comm *c = &x->c[F_PP];
     int other = delta < 0 ? x->prev : x->next;
 
-    if (g.p2p)
+    if (g.p2p && x->mb > 0) /* the first micro-batch goes batched */
         c = delta < 0 ? &x->p2p_prev : &x->p2p_next;
     mark(x);
     put_op(&x->w, c, op, 9, P3D_REDOP_NONE, 512 * 512, comm_rank_of(c, other));
@@ -387,7 +387,7 @@ static void step(struct rank_ctx *x, int s)
     x->first_tp_ar = 0;
     if (s == 0)
         coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 1, -1);
-    for (int m = 0; m < g.mb; m++)
+    for (x->mb = 0; x->mb < g.mb; x->mb++)
         micro_batch(x, s);
     coll(x, F_DPCP, P3D_OP_REDUCESCATTER, 7, 0, 4194304 / dpcp, -1);
     coll(x, F_DPCP, P3D_OP_ALLGATHER, 9, P3D_REDOP_NONE, 4194304 / dpcp, -1);
@@ -436,7 +436,7 @@ static void setup_comms(struct rank_ctx *x)
 
     for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
         int f = fams[i];
-        if ((f == F_PP && (g.size[AX_PP] < 2 || g.p2p)) ||
+        if ((f == F_PP && g.size[AX_PP] < 2) ||
             (f == F_CP && g.size[AX_CP] < 2) || (f == F_EP && g.ep < 2))
             continue;
         x->have[f] = make_comm(&x->c[f], f, x->r, 0);
