@@ -63,6 +63,7 @@ struct p3d_gcomm { /* a communicator joined across ranks */
     int *members;   /* known global ranks, ascending */
     int n_members;
     int n_missing;  /* slots no file claims */
+    int inferred_members; /* missing slots filled in from the layout */
     uint32_t order; /* lowest creation index on any member */
     int bad_size;   /* members disagree on nranks */
     struct p3d_opstat st[P3D_OP_COUNT];

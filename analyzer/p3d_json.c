@@ -176,7 +176,7 @@ static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
     for (int i = 0; i < g->n_members; i++)
         fprintf(f, "%s%d", i ? ", " : "", g->members[i]);
     fprintf(f, "], \"missing_members\": %d, \"ops\": %" PRIu64 ", \"bytes\": %"
-            PRIu64, g->n_missing, calls, bytes);
+            PRIu64, g->n_missing + g->inferred_members, calls, bytes);
     p3d_json_gpu(f, g);
     fputs(", \"role\": ", f);
     if (g->role)

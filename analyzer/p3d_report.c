@@ -170,6 +170,10 @@ static void p3d_report_comms(FILE *f, const struct p3d_job *job)
         if (g->n_missing)
             fprintf(f, "    %d of %d members have no trace file\n",
                     g->n_missing, g->size);
+        if (g->inferred_members)
+            fprintf(f, "    %d of %d members have no trace file; members "
+                    "completed from the layout\n", g->inferred_members,
+                    g->size);
         p3d_report_ops(f, g->st, g->size, job->have_gpu, "      ");
     }
 }

@@ -440,21 +440,25 @@ static void setup_comms(struct rank_ctx *x)
             (f == F_CP && g.size[AX_CP] < 2) || (f == F_EP && g.ep < 2))
             continue;
         x->have[f] = make_comm(&x->c[f], f, x->r, 0);
-        if (x->have[f] && x->w.f) {
+        if (x->have[f] && x->w.f)
             put_comm(&x->w, &x->c[f]);
+        if (x->have[f])
             write_truth(x, &x->c[f]);
-        }
     }
     x->prev = neighbour(x->r, -1);
     x->next = neighbour(x->r, 1);
     if (!g.p2p)
         return;
-    if (x->prev >= 0 && make_comm(&x->p2p_prev, F_P2P, x->r, x->prev) &&
-        x->w.f)
-        put_comm(&x->w, &x->p2p_prev), write_truth(x, &x->p2p_prev);
-    if (x->next >= 0 && make_comm(&x->p2p_next, F_P2P, x->r, x->next) &&
-        x->w.f)
-        put_comm(&x->w, &x->p2p_next), write_truth(x, &x->p2p_next);
+    if (x->prev >= 0 && make_comm(&x->p2p_prev, F_P2P, x->r, x->prev)) {
+        if (x->w.f)
+            put_comm(&x->w, &x->p2p_prev);
+        write_truth(x, &x->p2p_prev);
+    }
+    if (x->next >= 0 && make_comm(&x->p2p_next, F_P2P, x->r, x->next)) {
+        if (x->w.f)
+            put_comm(&x->w, &x->p2p_next);
+        write_truth(x, &x->p2p_next);
+    }
 }
 
 static void put_cmdline(struct wr *w)
@@ -584,9 +588,14 @@ static void write_rank(int r, FILE *truth)
     char p[4096];
 
     path_of(p, sizeof(p), r, "");
-    if (r == g.missing)
-        return;
     memset(&x, 0, sizeof(x));
+    if (r == g.missing) { /* its communicators still go to the truth */
+        x.r = r;
+        x.stage = stage_of(r);
+        x.truth = truth;
+        setup_comms(&x);
+        return;
+    }
     x.r = r;
     x.stage = stage_of(r);
     x.truth = truth;
