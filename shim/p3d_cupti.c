@@ -279,10 +279,14 @@ static void CUPTIAPI cupti_noop_cb(void *u, CUpti_CallbackDomain d,
 
 static void cupti_busy(CUptiResult r)
 {
-    p3d_warn_once("cupti_busy", "CUPTI is in use by another tool "
-                  "(torch.profiler, Nsight?) (CUPTI error %d): GPU times "
-                  "come from CUDA events and there is no compute timeline",
-                  (int)r);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+        p3d_warn_once("cupti_busy", "CUPTI is in use by another tool "
+                      "(torch.profiler, Nsight?): GPU times come from CUDA "
+                      "events and there is no compute timeline");
+    else
+        p3d_warn_once("cupti_busy", "CUPTI failed (error %d): GPU times "
+                      "come from CUDA events and there is no compute "
+                      "timeline", (int)r);
 }
 
 static int cupti_enable_all(void)
@@ -383,6 +387,12 @@ void p3d_cupti_tick(void)
         cupti_clock_at = p3d_now();
     }
     cu.FlushAll(0);
+}
+
+void p3d_cupti_flush(void)
+{
+    if (atomic_load(&cupti_on))
+        cu.FlushAll(0);
 }
 
 /*

@@ -32,7 +32,7 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s);
 
 /* ---- compute spans (p3d_gpu_span.c) ---------------------------------- */
 
-#define P3D_SPAN_GAP_NS 2000u            /* merge gaps below 2 us */
+#define P3D_SPAN_GAP_NS 10000u           /* merge gaps below 10 us */
 #define P3D_SPAN_MAX_NS 10000000u        /* close a span after 10 ms */
 #define P3D_SPAN_STREAMS 256             /* (device, stream, kind) slots */
 
@@ -136,6 +136,8 @@ void p3d_events_op_before(const struct p3d_op_ctx *op);
 void p3d_events_op_after(const struct p3d_op_ctx *op, int ret);
 void p3d_events_group_end_after(uint32_t group_id);
 int p3d_events_tick(void);          /* background thread: poll, 1 = busy */
+void p3d_events_drain(uint64_t max_ns);
+void p3d_cupti_flush(void);         /* deliver completed records now */
 
 /* Background thread (p3d_gpu_thread.c): starts once, blocks signals. */
 void p3d_gpu_thread_start(void);

@@ -13,7 +13,9 @@
  * recorded there would become a graph node.  The ring never blocks the
  * app: a full ring drops the op's GPU time (warned once).
  */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "p3d_gpu.h"
 #include "p3d_gpu_cuda.h"
@@ -35,6 +37,7 @@ struct ev_slot {
 static struct ev_slot ev_ring[EV_SLOTS];
 static _Atomic uint64_t ev_head;   /* claim cursor (app threads) */
 static int ev_device;
+static pthread_mutex_t ev_poll_lock = PTHREAD_MUTEX_INITIALIZER;
 static cudaEvent_t ev_ref;
 static cudaStream_t ev_ref_stream;
 static uint64_t ev_ref_host, ev_ref_at;
@@ -189,7 +192,7 @@ static void ev_emit(const struct p3d_cuda_api *c, struct ev_slot *e)
                      (uint64_t)start + (uint64_t)((double)ms1 * 1e6));
 }
 
-int p3d_events_tick(void)
+static int ev_poll(void)
 {
     const struct p3d_cuda_api *c = p3d_cuda_api();
     uint64_t head = atomic_load(&ev_head);
@@ -218,4 +221,36 @@ int p3d_events_tick(void)
         atomic_store(&e->state, EV_FREE);
     }
     return busy;
+}
+
+/* Background thread: poll unless a drain is running. */
+int p3d_events_tick(void)
+{
+    int busy;
+
+    if (pthread_mutex_trylock(&ev_poll_lock) != 0)
+        return 1;
+    busy = ev_poll();
+    pthread_mutex_unlock(&ev_poll_lock);
+    return busy;
+}
+
+/*
+ * A communicator is ending (app thread, CUDA still alive): poll until the
+ * recorded ops completed or `max_ns` passed, so the last ops of a job get
+ * their GPU times although no CUDA call is allowed at exit.
+ */
+void p3d_events_drain(uint64_t max_ns)
+{
+    uint64_t t0 = p3d_now();
+    struct timespec ms = {0, 1000000L};
+    int busy;
+
+    do {
+        pthread_mutex_lock(&ev_poll_lock);
+        busy = ev_poll();
+        pthread_mutex_unlock(&ev_poll_lock);
+        if (busy)
+            nanosleep(&ms, NULL);
+    } while (busy && p3d_now() - t0 < max_ns);
 }

@@ -191,10 +191,21 @@ void p3d_hook_group_end_after(uint32_t group_id, int ret)
     }
 }
 
+/*
+ * A communicator ends (app thread, CUDA alive, not an op's hot path):
+ * collect the GPU times of finished ops now, because nothing may call
+ * CUDA at exit.
+ */
 void p3d_hook_comm_end(uint64_t comm_hash, int how)
 {
+    int mode = gpu_mode_get();
+
     (void)comm_hash;
     (void)how;
+    if (mode == P3D_GPU_EVENTS)
+        p3d_events_drain(50000000ull);
+    else if (mode == P3D_GPU_CUPTI)
+        p3d_cupti_flush();
 }
 
 void p3d_hook_fini(void)

@@ -16,8 +16,8 @@
  *   P3D_FAKE_CUPTI_BUSY=1   cuptiSubscribe fails with
  *                           CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
  *                           (another tool holds CUPTI)
- *   P3D_FAKE_CUPTI_LOG=F    append "kernel <is_nccl> <ext> <start> <end>
- *                           <name>" per kernel (host ns, the truth the
+ *   P3D_FAKE_CUPTI_LOG=F    append "kernel <pid> <is_nccl> <ext> <start>
+ *                           <end> <name>" per kernel (host ns, the truth the
  *                           tests compare the trace with)
  */
 #include <dlfcn.h>
@@ -149,8 +149,8 @@ static void fk_log(int is_nccl, uint64_t ext, uint64_t s, uint64_t e,
     }
     if (fk_log_fd < 0)
         return;
-    n = snprintf(line, sizeof(line), "kernel %d %llu %llu %llu %s\n",
-                 is_nccl, (unsigned long long)ext, (unsigned long long)s,
+    n = snprintf(line, sizeof(line), "kernel %ld %d %llu %llu %llu %s\n",
+                 (long)getpid(), is_nccl, (unsigned long long)ext, (unsigned long long)s,
                  (unsigned long long)e, name);
     if (write(fk_log_fd, line, (size_t)n) < 0)
         return;
