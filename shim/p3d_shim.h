@@ -95,6 +95,74 @@ void *p3d_resolve(const char *name, const char *alt);
  */
 void *p3d_resolve_cached(void **slot, const char *name, const char *alt);
 
+
+/*
+ * Process configuration, read once from the environment (p3d_env.c).
+ * rank/world/local_* are -1 when the launcher did not say.
+ */
+#define P3D_PATH_MAX 1024
+struct p3d_cfg {
+    int disabled;                  /* P3D_DISABLE=1 */
+    int32_t rank;
+    int32_t world_size;
+    int32_t local_rank;
+    int32_t local_world_size;
+    uint64_t max_bytes;            /* P3D_MAX_MB cap, 0 = none */
+    char dir[P3D_PATH_MAX];        /* P3D_TRACE_DIR */
+    char job_id[P3D_JOB_ID_LEN];   /* sub-folder, sanitised */
+};
+
+/*
+ * Strictly parse a decimal int: optional sign, digits, nothing else.
+ * Returns 0 and stores *out on success, -1 on NULL/empty/garbage/overflow.
+ */
+int p3d_env_parse_int(const char *s, int *out);
+
+/*
+ * First of `names` (NULL-terminated) that is set and parses as an int
+ * >= 0; -1 if none.  Thread-safe as far as getenv is.
+ */
+int32_t p3d_env_first_int(const char *const *names);
+
+/*
+ * Job sub-folder name from the launcher's environment (P3D_JOB_ID,
+ * slurm-<SLURM_JOB_ID>, run-<TORCHELASTIC_RUN_ID> unless "none",
+ * <MASTER_ADDR>-<MASTER_PORT>, else pid-<pid>), sanitised to
+ * [A-Za-z0-9._-] and cut to fit `n` (>= 16) bytes with its NUL.
+ */
+void p3d_env_job_id(char *buf, size_t n);
+
+/* Fill *cfg from the environment (no side effects). */
+void p3d_cfg_load(struct p3d_cfg *cfg);
+
+/*
+ * The process configuration, loaded once (pthread_once).  Tests may edit
+ * the returned struct before the trace file is opened.
+ */
+struct p3d_cfg *p3d_core_cfg(void);
+
+/*
+ * Writer control (p3d_writer.c).  p3d_writer_reset drops the current
+ * file without finalising it (fork child, tests): the next record opens a
+ * new file.  p3d_writer_close finalises (summary, counts, P3D_F_CLOSED,
+ * trim); later records are dropped.  Neither calls NCCL or CUDA.
+ * p3d_writer_path copies the open file's path (empty if none).
+ */
+void p3d_writer_reset(int forked);
+void p3d_writer_close(void);
+void p3d_writer_path(char *buf, size_t n);
+int p3d_writer_is_open(void);
+uint64_t p3d_writer_dropped(void);
+/* Store the run-time NCCL version (ncclGetVersion) in the file header. */
+void p3d_writer_set_nccl_version(uint32_t v);
+/* pthread_atfork handlers: hold the writer lock across fork(). */
+void p3d_writer_fork_prepare(void);
+void p3d_writer_fork_parent(void);
+
+/* Counters reported in P3D_REC_SUMMARY. */
+void p3d_count_async_poll(void);
+uint64_t p3d_async_polls(void);
+
 /* Flush and close the trace file (atexit / destructor); idempotent. */
 void p3d_core_fini(void);
 

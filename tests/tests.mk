@@ -1,4 +1,59 @@
 # Test doubles, simulator and helpers for integration tests.
 # Included by the top-level Makefile; TEST_DEPS lists what integration
 # tests need built.
-TEST_DEPS :=
+#
+#   $(BUILD)/fakes/libcudart.so.13   fake CUDA runtime (tests/fakes/)
+#   $(BUILD)/fakes/libnccl.so.2      fake NCCL, links the fake cudart
+#   $(BUILD)/fakes/p3dfake-selftest  checks the fakes (N processes)
+#   $(BUILD)/fakes/libp3dsim_rank.so the simulator's rank work ("torch")
+#   $(BUILD)/p3d-sim                 the job simulator (tests/sim/)
+
+FAKES := $(BUILD)/fakes
+FAKE_CFLAGS = $(CPPFLAGS_ALL) -Itests/fakes $(P3D_CFLAGS)
+FAKE_CUDART := $(FAKES)/libcudart.so.13
+FAKE_NCCL := $(FAKES)/libnccl.so.2
+FAKE_SELFTEST := $(FAKES)/p3dfake-selftest
+SIM_RANK_LIB := $(FAKES)/libp3dsim_rank.so
+SIM := $(BUILD)/p3d-sim
+SIM_RANK_SRC := $(sort $(wildcard tests/sim/rank_*.c)) tests/sim/sim_layout.c
+SIM_DRV_SRC := $(sort $(wildcard tests/sim/sim_*.c))
+SIM_HDR := $(wildcard tests/sim/*.h) tests/fakes/p3dfake.h
+
+$(FAKE_CUDART): tests/fakes/fake_cudart.c tests/fakes/p3dfake.h
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -fPIC -shared \
+		-Wl,-soname,libcudart.so.13 -o $@ $< $(P3D_LDFLAGS) -ldl -pthread
+
+$(FAKE_NCCL): tests/fakes/fake_nccl.c tests/fakes/p3dfake.h $(FAKE_CUDART)
+	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -fPIC -shared \
+		-Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKES) -l:libcudart.so.13 \
+		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
+
+$(FAKE_SELFTEST): tests/fakes/fake_selftest.c $(FAKE_NCCL)
+	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -o $@ $< -L$(FAKES) \
+		-l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' \
+		$(P3D_LDFLAGS) -pthread
+
+$(SIM_RANK_LIB): $(SIM_RANK_SRC) $(SIM_HDR) $(FAKE_NCCL)
+	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -Itests/sim -fPIC -shared \
+		-o $@ $(SIM_RANK_SRC) -L$(FAKES) -l:libnccl.so.2 \
+		-l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
+
+$(SIM): $(SIM_DRV_SRC) $(SIM_HDR)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -Itests/sim -o $@ $(SIM_DRV_SRC) \
+		$(P3D_LDFLAGS) -ldl -pthread
+
+TEST_DEPS := $(FAKE_CUDART) $(FAKE_NCCL) $(FAKE_SELFTEST)
+ifneq ($(wildcard tests/sim/rank_*.c),)
+TEST_DEPS += $(SIM_RANK_LIB)
+endif
+ifneq ($(SIM_DRV_SRC),)
+TEST_DEPS += $(SIM)
+endif
+
+.PHONY: fakes
+fakes: $(TEST_DEPS)
+
+# Other helpers add their own rules in tests/integration/*.mk.
+-include tests/integration/*.mk

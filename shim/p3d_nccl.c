@@ -1,0 +1,445 @@
+/*
+ * p3d_nccl.c - wrappers of NCCL's collectives, point-to-point calls and
+ * ncclGroupStart/End.  ncclAllReduce below is the exemplar: copy its
+ * shape for any new op.
+ *
+ * Every wrapper: resolve the real function (never call NULL: return
+ * ncclSystemError instead), decide whether to record (outermost call on
+ * the thread, recording on), time the real call, write one P3D_REC_OP,
+ * and return the real result unchanged.  Nested calls (NCCL's ncclBcast
+ * calling ncclBroadcast through the PLT) go straight to the real function.
+ */
+#include <string.h>
+
+#include "p3d_hooks.h"
+#include "p3d_nccl.h"
+
+/* State of one recorded op between its two halves. */
+struct p3d_opcall {
+    struct p3d_op_ctx ctx;
+    struct p3d_comm *comm;
+    uint64_t count;
+    uint64_t t_enter;
+    int32_t comm_rank;
+    uint8_t dtype;
+    uint8_t redop;
+    uint8_t flags;
+};
+
+/* Per-thread group state, mirroring NCCL's own group depth. */
+static __thread uint32_t p3d_group_depth;
+static __thread uint32_t p3d_group_id;
+static __thread uint32_t p3d_group_ops;
+static uint32_t p3d_group_ids;
+
+static const uint8_t p3d_dtype_size[] = {
+    1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1, /* ncclInt8 .. ncclFloat8e5m2 */
+};
+
+static uint64_t p3d_nccl_bytes(uint64_t count, int dtype)
+{
+    if (dtype < 0 || (size_t)dtype >= sizeof(p3d_dtype_size))
+        return 0;
+    return count * p3d_dtype_size[dtype];
+}
+
+static uint8_t p3d_nccl_redop(int op)
+{
+    if (op >= 0 && op < ncclNumOps)
+        return (uint8_t)op;
+    return P3D_REDOP_CUSTOM;
+}
+
+int p3d_nccl_enter(void)
+{
+    if (!p3d_guard_enter() || !p3d_core_enabled()) {
+        p3d_guard_leave();
+        return 0;
+    }
+    return 1;
+}
+
+void p3d_nccl_leave(void)
+{
+    p3d_guard_leave();
+}
+
+/* First half: identify the op, number it, call the "before" hook. */
+static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
+                        cudaStream_t stream, int peer)
+{
+    struct p3d_comm *c;
+
+    if (!p3d_nccl_enter())
+        return 0;
+    memset(oc, 0, sizeof(*oc));
+    c = p3d_comm_get(comm);
+    if (c != NULL && !__atomic_load_n(&c->info_known, __ATOMIC_ACQUIRE))
+        p3d_nccl_learn(c, comm, 1);
+    oc->comm = c;
+    oc->comm_rank = c != NULL ? c->rank : -1;
+    oc->ctx.op_id = p3d_next_op_id();
+    oc->ctx.comm_hash = c != NULL ? c->hash : (uint64_t)(uintptr_t)comm;
+    if (c == NULL)
+        oc->ctx.seq = UINT64_MAX;
+    else if (P3D_OP_IS_P2P(op))
+        oc->ctx.seq = p3d_comm_next_p2p(c, peer, op == P3D_OP_RECV);
+    else
+        oc->ctx.seq = p3d_comm_next_coll(c);
+    oc->ctx.stream = (void *)stream;
+    oc->ctx.op = op;
+    oc->ctx.peer = peer;
+    if (c == NULL || c->unknown)
+        oc->flags |= P3D_OPF_COMM_UNKNOWN;
+    if (p3d_group_depth > 0) {
+        oc->ctx.group_id = p3d_group_id;
+        oc->ctx.in_group = 1;
+        oc->flags |= P3D_OPF_IN_GROUP;
+        p3d_group_ops++;
+    }
+    p3d_hook_op_before(&oc->ctx);
+    oc->t_enter = p3d_now();
+    return 1;
+}
+
+/* Second half: write the record, call the "after" hook, leave. */
+static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
+{
+    uint64_t t_exit = p3d_now();
+    struct p3d_rec_op *r = p3d_rec_reserve(P3D_REC_OP, sizeof(*r));
+
+    if (r != NULL) {
+        r->op = oc->ctx.op;
+        r->dtype = oc->dtype;
+        r->redop = oc->redop;
+        r->flags = oc->flags;
+        r->op_id = oc->ctx.op_id;
+        r->comm_hash = oc->ctx.comm_hash;
+        r->seq = oc->ctx.seq;
+        r->count = oc->count;
+        r->bytes = p3d_nccl_bytes(oc->count, oc->dtype);
+        r->stream = (uint64_t)(uintptr_t)oc->ctx.stream;
+        r->t_enter = oc->t_enter;
+        r->t_exit = t_exit;
+        r->peer = oc->ctx.peer;
+        r->ret = ret;
+        r->tid = p3d_tid();
+        r->group_id = oc->ctx.group_id;
+        r->comm_rank = oc->comm_rank;
+        p3d_rec_commit(r);
+    }
+    p3d_hook_op_after(&oc->ctx, ret);
+    p3d_nccl_leave();
+}
+
+/* Count, datatype, reduction and in-place flag of an op. */
+static void p3d_op_args(struct p3d_opcall *oc, size_t count,
+                        ncclDataType_t dtype, int redop, int in_place)
+{
+    oc->count = count;
+    oc->dtype = (uint8_t)dtype;
+    oc->redop = redop < 0 ? P3D_REDOP_NONE : p3d_nccl_redop(redop);
+    if (in_place)
+        oc->flags |= P3D_OPF_IN_PLACE;
+}
+
+/* `a` == `b` + rank * count elements (AllGather/ReduceScatter style). */
+static int p3d_at_rank(const void *a, const void *b, const struct p3d_opcall *oc,
+                       size_t count, ncclDataType_t dtype)
+{
+    if (oc->comm_rank < 0)
+        return a == b && oc->comm_rank == 0;
+    return (const char *)a ==
+           (const char *)b + p3d_nccl_bytes(count, dtype) * oc->comm_rank;
+}
+
+/*
+ * The exemplar.  1. P3D_REAL resolves the real ncclAllReduce (RTLD_NEXT,
+ * then the scan of loaded objects, pncclAllReduce as a fallback).  2. A
+ * missing symbol was already warned about: return ncclSystemError.  3.
+ * p3d_op_begin returns 0 for nested calls and when recording is off: pass
+ * straight through.  4. Time and call, record, return `ret` unchanged.
+ */
+P3D_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
+                                      size_t count, ncclDataType_t datatype,
+                                      ncclRedOp_t op, ncclComm_t comm,
+                                      cudaStream_t stream)
+{
+    P3D_REAL(ncclAllReduce);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_ALLREDUCE, comm, stream, -1))
+        return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+    p3d_op_args(&oc, count, datatype, op, sendbuff == recvbuff);
+    ret = real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff,
+                                          void *recvbuff, size_t recvcount,
+                                          ncclDataType_t datatype,
+                                          ncclRedOp_t op, ncclComm_t comm,
+                                          cudaStream_t stream)
+{
+    P3D_REAL(ncclReduceScatter);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_REDUCESCATTER, comm, stream, -1))
+        return real(sendbuff, recvbuff, recvcount, datatype, op, comm,
+                    stream);
+    p3d_op_args(&oc, recvcount, datatype, op,
+                p3d_at_rank(recvbuff, sendbuff, &oc, recvcount, datatype));
+    ret = real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
+                                      size_t sendcount,
+                                      ncclDataType_t datatype,
+                                      ncclComm_t comm, cudaStream_t stream)
+{
+    P3D_REAL(ncclAllGather);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_ALLGATHER, comm, stream, -1))
+        return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    p3d_op_args(&oc, sendcount, datatype, -1,
+                p3d_at_rank(sendbuff, recvbuff, &oc, sendcount, datatype));
+    ret = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff,
+                                      size_t count, ncclDataType_t datatype,
+                                      int root, ncclComm_t comm,
+                                      cudaStream_t stream)
+{
+    P3D_REAL(ncclBroadcast);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_BROADCAST, comm, stream, root))
+        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    p3d_op_args(&oc, count, datatype, -1, sendbuff == recvbuff);
+    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+/* Legacy in-place broadcast: recorded as Broadcast, flagged. */
+P3D_EXPORT ncclResult_t ncclBcast(void *buff, size_t count,
+                                  ncclDataType_t datatype, int root,
+                                  ncclComm_t comm, cudaStream_t stream)
+{
+    P3D_REAL(ncclBcast);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_BROADCAST, comm, stream, root))
+        return real(buff, count, datatype, root, comm, stream);
+    p3d_op_args(&oc, count, datatype, -1, 1);
+    oc.flags |= P3D_OPF_BCAST_API;
+    ret = real(buff, count, datatype, root, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff,
+                                   size_t count, ncclDataType_t datatype,
+                                   ncclRedOp_t op, int root, ncclComm_t comm,
+                                   cudaStream_t stream)
+{
+    P3D_REAL(ncclReduce);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_REDUCE, comm, stream, root))
+        return real(sendbuff, recvbuff, count, datatype, op, root, comm,
+                    stream);
+    p3d_op_args(&oc, count, datatype, op, sendbuff == recvbuff);
+    ret = real(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff,
+                                     size_t count, ncclDataType_t datatype,
+                                     ncclComm_t comm, cudaStream_t stream)
+{
+    P3D_REAL(ncclAlltoAll);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_ALLTOALL, comm, stream, -1))
+        return real(sendbuff, recvbuff, count, datatype, comm, stream);
+    p3d_op_args(&oc, count, datatype, -1, sendbuff == recvbuff);
+    ret = real(sendbuff, recvbuff, count, datatype, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff,
+                                   size_t count, ncclDataType_t datatype,
+                                   int root, ncclComm_t comm,
+                                   cudaStream_t stream)
+{
+    P3D_REAL(ncclGather);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_GATHER, comm, stream, root))
+        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    p3d_op_args(&oc, count, datatype, -1,
+                p3d_at_rank(sendbuff, recvbuff, &oc, count, datatype));
+    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff,
+                                    size_t count, ncclDataType_t datatype,
+                                    int root, ncclComm_t comm,
+                                    cudaStream_t stream)
+{
+    P3D_REAL(ncclScatter);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_SCATTER, comm, stream, root))
+        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    p3d_op_args(&oc, count, datatype, -1,
+                p3d_at_rank(recvbuff, sendbuff, &oc, count, datatype));
+    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count,
+                                 ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream)
+{
+    P3D_REAL(ncclSend);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_SEND, comm, stream, peer))
+        return real(sendbuff, count, datatype, peer, comm, stream);
+    p3d_op_args(&oc, count, datatype, -1, 0);
+    ret = real(sendbuff, count, datatype, peer, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count,
+                                 ncclDataType_t datatype, int peer,
+                                 ncclComm_t comm, cudaStream_t stream)
+{
+    P3D_REAL(ncclRecv);
+    struct p3d_opcall oc;
+    ncclResult_t ret;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_op_begin(&oc, P3D_OP_RECV, comm, stream, peer))
+        return real(recvbuff, count, datatype, peer, comm, stream);
+    p3d_op_args(&oc, count, datatype, -1, 0);
+    ret = real(recvbuff, count, datatype, peer, comm, stream);
+    p3d_op_end(&oc, ret);
+    return ret;
+}
+
+static void p3d_group_record(int is_end, uint64_t t0, uint32_t gid,
+                             ncclResult_t ret, uint32_t n_ops)
+{
+    struct p3d_rec_group *g = p3d_rec_reserve(P3D_REC_GROUP, sizeof(*g));
+
+    if (g == NULL)
+        return;
+    g->is_end = (uint8_t)is_end;
+    g->depth = (uint8_t)(p3d_group_depth > 255 ? 255 : p3d_group_depth);
+    g->t_enter = t0;
+    g->t_exit = p3d_now();
+    g->group_id = gid;
+    g->ret = ret;
+    g->tid = p3d_tid();
+    g->n_ops = n_ops;
+    p3d_rec_commit(g);
+}
+
+P3D_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    P3D_REAL(ncclGroupStart);
+    ncclResult_t ret;
+    uint64_t t0;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_nccl_enter())
+        return real();
+    if (p3d_group_depth == 0) {
+        p3d_group_id = __atomic_add_fetch(&p3d_group_ids, 1,
+                                          __ATOMIC_RELAXED);
+        p3d_group_ops = 0;
+    }
+    t0 = p3d_now();
+    ret = real();
+    if (ret == ncclSuccess)
+        p3d_group_depth++;
+    p3d_group_record(0, t0, p3d_group_id, ret, 0);
+    p3d_nccl_leave();
+    return ret;
+}
+
+P3D_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    P3D_REAL(ncclGroupEnd);
+    uint32_t gid = p3d_group_id;
+    int outer;
+    ncclResult_t ret;
+    uint64_t t0;
+
+    if (real == NULL)
+        return ncclSystemError;
+    if (!p3d_nccl_enter())
+        return real();
+    outer = p3d_group_depth <= 1;
+    if (outer)
+        p3d_hook_group_end_before(gid);
+    t0 = p3d_now();
+    ret = real();
+    if (p3d_group_depth > 0)
+        p3d_group_depth--;
+    p3d_group_record(1, t0, gid, ret, outer ? p3d_group_ops : 0);
+    if (outer) {
+        p3d_hook_group_end_after(gid, ret);
+        p3d_group_id = 0;
+    }
+    p3d_nccl_leave();
+    return ret;
+}

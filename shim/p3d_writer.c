@@ -1,0 +1,615 @@
+/*
+ * p3d_writer.c - the crash-safe trace file: a MAP_SHARED mapping of the
+ * file, grown in windows, cut into chunks that threads own one at a time.
+ *
+ * Hot path (p3d_rec_reserve/commit): bump a pointer in the thread's own
+ * chunk, fill the record, store its 4-byte header last with release order.
+ * No lock, no allocation, no syscall.  A new chunk is claimed with one
+ * atomic fetch_add; only mapping a new window takes the mutex.
+ *
+ * Space is reserved with posix_fallocate before a window is mapped, so a
+ * full disk is a failed call ("stop recording"), never a SIGBUS.  Windows
+ * whose chunks are all finished are unmapped, so the memory held does not
+ * grow with run length.  The kernel owns the dirty pages: after kill -9
+ * every committed record is in the file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h> /* its ncclGroupStart() has no (void) */
+#pragma GCC diagnostic pop
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "p3d_shim.h"
+
+#define P3D_WIN_BYTES (4u << 20)
+#define P3D_CPW (P3D_WIN_BYTES / P3D_CHUNK_BYTES) /* chunks per window */
+#define P3D_MAX_WIN 16384                         /* 64 GiB of trace */
+#define P3D_CHUNK_ROOM (P3D_CHUNK_BYTES - sizeof(struct p3d_chunk_hdr))
+#define P3D_MAX_PENDING 4
+
+enum { P3D_W_UNOPENED, P3D_W_OPEN, P3D_W_FAILED, P3D_W_CLOSED };
+
+/* Per-thread writing state; zero means "no chunk". */
+struct p3d_wthr {
+    char *pos;            /* next free byte in the chunk */
+    char *end;            /* end of the chunk */
+    uint64_t chunk;       /* index of the owned chunk */
+    uint32_t gen;         /* writer generation the chunk belongs to */
+    int has_chunk;
+    int in_open;
+    int key_set;
+    int npend;
+    struct {
+        void *rec;
+        uint16_t tag;
+    } pend[P3D_MAX_PENDING];
+};
+
+static pthread_mutex_t p3d_w_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t p3d_w_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t p3d_w_key;
+static int p3d_w_state;
+static uint32_t p3d_w_gen = 1;
+static int p3d_w_fd = -1;
+static int p3d_w_forked;
+static struct p3d_file_hdr *p3d_w_hdr;
+static uint64_t p3d_w_next;     /* next chunk index to claim */
+static uint64_t p3d_w_mapped;   /* chunks covered by mapped windows */
+static uint64_t p3d_w_max;      /* chunk cap */
+static char *p3d_w_win[P3D_MAX_WIN];
+static uint16_t p3d_w_done[P3D_MAX_WIN];
+static uint64_t p3d_w_records;
+static uint64_t p3d_w_ops;
+static uint64_t p3d_w_dropped;
+static char p3d_w_path[P3D_PATH_MAX + P3D_JOB_ID_LEN + 64];
+static char p3d_w_strbuf[P3D_CHUNK_ROOM - sizeof(struct p3d_rec_str)];
+
+static __thread struct p3d_wthr p3d_w_thr;
+
+static void p3d_writer_finish(uint64_t chunk);
+
+static int p3d_writer_state(void)
+{
+    return __atomic_load_n(&p3d_w_state, __ATOMIC_ACQUIRE);
+}
+
+int p3d_writer_is_open(void)
+{
+    return p3d_writer_state() == P3D_W_OPEN;
+}
+
+uint64_t p3d_writer_dropped(void)
+{
+    return __atomic_load_n(&p3d_w_dropped, __ATOMIC_RELAXED);
+}
+
+void p3d_writer_path(char *buf, size_t n)
+{
+    pthread_mutex_lock(&p3d_w_lock);
+    snprintf(buf, n, "%s", p3d_w_path);
+    pthread_mutex_unlock(&p3d_w_lock);
+}
+
+static void p3d_writer_flag(uint16_t flag)
+{
+    if (p3d_w_hdr != NULL)
+        __atomic_fetch_or(&p3d_w_hdr->flags, flag, __ATOMIC_RELAXED);
+}
+
+static void p3d_writer_drop(void)
+{
+    __atomic_add_fetch(&p3d_w_dropped, 1, __ATOMIC_RELAXED);
+    if (p3d_writer_state() == P3D_W_OPEN && p3d_w_hdr != NULL) {
+        __atomic_add_fetch(&p3d_w_hdr->dropped_records, 1, __ATOMIC_RELAXED);
+        p3d_writer_flag(P3D_F_DROPPED);
+    }
+}
+
+void p3d_writer_set_nccl_version(uint32_t v)
+{
+    if (p3d_writer_state() == P3D_W_OPEN && p3d_w_hdr != NULL)
+        __atomic_store_n(&p3d_w_hdr->nccl_version_runtime, v,
+                         __ATOMIC_RELAXED);
+}
+
+/* Thread exit: give the owned chunk back so its window can be unmapped. */
+static void p3d_writer_thread_exit(void *arg)
+{
+    struct p3d_wthr *t = &p3d_w_thr;
+
+    (void)arg;
+    if (t->has_chunk &&
+        t->gen == __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE))
+        p3d_writer_finish(t->chunk);
+    t->has_chunk = 0;
+}
+
+static void p3d_writer_key_init(void)
+{
+    pthread_key_create(&p3d_w_key, p3d_writer_thread_exit);
+}
+
+/* mkdir -p with mode 0777 (the umask applies). */
+static int p3d_writer_mkdirs(char *path)
+{
+    char *p;
+
+    for (p = path + 1; *p != '\0'; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            *p = '/';
+            return -1;
+        }
+        *p = '/';
+    }
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static int p3d_writer_create(const struct p3d_cfg *cfg)
+{
+    char dir[P3D_PATH_MAX + P3D_JOB_ID_LEN + 2];
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%s/%s", cfg->dir, cfg->job_id);
+    snprintf(p3d_w_path, sizeof(p3d_w_path), "%s", dir);
+    if (p3d_writer_mkdirs(dir) != 0)
+        return -1;
+    if (cfg->rank >= 0)
+        snprintf(p3d_w_path, sizeof(p3d_w_path), "%s/rank-%05d.p3d", dir,
+                 (int)cfg->rank);
+    else
+        snprintf(p3d_w_path, sizeof(p3d_w_path), "%s/pid-%ld.p3d", dir,
+                 (long)getpid());
+    fd = open(p3d_w_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0666);
+    if (fd < 0 && errno == EEXIST && cfg->rank >= 0) {
+        snprintf(p3d_w_path, sizeof(p3d_w_path), "%s/rank-%05d.%ld.p3d", dir,
+                 (int)cfg->rank, (long)getpid());
+        fd = open(p3d_w_path,
+                  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    }
+    return fd;
+}
+
+/* CLOCK_REALTIME next to CLOCK_MONOTONIC: best of three tries. */
+static void p3d_writer_anchor(struct p3d_file_hdr *h)
+{
+    uint64_t best = UINT64_MAX;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        struct timespec rt;
+        uint64_t m0 = p3d_now(), m1;
+
+        clock_gettime(CLOCK_REALTIME, &rt);
+        m1 = p3d_now();
+        if (m1 - m0 < best) {
+            best = m1 - m0;
+            h->start_realtime_ns =
+                (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+            h->start_mono_ns = m0 + (m1 - m0) / 2;
+        }
+    }
+    h->clock_uncertainty_ns = best;
+}
+
+static void p3d_writer_fill_hdr(struct p3d_file_hdr *h,
+                                const struct p3d_cfg *cfg)
+{
+    memcpy(h->magic, P3D_MAGIC, P3D_MAGIC_LEN);
+    h->major = P3D_FORMAT_MAJOR;
+    h->minor = P3D_FORMAT_MINOR;
+    h->hdr_len = P3D_FILE_HDR_BYTES;
+    h->flags = p3d_w_forked ? P3D_F_FORKED : 0;
+    h->chunk_bytes = P3D_CHUNK_BYTES;
+    h->data_off = P3D_DATA_OFFSET;
+    h->rank = cfg->rank;
+    h->world_size = cfg->world_size;
+    h->local_rank = cfg->local_rank;
+    h->local_world_size = cfg->local_world_size;
+    h->pid = (uint64_t)getpid();
+    h->ppid = (uint64_t)getppid();
+    p3d_writer_anchor(h);
+    memcpy(h->job_id, cfg->job_id, strnlen(cfg->job_id, P3D_JOB_ID_LEN - 1));
+    gethostname(h->hostname, P3D_HOST_LEN - 1);
+    h->hostname[P3D_HOST_LEN - 1] = '\0';
+    h->nccl_version_compile = NCCL_VERSION_CODE;
+}
+
+static uint64_t p3d_writer_cap(const struct p3d_cfg *cfg)
+{
+    uint64_t max = (uint64_t)P3D_MAX_WIN * P3D_CPW;
+
+    if (cfg->max_bytes != 0 && cfg->max_bytes / P3D_CHUNK_BYTES < max)
+        max = cfg->max_bytes / P3D_CHUNK_BYTES;
+    return max ? max : 1;
+}
+
+/* Create and map the file header.  Called with the lock held. */
+static int p3d_writer_open_file(void)
+{
+    const struct p3d_cfg *cfg = p3d_core_cfg();
+    void *hdr;
+    int err;
+
+    p3d_w_fd = p3d_writer_create(cfg);
+    if (p3d_w_fd < 0)
+        goto fail;
+    err = posix_fallocate(p3d_w_fd, 0, P3D_DATA_OFFSET);
+    if (err != 0) {
+        errno = err;
+        goto fail_unlink;
+    }
+    hdr = mmap(NULL, P3D_DATA_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED,
+               p3d_w_fd, 0);
+    if (hdr == MAP_FAILED)
+        goto fail_unlink;
+    p3d_w_hdr = hdr;
+    p3d_writer_fill_hdr(p3d_w_hdr, cfg);
+    p3d_w_max = p3d_writer_cap(cfg);
+    __atomic_store_n(&p3d_w_state, P3D_W_OPEN, __ATOMIC_RELEASE);
+    return 0;
+fail_unlink:
+    err = errno;
+    unlink(p3d_w_path);
+    errno = err;
+fail:
+    err = errno;
+    if (p3d_w_fd >= 0)
+        close(p3d_w_fd);
+    p3d_w_fd = -1;
+    __atomic_store_n(&p3d_w_state, P3D_W_FAILED, __ATOMIC_RELEASE);
+    p3d_warn_once("open", "cannot create trace file '%s': %s; the job runs "
+                          "on untraced", p3d_w_path, strerror(err));
+    return -1;
+}
+
+/* Open the file if nobody did yet; 1 if this call opened it. */
+static int p3d_writer_open_once(struct p3d_wthr *t)
+{
+    int opened = 0;
+
+    pthread_once(&p3d_w_key_once, p3d_writer_key_init);
+    pthread_mutex_lock(&p3d_w_lock);
+    if (p3d_writer_state() == P3D_W_UNOPENED) {
+        t->in_open = 1;
+        opened = p3d_writer_open_file() == 0;
+        t->in_open = 0;
+    }
+    pthread_mutex_unlock(&p3d_w_lock);
+    return opened;
+}
+
+static int p3d_writer_env_wanted(const char *kv)
+{
+    static const char *const exact[] = {
+        "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=",
+        "GROUP_RANK=", "MASTER_ADDR=", "MASTER_PORT=",
+        "TORCHELASTIC_RUN_ID=", "CUDA_VISIBLE_DEVICES=",
+        "PYTORCH_CUDA_ALLOC_CONF=", "SLURM_", "OMPI_COMM_WORLD_", "NCCL_",
+        "TORCH_NCCL_", "P3D_", NULL};
+    int i;
+
+    for (i = 0; exact[i] != NULL; i++) {
+        if (strncmp(kv, exact[i], strlen(exact[i])) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Store `n` bytes of p3d_w_strbuf as a string record. */
+static void p3d_writer_put_str(uint16_t tag, size_t n)
+{
+    struct p3d_rec_str *rec = p3d_rec_reserve(tag, sizeof(*rec) + n);
+
+    if (rec == NULL)
+        return;
+    rec->n_bytes = (uint32_t)n;
+    memcpy(rec->text, p3d_w_strbuf, n);
+    p3d_rec_commit(rec);
+}
+
+static void p3d_writer_cmdline(void)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    size_t n = 0;
+    ssize_t k;
+    char extra;
+
+    if (fd < 0)
+        return;
+    while (n < sizeof(p3d_w_strbuf)) {
+        k = read(fd, p3d_w_strbuf + n, sizeof(p3d_w_strbuf) - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+    }
+    if (n == sizeof(p3d_w_strbuf) && read(fd, &extra, 1) == 1)
+        p3d_writer_flag(P3D_F_TRUNCATED_STR);
+    close(fd);
+    p3d_writer_put_str(P3D_REC_CMDLINE, n);
+}
+
+static void p3d_writer_environ(void)
+{
+    extern char **environ;
+    char **e;
+    size_t n = 0;
+
+    for (e = environ; e != NULL && *e != NULL; e++) {
+        size_t len = strlen(*e) + 1;
+
+        if (!p3d_writer_env_wanted(*e))
+            continue;
+        if (n + len > sizeof(p3d_w_strbuf)) {
+            p3d_writer_flag(P3D_F_TRUNCATED_STR);
+            continue;
+        }
+        memcpy(p3d_w_strbuf + n, *e, len);
+        n += len;
+    }
+    p3d_writer_put_str(P3D_REC_ENV, n);
+}
+
+/* Map window `w` and the ones before it.  Called with the lock held. */
+static int p3d_writer_grow(uint64_t w)
+{
+    while (p3d_w_mapped / P3D_CPW <= w) {
+        uint64_t nw = p3d_w_mapped / P3D_CPW;
+        off_t off = (off_t)P3D_DATA_OFFSET + (off_t)nw * P3D_WIN_BYTES;
+        int err = posix_fallocate(p3d_w_fd, off, P3D_WIN_BYTES);
+        void *p;
+
+        if (err != 0) {
+            errno = err;
+            return -1;
+        }
+        p = mmap(NULL, P3D_WIN_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_POPULATE,
+                 p3d_w_fd, off);
+        if (p == MAP_FAILED)
+            return -1;
+        __atomic_store_n(&p3d_w_win[nw], (char *)p, __ATOMIC_RELEASE);
+        p3d_w_mapped += P3D_CPW;
+    }
+    return 0;
+}
+
+/* Base address of the window holding `chunk`, mapping it if needed. */
+static char *p3d_writer_window(uint64_t chunk)
+{
+    uint64_t w = chunk / P3D_CPW;
+    char *base = __atomic_load_n(&p3d_w_win[w], __ATOMIC_ACQUIRE);
+    int err;
+
+    if (P3D_LIKELY(base != NULL))
+        return base;
+    pthread_mutex_lock(&p3d_w_lock);
+    if (p3d_writer_state() == P3D_W_OPEN && p3d_writer_grow(w) != 0) {
+        err = errno;
+        __atomic_store_n(&p3d_w_state, P3D_W_FAILED, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&p3d_w_lock);
+        p3d_warn_once("grow", "cannot extend trace file '%s': %s; "
+                              "recording stops, the job goes on",
+                      p3d_w_path, strerror(err));
+        return NULL;
+    }
+    base = __atomic_load_n(&p3d_w_win[w], __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&p3d_w_lock);
+    return base;
+}
+
+/* A thread is done with `chunk`; unmap its window once all are. */
+static void p3d_writer_finish(uint64_t chunk)
+{
+    uint64_t w = chunk / P3D_CPW;
+    char *base;
+
+    if (__atomic_add_fetch(&p3d_w_done[w], 1, __ATOMIC_ACQ_REL) != P3D_CPW)
+        return;
+    pthread_mutex_lock(&p3d_w_lock);
+    base = p3d_w_win[w];
+    __atomic_store_n(&p3d_w_win[w], NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&p3d_w_lock);
+    if (base != NULL)
+        munmap(base, P3D_WIN_BYTES);
+}
+
+static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
+{
+    uint64_t c = __atomic_fetch_add(&p3d_w_next, 1, __ATOMIC_RELAXED);
+    struct p3d_chunk_hdr *ch;
+    char *base;
+
+    if (c >= p3d_w_max) {
+        p3d_warn_once("cap", "trace file '%s' reached its size cap; "
+                             "later records are dropped", p3d_w_path);
+        return -1;
+    }
+    base = p3d_writer_window(c);
+    if (base == NULL)
+        return -1;
+    ch = (struct p3d_chunk_hdr *)(base + (c % P3D_CPW) * P3D_CHUNK_BYTES);
+    ch->tid = p3d_tid();
+    ch->index = (uint32_t)c;
+    __atomic_store_n((uint32_t *)&ch->h,
+                     P3D_REC_CHUNK | ((uint32_t)sizeof(*ch) << 16),
+                     __ATOMIC_RELEASE);
+    t->pos = (char *)(ch + 1);
+    t->end = (char *)ch + P3D_CHUNK_BYTES;
+    t->chunk = c;
+    t->gen = gen;
+    t->has_chunk = 1;
+    if (!t->key_set) {
+        pthread_setspecific(p3d_w_key, t);
+        t->key_set = 1;
+    }
+    return 0;
+}
+
+/* Slow path: open the file if needed and claim a fresh chunk. */
+static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
+{
+    uint32_t gen;
+
+    if (t->in_open || !p3d_core_enabled())
+        return -1;
+    if (p3d_writer_state() == P3D_W_UNOPENED && p3d_writer_open_once(t)) {
+        p3d_writer_cmdline();
+        p3d_writer_environ();
+    }
+    if (p3d_writer_state() != P3D_W_OPEN)
+        return -1;
+    gen = __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE);
+    if (t->has_chunk && t->gen == gen && (size_t)(t->end - t->pos) >= len)
+        return 0; /* the preamble just claimed a chunk with room */
+    if (t->has_chunk && t->gen == gen)
+        p3d_writer_finish(t->chunk);
+    t->has_chunk = 0;
+    return p3d_writer_claim(t, gen);
+}
+
+void *p3d_rec_reserve(uint16_t tag, size_t len)
+{
+    struct p3d_wthr *t = &p3d_w_thr;
+    char *rec;
+
+    len = P3D_REC_ROUND(len);
+    if (P3D_UNLIKELY(len > P3D_CHUNK_ROOM || t->npend >= P3D_MAX_PENDING)) {
+        p3d_writer_drop();
+        return NULL;
+    }
+    if (P3D_UNLIKELY(!t->has_chunk || (size_t)(t->end - t->pos) < len ||
+                     t->gen != __atomic_load_n(&p3d_w_gen,
+                                               __ATOMIC_RELAXED))) {
+        if (p3d_writer_refill(t, len) != 0) {
+            if (p3d_writer_state() != P3D_W_UNOPENED && p3d_core_enabled())
+                p3d_writer_drop();
+            return NULL;
+        }
+    }
+    rec = t->pos;
+    t->pos += len;
+    /* warm the lines of the next records while the caller runs NCCL */
+    if (t->end - t->pos > 512)
+        __builtin_prefetch(t->pos + 256, 1, 3);
+    ((struct p3d_rec_hdr *)rec)->len = (uint16_t)len;
+    t->pend[t->npend].rec = rec;
+    t->pend[t->npend].tag = tag;
+    t->npend++;
+    return rec;
+}
+
+void p3d_rec_commit(void *rec)
+{
+    struct p3d_wthr *t = &p3d_w_thr;
+    struct p3d_rec_hdr *h = rec;
+    uint16_t tag;
+    int i;
+
+    for (i = t->npend - 1; i >= 0 && t->pend[i].rec != rec; i--)
+        ;
+    if (i < 0)
+        return;
+    tag = t->pend[i].tag;
+    t->pend[i] = t->pend[--t->npend];
+    __atomic_store_n((uint32_t *)h, tag | ((uint32_t)h->len << 16),
+                     __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p3d_w_records, 1, __ATOMIC_RELAXED);
+    if (tag == P3D_REC_OP)
+        __atomic_add_fetch(&p3d_w_ops, 1, __ATOMIC_RELAXED);
+}
+
+static void p3d_writer_summary(void)
+{
+    struct p3d_rec_summary *s = p3d_rec_reserve(P3D_REC_SUMMARY, sizeof(*s));
+
+    if (s == NULL)
+        return;
+    s->t = p3d_now();
+    s->async_error_polls = p3d_async_polls();
+    s->ops_recorded = __atomic_load_n(&p3d_w_ops, __ATOMIC_RELAXED);
+    s->dropped = p3d_writer_dropped();
+    p3d_rec_commit(s);
+}
+
+void p3d_writer_close(void)
+{
+    uint64_t used;
+
+    if (p3d_writer_state() != P3D_W_OPEN)
+        return;
+    p3d_writer_summary();
+    pthread_mutex_lock(&p3d_w_lock);
+    if (p3d_writer_state() != P3D_W_OPEN) {
+        pthread_mutex_unlock(&p3d_w_lock);
+        return;
+    }
+    __atomic_store_n(&p3d_w_state, P3D_W_CLOSED, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p3d_w_gen, 1, __ATOMIC_ACQ_REL);
+    used = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
+    if (used > p3d_w_mapped)
+        used = p3d_w_mapped;
+    p3d_w_hdr->end_mono_ns = p3d_now();
+    p3d_w_hdr->n_records = __atomic_load_n(&p3d_w_records, __ATOMIC_RELAXED);
+    p3d_w_hdr->dropped_records = p3d_writer_dropped();
+    p3d_writer_flag(P3D_F_CLOSED);
+    if (ftruncate(p3d_w_fd, (off_t)P3D_DATA_OFFSET +
+                                (off_t)used * P3D_CHUNK_BYTES) != 0) {
+        /* keep the zero tail: readers stop at the first zero tag */
+    }
+    pthread_mutex_unlock(&p3d_w_lock);
+}
+
+/* Forget the file without touching it (fork child, tests). */
+void p3d_writer_reset(int forked)
+{
+    uint64_t w;
+
+    pthread_mutex_init(&p3d_w_lock, NULL);
+    for (w = 0; w < P3D_MAX_WIN; w++) {
+        if (p3d_w_win[w] != NULL)
+            munmap(p3d_w_win[w], P3D_WIN_BYTES);
+        p3d_w_win[w] = NULL;
+        p3d_w_done[w] = 0;
+    }
+    if (p3d_w_hdr != NULL)
+        munmap(p3d_w_hdr, P3D_DATA_OFFSET);
+    if (p3d_w_fd >= 0)
+        close(p3d_w_fd);
+    p3d_w_hdr = NULL;
+    p3d_w_fd = -1;
+    p3d_w_next = p3d_w_mapped = 0;
+    p3d_w_records = p3d_w_ops = p3d_w_dropped = 0;
+    p3d_w_path[0] = '\0';
+    p3d_w_forked = forked;
+    p3d_w_thr.has_chunk = 0;
+    p3d_w_thr.npend = 0;
+    __atomic_add_fetch(&p3d_w_gen, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&p3d_w_state, P3D_W_UNOPENED, __ATOMIC_RELEASE);
+}
+
+void p3d_writer_fork_prepare(void)
+{
+    pthread_mutex_lock(&p3d_w_lock);
+}
+
+void p3d_writer_fork_parent(void)
+{
+    pthread_mutex_unlock(&p3d_w_lock);
+}

@@ -1,0 +1,64 @@
+/*
+ * p3dfake.h - the private interface between the CPU test doubles.
+ *
+ * CI has no GPU.  build/fakes/libcudart.so.13 and build/fakes/libnccl.so.2
+ * stand in for the real libraries; this header is what the doubles (and
+ * the GPU helper's fake CUPTI) say to each other beyond the public CUDA
+ * and NCCL APIs.
+ *
+ * Kernels.  cudaLaunchKernel(func, grid, block, args, shmem, stream) runs
+ * synchronously on the calling thread: args[0] must point to a uint64_t
+ * duration in nanoseconds and the fake sleeps (nanosleep) that long.  The
+ * kernel's name is the dynamic symbol name of func (dladdr), else
+ * "p3dfake_kernel_<address>".
+ *
+ * Listener.  Every kernel and every fake-NCCL kernel is reported, after it
+ * completed, to one process-wide listener:
+ *     fn(name, stream, start_ns, end_ns, is_nccl)
+ * with CLOCK_MONOTONIC nanoseconds of the host.  Fake NCCL reports one
+ * kernel per communicator per launch: an ungrouped op is one kernel; the
+ * ops of one communicator inside ncclGroupStart/End form one kernel that
+ * starts at the outermost ncclGroupEnd and ends when the last of them
+ * completed, named after the first op (all-p2p groups are
+ * "ncclDevKernel_SendRecv").  Names look like real NCCL's, e.g.
+ * "ncclDevKernel_AllReduce_Sum_f32_RING_LL".  A 1-rank in-place
+ * collective launches no kernel (as real NCCL).  The listener is called
+ * on the thread that ran the work; it must be cheap and must not call
+ * back into the fakes.
+ *
+ * Events.  cudaEventRecord stores the host CLOCK_MONOTONIC time at which
+ * the stream's work up to that point is complete; work is synchronous, so
+ * that is the time of the record call.
+ *
+ * Environment read by the doubles:
+ *   P3D_FAKE_NDEV      number of fake devices (default 8)
+ *   P3D_FAKE_SHM_DIR   directory of the fake NCCL rendezvous files
+ *                      (default /dev/shm); files are unlinked once every
+ *                      member has joined
+ */
+#ifndef P3DFAKE_H
+#define P3DFAKE_H
+
+#include <stdint.h>
+
+typedef void (*p3dfake_kernel_listener_fn)(const char *name, void *stream,
+                                           uint64_t start_ns,
+                                           uint64_t end_ns, int is_nccl);
+
+/* Exported by libcudart.so.13 (fake).  NULL unregisters. */
+void p3dfake_set_kernel_listener(p3dfake_kernel_listener_fn fn);
+
+/* Exported by libcudart.so.13 (fake): report one kernel interval. */
+void p3dfake_report_kernel(const char *name, void *stream,
+                           uint64_t start_ns, uint64_t end_ns, int is_nccl);
+
+/* Exported by libcudart.so.13 (fake): CLOCK_MONOTONIC in ns. */
+uint64_t p3dfake_now_ns(void);
+
+/* Fake device memory in use, bytes (what cudaMemGetInfo subtracts). */
+uint64_t p3dfake_device_used(void);
+
+#define P3DFAKE_DEVICE_TOTAL (80ull << 30)   /* an 80 GiB device */
+#define P3DFAKE_CONTEXT_BYTES (512ull << 20) /* used before any malloc */
+
+#endif /* P3DFAKE_H */
