@@ -57,3 +57,13 @@ fakes: $(TEST_DEPS)
 
 # Other helpers add their own rules in tests/integration/*.mk.
 -include tests/integration/*.mk
+
+# make demo: the simulated 8-rank TP=2 PP=2 DP=2 job (m=8) under the shim
+# into traces/demo (replacing the previous demo), then the analyzer on it.
+DEMO_DIR := traces/demo
+DEMO_ARGS := --tp 2 --pp 2 --dp 2 -m 8 --iters 3
+demo: $(LIB) $(SIM) $(SIM_RANK_LIB) $(if $(wildcard $(ANALYZER_MAIN)),$(ANALYZE))
+	$(Q)$(SIM) $(DEMO_ARGS) --out traces --job-id demo \
+		--shim $(abspath $(LIB))
+	$(Q)if [ -x $(ANALYZE) ]; then $(ANALYZE) $(DEMO_DIR); else \
+		echo "demo: $(ANALYZE) not built yet; traces are in $(DEMO_DIR)"; fi
