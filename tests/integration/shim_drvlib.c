@@ -10,6 +10,7 @@
  *   threads T N    T threads, each its own 1-rank comm, N all-reduces
  *   fork           calls NCCL, then forks: a child that calls nothing, a
  *                  child that calls NCCL, a child that execs argv[1..]
+ *   bench N        time N 1-rank in-place all-reduces
  *   noop           no NCCL call at all
  * Results of the calls are checked here; exit status 0 means they were
  * right (so a shim that changed a result fails the test).
@@ -240,6 +241,23 @@ static int drv_loop(int n)
     return 0;
 }
 
+/* Mean wall time of n 1-rank in-place all-reduces, for overhead checks. */
+static int drv_bench(int n)
+{
+    ncclComm_t c = drv_solo();
+    struct timespec a, b;
+    float x = 1;
+    int i;
+
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (i = 0; i < n; i++)
+        OK(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, c, drv_stream));
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("bench %.1f ns/call\n",
+           ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n);
+    return 0;
+}
+
 static int drv_thread_n;
 
 static void *drv_thread(void *arg)
@@ -323,6 +341,8 @@ __attribute__((visibility("default"))) int shim_drv_main(int argc,
         return drv_threads(atoi(argv[1]), atoi(argv[2]));
     if (strcmp(argv[0], "fork") == 0)
         return drv_fork(argv + 1);
+    if (strcmp(argv[0], "bench") == 0 && argc > 1)
+        return drv_bench(atoi(argv[1]));
     if (strcmp(argv[0], "noop") == 0)
         return 0;
     fprintf(stderr, "shim_drvlib: unknown scenario '%s'\n", argv[0]);
