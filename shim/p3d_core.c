@@ -31,6 +31,7 @@ static __thread uint32_t p3d_tid_cache;
 static void p3d_core_fork_child(void)
 {
     p3d_tid_cache = 0;
+    p3d_writer_fork_parent(); /* release the lock the prepare took */
     p3d_writer_reset(1);
 }
 

@@ -232,8 +232,22 @@ def check_fork(d, with_exec):
     return f"fork: {len(tr)} files"
 
 
+def check_count(d, n, upto=None):
+    """One file; its ops are seq 0..k-1 with k == n (or n < k <= upto)."""
+    fs = files(d)
+    want(len(fs) == 1, f"one file, got {fs}")
+    t = p3d_trace.read_file(fs[0])
+    k = len(t.ops())
+    if upto is None:
+        want(k == int(n), f"{k} ops != {n}")
+    else:
+        want(int(n) < k <= int(upto), f"{k} ops not in ({n}, {upto}]")
+    want([o["seq"] for o in t.ops()] == list(range(k)), "seq 0..k-1")
+    return f"count: {k} ops"
+
+
 def main(argv):
-    checks = {"all": check_all, "loop": check_loop,
+    checks = {"all": check_all, "loop": check_loop, "count": check_count,
               "threads": check_threads, "fork": check_fork}
     try:
         print(checks[argv[0]](*argv[1:]))
