@@ -71,6 +71,38 @@ static struct p3d_span_set cupti_spans;
 static struct p3d_clock_map cupti_clock;
 static uint64_t cupti_clock_at;
 
+/*
+ * libcupti.so.13 next to the process's libcudart (CUDA toolkit layout) or
+ * in the sibling wheel directory (pip: nvidia/cu13/lib, or
+ * nvidia/cuda_runtime/lib next to nvidia/cuda_cupti/lib).
+ */
+static void *cupti_open_near_cudart(void)
+{
+    static const char *rel[] = {"libcupti.so.13",
+                                "../../cuda_cupti/lib/libcupti.so.13",
+                                "../extras/CUPTI/lib64/libcupti.so.13"};
+    void *sym = p3d_resolve("cudaGetDevice", NULL);
+    char path[4096];
+    Dl_info info;
+    size_t i;
+    char *slash;
+    void *h;
+
+    if (!sym || !dladdr(sym, &info) || !info.dli_fname ||
+        strlen(info.dli_fname) >= sizeof(path) - 64)
+        return NULL;
+    strcpy(path, info.dli_fname);
+    slash = strrchr(path, '/');
+    if (!slash)
+        return NULL;
+    for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        strcpy(slash + 1, rel[i]);
+        if ((h = dlopen(path, RTLD_LAZY | RTLD_LOCAL)))
+            return h;
+    }
+    return NULL;
+}
+
 /* Find the process's libcupti, loading it only as a last resort. */
 static void *cupti_open(void)
 {
@@ -86,6 +118,8 @@ static void *cupti_open(void)
     sym = p3d_resolve("cuptiActivityEnable", NULL);
     if (sym && dladdr(sym, &info) && info.dli_fname &&
         (h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+        return h;
+    if ((h = cupti_open_near_cudart()))
         return h;
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((h = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL)))
