@@ -50,6 +50,22 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s)
     return P3D_GPU_AUTO;
 }
 
+/*
+ * Registered once a backend runs, i.e. after the CUDA runtime initialised:
+ * atexit handlers run in reverse order, so this runs before the runtime's
+ * own teardown and may still query CUDA/CUPTI (unlike p3d_hook_fini).
+ */
+static void gpu_atexit(void)
+{
+    int mode = atomic_load(&gpu_mode);
+
+    p3d_gpu_thread_stop();
+    if (mode == P3D_GPU_CUPTI)
+        p3d_cupti_fini();
+    else if (mode == P3D_GPU_EVENTS)
+        p3d_events_drain(20000000ull);
+}
+
 static void gpu_init(void)
 {
     enum p3d_gpu_mode want = p3d_gpu_mode_parse(getenv(P3D_ENV_GPU_TIMING));
@@ -65,6 +81,8 @@ static void gpu_init(void)
         p3d_warn_once("gpu_none", "no GPU timing: neither CUPTI nor CUDA "
                       "events are available");
     atomic_store(&gpu_mode, mode);
+    if (mode != P3D_GPU_OFF)
+        atexit(gpu_atexit);
     p3d_gpu_thread_start();
 }
 
@@ -208,14 +226,12 @@ void p3d_hook_comm_end(uint64_t comm_hash, int how)
         p3d_cupti_flush();
 }
 
+/* No CUDA here (the runtime may be gone): only what gpu_atexit missed. */
 void p3d_hook_fini(void)
 {
-    int mode = atomic_load(&gpu_mode);
-
     if (atomic_exchange(&gpu_done, 1))
         return;
     p3d_gpu_thread_stop();
-    if (mode == P3D_GPU_CUPTI)
-        p3d_cupti_fini();
+    p3d_cupti_fini();     /* no-op unless gpu_atexit did not run */
     p3d_mem_emit_final();
 }
