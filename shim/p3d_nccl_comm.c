@@ -10,6 +10,7 @@
  */
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "p3d_commhash.h"
 #include "p3d_hooks.h"
@@ -239,6 +240,18 @@ P3D_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
     return ret;
 }
 
+/*
+ * NCCL made the id without going through the PLT: derive a stand-in from
+ * (pid, first comm pointer), the same for all ndev comms of the call.
+ */
+static void p3d_init_all_synthetic_id(ncclComm_t first)
+{
+    uint64_t v[2] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)first};
+
+    memset(&p3d_init_all_id, 0, sizeof(p3d_init_all_id));
+    memcpy(p3d_init_all_id.internal, v, sizeof(v));
+}
+
 P3D_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev,
                                         const int *devlist)
 {
@@ -257,14 +270,15 @@ P3D_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev,
     ret = real(comm, ndev, devlist);
     t.t_exit = p3d_now();
     p3d_in_init_all = 0;
+    if (!p3d_init_all_have_id && comm != NULL && ndev > 0)
+        p3d_init_all_synthetic_id(comm[0]);
     for (i = 0; comm != NULL && i < ndev; i++) {
         t.how = P3D_COMM_INIT_ALL;
         t.flags = 0;
         t.nranks = ndev;
         t.rank = i;
         t.ret = ret;
-        p3d_comm_root(comm[i], p3d_init_all_have_id ? &p3d_init_all_id
-                                                     : NULL, &t, NULL);
+        p3d_comm_root(comm[i], &p3d_init_all_id, &t, NULL);
     }
     p3d_nccl_leave();
     return ret;

@@ -15,7 +15,7 @@ FAKE_NCCL := $(FAKES)/libnccl.so.2
 FAKE_SELFTEST := $(FAKES)/p3dfake-selftest
 SIM_RANK_LIB := $(FAKES)/libp3dsim_rank.so
 SIM := $(BUILD)/p3d-sim
-SIM_RANK_SRC := $(sort $(wildcard tests/sim/rank_*.c))
+SIM_RANK_SRC := $(sort $(wildcard tests/sim/rank_*.c)) tests/sim/sim_layout.c
 SIM_DRV_SRC := $(sort $(wildcard tests/sim/sim_*.c))
 SIM_HDR := $(wildcard tests/sim/*.h) tests/fakes/p3dfake.h
 
@@ -45,7 +45,7 @@ $(SIM): $(SIM_DRV_SRC) $(SIM_HDR)
 		$(P3D_LDFLAGS) -ldl -pthread
 
 TEST_DEPS := $(FAKE_CUDART) $(FAKE_NCCL) $(FAKE_SELFTEST)
-ifneq ($(SIM_RANK_SRC),)
+ifneq ($(wildcard tests/sim/rank_*.c),)
 TEST_DEPS += $(SIM_RANK_LIB)
 endif
 ifneq ($(SIM_DRV_SRC),)
@@ -57,3 +57,13 @@ fakes: $(TEST_DEPS)
 
 # Other helpers add their own rules in tests/integration/*.mk.
 -include tests/integration/*.mk
+
+# make demo: the simulated 8-rank TP=2 PP=2 DP=2 job (m=8) under the shim
+# into traces/demo (replacing the previous demo), then the analyzer on it.
+DEMO_DIR := traces/demo
+DEMO_ARGS := --tp 2 --pp 2 --dp 2 -m 8 --iters 3
+demo: $(LIB) $(SIM) $(SIM_RANK_LIB) $(if $(wildcard $(ANALYZER_MAIN)),$(ANALYZE))
+	$(Q)$(SIM) $(DEMO_ARGS) --out traces --job-id demo \
+		--shim $(abspath $(LIB))
+	$(Q)if [ -x $(ANALYZE) ]; then $(ANALYZE) $(DEMO_DIR); else \
+		echo "demo: $(ANALYZE) not built yet; traces are in $(DEMO_DIR)"; fi
