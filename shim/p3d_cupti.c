@@ -52,6 +52,7 @@ struct cupti_api {
     CUptiResult (*Pop)(CUpti_ExternalCorrelationKind, uint64_t *);
     CUptiResult (*GetTimestamp)(uint64_t *);
     CUptiResult (*GetNumDropped)(CUcontext, uint32_t, size_t *);
+    CUptiResult (*GetStreamIdEx)(CUcontext, CUstream, uint8_t, uint32_t *);
 };
 
 struct cupti_corr {
@@ -147,6 +148,7 @@ static int cupti_resolve(void)
     P3D_CUPTI_SYM(Pop, "cuptiActivityPopExternalCorrelationId");
     P3D_CUPTI_SYM(GetTimestamp, "cuptiGetTimestamp");
     P3D_CUPTI_SYM(GetNumDropped, "cuptiActivityGetNumDroppedRecords");
+    P3D_CUPTI_SYM(GetStreamIdEx, "cuptiGetStreamIdEx");
     if (!cu.Subscribe || !cu.Enable || !cu.RegisterCallbacks ||
         !cu.GetNextRecord || !cu.FlushAll || !cu.Push || !cu.Pop ||
         !cu.GetTimestamp)
@@ -221,6 +223,7 @@ static void cupti_kernel(const CUpti_ActivityKernel10 *k)
     uint64_t s = p3d_clock_to_host(&cupti_clock, k->start);
     uint64_t e = p3d_clock_to_host(&cupti_clock, k->end);
     const struct cupti_corr *c;
+    uint64_t key;
 
     if (!cupti_is_nccl(k->name)) {
         p3d_span_add(&cupti_spans, (uint16_t)k->deviceId, k->streamId,
@@ -230,7 +233,12 @@ static void cupti_kernel(const CUpti_ActivityKernel10 *k)
     p3d_span_cut(&cupti_spans, (uint16_t)k->deviceId, k->streamId);
     c = &cupti_corr_map[k->correlationId % CUPTI_CORR_SLOTS];
     if (c->corr == k->correlationId && c->ext) {
+        p3d_cupti_order_linked(k->streamId, c->ext);
         cupti_nccl_op(c->ext, s, e);
+        return;
+    }
+    if (p3d_cupti_order_match(k->streamId, &key)) {
+        cupti_nccl_op(key, s, e);     /* launched from NCCL's own thread */
         return;
     }
     /* Not linked to an op (e.g. replayed from a CUDA graph). */
@@ -404,6 +412,22 @@ void p3d_cupti_pop(void)
     uint64_t last;
 
     cu.Pop(CUPTI_EXT_KIND, &last);
+}
+
+uint32_t p3d_cupti_stream_id(void *stream)
+{
+    static __thread void *last_stream;
+    static __thread uint32_t last_id;
+    uint32_t id = 0;
+
+    if (last_id && stream == last_stream)
+        return last_id;
+    if (!cu.GetStreamIdEx ||
+        cu.GetStreamIdEx(NULL, (CUstream)stream, 0, &id) != CUPTI_SUCCESS)
+        return 0;
+    last_stream = stream;
+    last_id = id;
+    return id;
 }
 
 void p3d_cupti_tick(void)
