@@ -15,7 +15,12 @@
  * (or its group's key) as external correlation id around the NCCL call;
  * CUPTI then emits (correlationId -> external id) records, and each NCCL
  * kernel (name contains ncclDevKernel_ or ncclKernel_) becomes a GPU_OP
- * record for its op(s).  Other kernels and copies feed the span merger.
+ * record for its op(s).  Kernels NCCL launches from its own thread
+ * (non-blocking communicators) carry no id: they are linked by launch
+ * order per stream (p3d_cupti_order.c); NCCL kernels linked to nothing
+ * (e.g. replayed CUDA graphs) become P3D_SPAN_NCCL spans.  An op whose
+ * group launched several kernels (several communicators) gets one GPU_OP
+ * per kernel: readers take the earliest start and the latest end.  Other kernels and copies feed the span merger.
  * Buffers are processed on CUPTI's thread (or the flushing thread) under
  * one lock, never on the application's NCCL call path.  Times are put on
  * CLOCK_MONOTONIC with p3d_gpu_clock.c (device -1 in CLOCK_SYNC = the
