@@ -27,9 +27,9 @@ struct p3d_opcall {
 };
 
 /* Per-thread group state, mirroring NCCL's own group depth. */
-static __thread uint32_t p3d_group_depth;
-static __thread uint32_t p3d_group_id;
-static __thread uint32_t p3d_group_ops;
+static P3D_TLS uint32_t p3d_group_depth;
+static P3D_TLS uint32_t p3d_group_id;
+static P3D_TLS uint32_t p3d_group_ops;
 static uint32_t p3d_group_ids;
 
 static const uint8_t p3d_dtype_size[] = {

@@ -73,7 +73,7 @@ static uint64_t p3d_w_dropped;
 static char p3d_w_path[P3D_PATH_MAX + P3D_JOB_ID_LEN + 64];
 static char p3d_w_strbuf[P3D_CHUNK_ROOM - sizeof(struct p3d_rec_str)];
 
-static __thread struct p3d_wthr p3d_w_thr;
+static P3D_TLS struct p3d_wthr p3d_w_thr;
 
 static void p3d_writer_finish(uint64_t chunk);
 
