@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,13 +230,25 @@ static void p3d_writer_fill_hdr(struct p3d_file_hdr *h,
     h->nccl_version_compile = NCCL_VERSION_CODE;
 }
 
+/*
+ * Chunk cap: P3D_MAX_MB, and RLIMIT_FSIZE (growing past it would raise
+ * SIGXFSZ, which kills the process).  0 = record nothing.
+ */
 static uint64_t p3d_writer_cap(const struct p3d_cfg *cfg)
 {
     uint64_t max = (uint64_t)P3D_MAX_WIN * P3D_CPW;
+    struct rlimit rl;
 
     if (cfg->max_bytes != 0 && cfg->max_bytes / P3D_CHUNK_BYTES < max)
         max = cfg->max_bytes / P3D_CHUNK_BYTES;
-    return max ? max : 1;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        uint64_t room = rl.rlim_cur > P3D_DATA_OFFSET
+                            ? (rl.rlim_cur - P3D_DATA_OFFSET) / P3D_CHUNK_BYTES
+                            : 0;
+        if (room < max)
+            max = room;
+    }
+    return max;
 }
 
 /* Create and map the file header.  Called with the lock held. */
@@ -371,8 +384,11 @@ static int p3d_writer_grow(uint64_t w)
 {
     while (p3d_w_mapped / P3D_CPW <= w) {
         uint64_t nw = p3d_w_mapped / P3D_CPW;
+        uint64_t left = p3d_w_max - p3d_w_mapped;   /* chunks under cap */
         off_t off = (off_t)P3D_DATA_OFFSET + (off_t)nw * P3D_WIN_BYTES;
-        int err = posix_fallocate(p3d_w_fd, off, P3D_WIN_BYTES);
+        off_t len = left < P3D_CPW ? (off_t)left * P3D_CHUNK_BYTES
+                                   : (off_t)P3D_WIN_BYTES;
+        int err = posix_fallocate(p3d_w_fd, off, len);
         void *p;
 
         if (err != 0) {
@@ -565,6 +581,8 @@ void p3d_writer_close(void)
     used = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
     if (used > p3d_w_mapped)
         used = p3d_w_mapped;
+    if (used > p3d_w_max)
+        used = p3d_w_max;
     p3d_w_hdr->end_mono_ns = p3d_now();
     p3d_w_hdr->n_records = __atomic_load_n(&p3d_w_records, __ATOMIC_RELAXED);
     p3d_w_hdr->dropped_records = p3d_writer_dropped();
