@@ -66,6 +66,7 @@ static struct p3d_file_hdr *p3d_w_hdr;
 static uint64_t p3d_w_next;     /* next chunk index to claim */
 static uint64_t p3d_w_mapped;   /* chunks covered by mapped windows */
 static uint64_t p3d_w_max;      /* chunk cap */
+static int p3d_w_full;          /* the cap was reached: drop quickly */
 static char *p3d_w_win[P3D_MAX_WIN];
 static uint16_t p3d_w_done[P3D_MAX_WIN];
 static uint64_t p3d_w_records;
@@ -453,6 +454,7 @@ static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
     char *base;
 
     if (c >= p3d_w_max) {
+        __atomic_store_n(&p3d_w_full, 1, __ATOMIC_RELAXED);
         p3d_warn_once("cap", "trace file '%s' reached its size cap; "
                              "later records are dropped", p3d_w_path);
         return -1;
@@ -483,7 +485,8 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
 {
     uint32_t gen;
 
-    if (t->in_open || !p3d_core_enabled())
+    if (t->in_open || !p3d_core_enabled() ||
+        __atomic_load_n(&p3d_w_full, __ATOMIC_RELAXED))
         return -1;
     if (p3d_writer_state() == P3D_W_UNOPENED && p3d_writer_open_once(t)) {
         p3d_writer_cmdline();
@@ -613,6 +616,7 @@ void p3d_writer_reset(int forked)
     p3d_w_hdr = NULL;
     p3d_w_fd = -1;
     p3d_w_next = p3d_w_mapped = 0;
+    p3d_w_full = 0;
     p3d_w_records = p3d_w_ops = p3d_w_dropped = 0;
     p3d_w_path[0] = '\0';
     p3d_w_forked = forked;
