@@ -15,7 +15,7 @@ FAKE_NCCL := $(FAKES)/libnccl.so.2
 FAKE_SELFTEST := $(FAKES)/p3dfake-selftest
 SIM_RANK_LIB := $(FAKES)/libp3dsim_rank.so
 SIM := $(BUILD)/p3d-sim
-SIM_RANK_SRC := $(sort $(wildcard tests/sim/rank_*.c))
+SIM_RANK_SRC := $(sort $(wildcard tests/sim/rank_*.c)) tests/sim/sim_layout.c
 SIM_DRV_SRC := $(sort $(wildcard tests/sim/sim_*.c))
 SIM_HDR := $(wildcard tests/sim/*.h) tests/fakes/p3dfake.h
 
@@ -45,7 +45,7 @@ $(SIM): $(SIM_DRV_SRC) $(SIM_HDR)
 		$(P3D_LDFLAGS) -ldl -pthread
 
 TEST_DEPS := $(FAKE_CUDART) $(FAKE_NCCL) $(FAKE_SELFTEST)
-ifneq ($(SIM_RANK_SRC),)
+ifneq ($(wildcard tests/sim/rank_*.c),)
 TEST_DEPS += $(SIM_RANK_LIB)
 endif
 ifneq ($(SIM_DRV_SRC),)

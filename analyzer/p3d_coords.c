@@ -1,0 +1,110 @@
+/*
+ * p3d_coords.c - the coordinate map in text: the seed's TP x PP x DP
+ * figure for the job's layout.  Per pipeline stage a grid of global ranks
+ * (columns tp, rows dp/cp), then the TP, PP, DP, CP groups.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_layout.h"
+#include "p3d_report.h"
+
+#define P3D_MAP_MAX_WORLD 256 /* larger jobs get the group lists only */
+
+/* Members of rank r's group varying the axes in mask. */
+static int p3d_group_of(const struct p3d_layout *l, int w, int r,
+                        unsigned mask, int *out)
+{
+    int c0[P3D_AX_N], c[P3D_AX_N], n = 0;
+
+    p3d_layout_coords(l, r, c0);
+    for (int s = 0; s < w; s++) {
+        int same = 1;
+        p3d_layout_coords(l, s, c);
+        for (int a = 0; a < P3D_AX_N; a++)
+            if (!(mask & (1u << a)) && c[a] != c0[a])
+                same = 0;
+        if (same)
+            out[n++] = s;
+    }
+    return n;
+}
+
+static void p3d_groups_line(FILE *f, const struct p3d_layout *l, int w,
+                            const char *name, unsigned mask)
+{
+    int *m = malloc(sizeof(int) * (size_t)w);
+    char *done = calloc((size_t)w, 1);
+    int shown = 0;
+
+    fprintf(f, "  %s groups:", name);
+    for (int r = 0; m && done && r < w; r++) {
+        char buf[128];
+        int n;
+        if (done[r])
+            continue;
+        n = p3d_group_of(l, w, r, mask, m);
+        for (int i = 0; i < n; i++)
+            done[m[i]] = 1;
+        if (shown++ == 16) {
+            fprintf(f, " ...");
+            break;
+        }
+        p3d_fmt_ranks(buf, sizeof(buf), m, n);
+        fprintf(f, " [%s]", buf);
+    }
+    fputc('\n', f);
+    free(m);
+    free(done);
+}
+
+static void p3d_stage_grid(FILE *f, const struct p3d_layout *l, int w,
+                           int stage)
+{
+    int tp = l->size[P3D_AX_TP], cp = l->size[P3D_AX_CP];
+    int dp = l->size[P3D_AX_DP], c[P3D_AX_N];
+    int *grid = malloc(sizeof(int) * (size_t)(tp * cp * dp));
+
+    for (int r = 0; grid && r < w; r++) {
+        p3d_layout_coords(l, r, c);
+        if (c[P3D_AX_PP] == stage)
+            grid[(c[P3D_AX_DP] * cp + c[P3D_AX_CP]) * tp + c[P3D_AX_TP]] = r;
+    }
+    fprintf(f, "  stage %d%*s", stage, 10, "");
+    for (int t = 0; t < tp; t++)
+        fprintf(f, " %5s%d", "tp", t);
+    fputc('\n', f);
+    for (int row = 0; grid && row < dp * cp; row++) {
+        char lab[32];
+        if (cp > 1)
+            snprintf(lab, sizeof(lab), "dp%d cp%d", row / cp, row % cp);
+        else
+            snprintf(lab, sizeof(lab), "dp%d", row);
+        fprintf(f, "    %-14s", lab);
+        for (int t = 0; t < tp; t++)
+            fprintf(f, " %6d", grid[row * tp + t]);
+        fputc('\n', f);
+    }
+    free(grid);
+}
+
+void p3d_report_coords(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_layout *l = &job->layout;
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+
+    if (!l->valid)
+        return;
+    fprintf(f, "\ncoordinate map (global ranks; order %s, first axis "
+            "fastest):\n", l->order);
+    for (int s = 0; w <= P3D_MAP_MAX_WORLD && s < l->size[P3D_AX_PP]; s++)
+        p3d_stage_grid(f, l, w, s);
+    p3d_groups_line(f, l, w, "TP", 1u << P3D_AX_TP);
+    p3d_groups_line(f, l, w, "PP", 1u << P3D_AX_PP);
+    p3d_groups_line(f, l, w, "DP", 1u << P3D_AX_DP);
+    if (l->size[P3D_AX_CP] > 1) {
+        p3d_groups_line(f, l, w, "CP", 1u << P3D_AX_CP);
+        p3d_groups_line(f, l, w, "DP-CP",
+                        1u << P3D_AX_DP | 1u << P3D_AX_CP);
+    }
+}

@@ -1,0 +1,271 @@
+/*
+ * p3d_discover.c - find trace files and sort them into jobs.
+ *
+ * Files are recognised by name (*.p3d) and then by header.  Folders are
+ * walked two levels deep (traces/ -> traces/<job>/), following symlinks
+ * but never entering a folder twice (loops).  Files are grouped by job id;
+ * within one id, a start more than P3D_RUN_GAP_S after the previous file,
+ * or a rank seen again more than P3D_DUP_GAP_S later, starts a new run
+ * (torchrun's job id "none" is shared by every run on a machine).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "p3d_discover.h"
+#include "p3d_reader.h"
+#include "p3d_util.h"
+
+struct p3d_cand {
+    char *path;
+    struct p3d_file_hdr hdr;
+};
+
+struct p3d_walk {
+    struct p3d_cand *c;
+    size_t n, cap;
+    dev_t dev[64];
+    ino_t ino[64];
+    int n_seen;
+};
+
+static int p3d_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static void p3d_add_file(struct p3d_walk *w, const char *path)
+{
+    struct p3d_reader rd;
+    char buf[P3D_FILE_HDR_BYTES];
+    ssize_t got;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    memset(&rd, 0, sizeof(rd));
+    rd.path = path;
+    if (fd < 0) {
+        p3d_error("cannot open '%s': %s", path, strerror(errno));
+        return;
+    }
+    got = pread(fd, buf, sizeof(buf), 0);
+    close(fd);
+    if (got == 0) {
+        p3d_warning("'%s': empty file (the rank recorded nothing); skipped",
+                    path);
+        return;
+    }
+    if (got < 0 || p3d_reader_check_hdr(&rd, buf, (size_t)got) < 0) {
+        p3d_error("%s", got < 0 ? strerror(errno) : rd.msg);
+        return;
+    }
+    w->cap = p3d_grow((void **)&w->c, w->cap, w->n, sizeof(*w->c));
+    w->c[w->n].path = p3d_xstrdup(path);
+    w->c[w->n++].hdr = rd.hdr;
+}
+
+static int p3d_seen(struct p3d_walk *w, const struct stat *st)
+{
+    for (int i = 0; i < w->n_seen; i++)
+        if (w->dev[i] == st->st_dev && w->ino[i] == st->st_ino)
+            return 1;
+    if (w->n_seen < 64) {
+        w->dev[w->n_seen] = st->st_dev;
+        w->ino[w->n_seen++] = st->st_ino;
+    }
+    return 0;
+}
+
+static int p3d_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void p3d_walk_dir(struct p3d_walk *w, const char *dir, int depth);
+
+static void p3d_walk_entry(struct p3d_walk *w, const char *path, int depth)
+{
+    struct stat st;
+
+    if (stat(path, &st) < 0) {
+        p3d_warning("cannot stat '%s': %s; skipped", path, strerror(errno));
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (depth >= 2 || p3d_seen(w, &st))
+            p3d_note("skipping folder '%s' (too deep or seen before)", path);
+        else
+            p3d_walk_dir(w, path, depth + 1);
+    } else if (S_ISREG(st.st_mode) && p3d_ends_with(path, ".p3d")) {
+        p3d_add_file(w, path);
+    } else {
+        p3d_note("skipping '%s': not a trace file", path);
+    }
+}
+
+static void p3d_walk_dir(struct p3d_walk *w, const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+
+    if (!d) {
+        p3d_error("cannot read folder '%s': %s", dir, strerror(errno));
+        return;
+    }
+    while ((e = readdir(d))) {
+        size_t len;
+        if (e->d_name[0] == '.')
+            continue;
+        cap = p3d_grow((void **)&names, cap, n, sizeof(*names));
+        len = strlen(dir) + strlen(e->d_name) + 2;
+        names[n] = p3d_xmalloc(len);
+        snprintf(names[n++], len, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof(*names), p3d_cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        p3d_walk_entry(w, names[i], depth);
+        free(names[i]);
+    }
+    free(names);
+}
+
+static int p3d_cmp_cand(const void *a, const void *b)
+{
+    const struct p3d_cand *x = a, *y = b;
+    int c = strncmp(x->hdr.job_id, y->hdr.job_id, P3D_JOB_ID_LEN);
+
+    if (c)
+        return c;
+    if (x->hdr.start_realtime_ns != y->hdr.start_realtime_ns)
+        return x->hdr.start_realtime_ns < y->hdr.start_realtime_ns ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+#define P3D_NS 1000000000ull
+
+static int p3d_cmp_rank(const void *a, const void *b)
+{
+    const struct p3d_rank *x = a, *y = b;
+
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static struct p3d_job *p3d_new_job(struct p3d_jobset *set, size_t *cap,
+                                   const struct p3d_cand *c)
+{
+    struct p3d_job *j;
+
+    *cap = p3d_grow((void **)&set->jobs, *cap, (size_t)set->n,
+                    sizeof(*set->jobs));
+    j = &set->jobs[set->n++];
+    memset(j, 0, sizeof(*j));
+    p3d_fixed_str(j->job_id, c->hdr.job_id, P3D_JOB_ID_LEN);
+    j->start_ns = c->hdr.start_realtime_ns;
+    return j;
+}
+
+/* The rank file of `rank` already in job j, or NULL. */
+static struct p3d_rank *p3d_find(struct p3d_job *j, int rank)
+{
+    for (int i = 0; rank >= 0 && i < j->n_ranks; i++)
+        if (j->ranks[i].rank == rank)
+            return &j->ranks[i];
+    return NULL;
+}
+
+static int p3d_starts_run(struct p3d_job *j, const struct p3d_cand *c,
+                          uint64_t prev_start)
+{
+    struct p3d_rank *old;
+
+    if (!j || strncmp(j->job_id, c->hdr.job_id, P3D_JOB_ID_LEN))
+        return 1;
+    if (c->hdr.start_realtime_ns > prev_start + P3D_RUN_GAP_S * P3D_NS)
+        return 1;
+    old = p3d_find(j, c->hdr.rank);
+    return old && c->hdr.start_realtime_ns >
+        old->hdr.start_realtime_ns + P3D_DUP_GAP_S * P3D_NS;
+}
+
+static void p3d_add_rank(struct p3d_job *j, size_t *cap, struct p3d_cand *c)
+{
+    struct p3d_rank *old = p3d_find(j, c->hdr.rank), *r;
+
+    if (old) {
+        p3d_warning("rank %d has two trace files, '%s' and '%s'; using the "
+                    "first", c->hdr.rank, old->path, c->path);
+        free(c->path);
+        return;
+    }
+    *cap = p3d_grow((void **)&j->ranks, *cap, (size_t)j->n_ranks,
+                    sizeof(*j->ranks));
+    r = &j->ranks[j->n_ranks++];
+    memset(r, 0, sizeof(*r));
+    r->path = c->path;
+    r->hdr = c->hdr;
+    r->rank = c->hdr.rank;
+    if (c->hdr.world_size > j->world_size)
+        j->world_size = c->hdr.world_size;
+}
+
+static void p3d_group(struct p3d_walk *w, struct p3d_jobset *set)
+{
+    struct p3d_job *j = NULL;
+    size_t cap = 0, rcap = 0;
+    uint64_t prev = 0;
+
+    qsort(w->c, w->n, sizeof(*w->c), p3d_cmp_cand);
+    for (size_t i = 0; i < w->n; i++) {
+        if (p3d_starts_run(j, &w->c[i], prev)) {
+            j = p3d_new_job(set, &cap, &w->c[i]);
+            rcap = 0;
+        }
+        prev = w->c[i].hdr.start_realtime_ns;
+        p3d_add_rank(j, &rcap, &w->c[i]);
+    }
+    for (int k = 0; k < set->n; k++)
+        qsort(set->jobs[k].ranks, (size_t)set->jobs[k].n_ranks,
+              sizeof(struct p3d_rank), p3d_cmp_rank);
+}
+
+static int p3d_cmp_job(const void *a, const void *b)
+{
+    const struct p3d_job *x = a, *y = b;
+
+    return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+int p3d_discover(char **paths, int n, struct p3d_jobset *set)
+{
+    struct p3d_walk w;
+    int ret = 0;
+
+    memset(&w, 0, sizeof(w));
+    memset(set, 0, sizeof(*set));
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) < 0) {
+            ret = p3d_error("cannot read '%s': %s", paths[i],
+                            strerror(errno));
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            p3d_seen(&w, &st);
+            p3d_walk_dir(&w, paths[i], 0);
+        } else {
+            p3d_add_file(&w, paths[i]);
+        }
+    }
+    p3d_group(&w, set);
+    qsort(set->jobs, (size_t)set->n, sizeof(*set->jobs), p3d_cmp_job);
+    free(w.c);
+    return ret;
+}

@@ -1,0 +1,27 @@
+/*
+ * p3d_discover.h - find the trace files under the given paths and sort
+ * them into jobs (one job per run, even when runs share a folder).
+ */
+#ifndef P3D_DISCOVER_H
+#define P3D_DISCOVER_H
+
+#include "p3d_job.h"
+
+struct p3d_jobset {
+    struct p3d_job *jobs; /* oldest first */
+    int n;
+};
+
+/*
+ * Walk `paths` (trace files, job folders, folders of job folders), read
+ * every header and group the files into jobs.  Problems are printed;
+ * returns -1 if a path given on the command line cannot be read.
+ */
+int p3d_discover(char **paths, int n, struct p3d_jobset *set);
+
+/* Seconds between two files' starts that make them separate runs. */
+#define P3D_RUN_GAP_S 600
+/* A repeated rank this much later starts a new run, else a duplicate. */
+#define P3D_DUP_GAP_S 60
+
+#endif /* P3D_DISCOVER_H */

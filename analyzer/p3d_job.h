@@ -1,0 +1,134 @@
+/*
+ * p3d_job.h - the analyzer's model of one job: its rank files, each
+ * rank's view of its communicators with per-op-kind traffic, and the
+ * communicators joined across ranks.  Filled by p3d_rank.c (one pass per
+ * file, in threads) and p3d_comm.c (the join); read by layout, labels,
+ * matching and the reports.
+ */
+#ifndef P3D_JOB_H
+#define P3D_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p3d_format.h"
+#include "p3d_map.h"
+
+#define P3D_HIST_N 48 /* bucket b: [2^(b-1), 2^b) bytes; b = 0: 0 bytes */
+
+struct p3d_opstat {
+    uint64_t calls, bytes;
+    uint64_t gpu_calls, gpu_bytes, gpu_ns; /* ops with a GPU time */
+};
+
+/* Usage facts that tell communicators with equal members apart. */
+struct p3d_usage {
+    uint64_t tiny_ar;     /* all-reduces of <= 8 bytes */
+    uint64_t tiny_f32_ar; /* 1-element fp32 all-reduces */
+    uint64_t big_ar;      /* all-reduces of >= 1 MiB */
+};
+
+struct p3d_rcomm { /* one communicator as one rank saw it */
+    uint64_t hash, parent;
+    int32_t nranks, rank, device;
+    int how, flags, created; /* created: a comm record was seen */
+    uint32_t order;          /* creation index on this rank */
+    uint64_t t_create;
+    struct p3d_opstat st[P3D_OP_COUNT];
+    uint64_t hist[P3D_HIST_N];
+    struct p3d_usage use;
+    int gcomm; /* index in job->comms */
+};
+
+struct p3d_rank {
+    char *path;
+    struct p3d_file_hdr hdr;
+    int rank; /* global rank; -1 unknown */
+    int failed, closed, truncated, corrupt;
+    uint64_t n_records, n_ops, n_gpu_ops, n_nocolor;
+    char *cmdline; /* argv, NUL-separated */
+    size_t cmdline_len;
+    struct p3d_rcomm *comms;
+    int n_comms;
+    size_t cap;
+    struct p3d_map idx; /* comm hash -> comms index */
+    char err[768];      /* problem found while reading, "" if none */
+    char warn[512];
+};
+
+struct p3d_gcomm { /* a communicator joined across ranks */
+    uint64_t hash;
+    int size;       /* nranks claimed */
+    int *slot;      /* [size]: global rank per comm rank, -1 unknown */
+    int *members;   /* known global ranks, ascending */
+    int n_members;
+    int n_missing;  /* slots no file claims */
+    int inferred_members; /* missing slots filled in from the layout */
+    uint32_t order; /* lowest creation index on any member */
+    int bad_size;   /* members disagree on nranks */
+    struct p3d_opstat st[P3D_OP_COUNT];
+    uint64_t hist[P3D_HIST_N];
+    struct p3d_usage use;
+    unsigned labels; /* P3D_LBL_* bits that match */
+    int label;       /* the one it is used as */
+    const char *role;
+};
+
+/* Dense axes, indexes into p3d_layout.size. */
+enum { P3D_AX_TP, P3D_AX_CP, P3D_AX_DP, P3D_AX_PP, P3D_AX_N };
+
+struct p3d_layout {
+    int size[P3D_AX_N]; /* tp, cp, dp, pp */
+    int ep, etp;        /* etp: --expert-tensor-parallel-size, 0 = tp */
+    int ord[P3D_AX_N];  /* axes from fastest (stride 1) to slowest */
+    char order[32];     /* Megatron spelling, e.g. "tp-cp-ep-dp-pp" */
+    const char *source; /* "inferred", "cmdline", "user" */
+    int valid;
+    int vpp, mbs, gbs, seq; /* from the command line, 0 unknown */
+    int explained, total;   /* communicators the layout explains */
+    int usage_ok;           /* communicators whose usage fits */
+    int contradicted;       /* the stated layout explains less */
+    char best[96];          /* best inferred layout, as text */
+    int best_explained;
+};
+
+struct p3d_mismatch;
+
+struct p3d_job {
+    char job_id[P3D_JOB_ID_LEN + 1];
+    struct p3d_rank *ranks; /* sorted by rank */
+    int n_ranks;
+    int world_size;
+    uint64_t start_ns;
+    struct p3d_gcomm *comms; /* sorted by creation order */
+    int n_comms;
+    struct p3d_map comm_idx;
+    struct p3d_layout layout;
+    struct p3d_layout hint; /* from the command line */
+    int hint_fits;          /* the traces agree with the hint */
+    int have_gpu;
+    struct p3d_match_res *match;
+};
+
+/* Histogram bucket of a message size. */
+static inline int p3d_hist_bucket(uint64_t bytes)
+{
+    int b = bytes ? 64 - __builtin_clzll(bytes) : 0;
+
+    return b < P3D_HIST_N ? b : P3D_HIST_N - 1;
+}
+
+/* Read every rank file of the job (threads); fills job->ranks[*]. */
+void p3d_job_scan(struct p3d_job *job, int threads);
+/* Scan one rank file.  Returns 0, -1 if unusable (r->err set). */
+int p3d_rank_scan(struct p3d_rank *r);
+void p3d_rank_free(struct p3d_rank *r);
+/* Join rank communicators by hash into job->comms. */
+void p3d_comm_join(struct p3d_job *job);
+/* Find the rank struct of a global rank, NULL if no file. */
+struct p3d_rank *p3d_job_rank(const struct p3d_job *job, int rank);
+void p3d_job_free(struct p3d_job *job);
+
+extern const char *const p3d_op_name[P3D_OP_COUNT];
+
+#endif /* P3D_JOB_H */

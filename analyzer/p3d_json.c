@@ -1,0 +1,253 @@
+/*
+ * p3d_json.c - the report as JSON, schema "p3d-analyze/1" (DESIGN.md).
+ * Fields may be added, never renamed.  Added here: job.id,
+ * job.missing_ranks, layout.explained/total/contradicted,
+ * communicators[].by_op, .per_rank, .role, .missing_members,
+ * ranks[].file/records/ops/closed/truncated, matching.  Later issues fill
+ * steps, bubble, verdict, hang (null until then).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_bw.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_report.h"
+#include "p3d_util.h"
+
+static void p3d_js(FILE *f, const char *s)
+{
+    p3d_json_str(f, s, strlen(s));
+}
+
+static void p3d_json_cmdline(FILE *f, const struct p3d_job *job)
+{
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        if (r->failed || !r->cmdline)
+            continue;
+        char *s = p3d_xmalloc(r->cmdline_len + 1);
+        size_t n = r->cmdline_len;
+        memcpy(s, r->cmdline, n);
+        while (n && !s[n - 1])
+            n--;
+        for (size_t k = 0; k < n; k++)
+            if (!s[k])
+                s[k] = ' ';
+        p3d_json_str(f, s, n);
+        free(s);
+        return;
+    }
+    fputs("null", f);
+}
+
+static void p3d_json_hosts(FILE *f, const struct p3d_job *job)
+{
+    fputc('[', f);
+    for (int i = 0, n = 0; i < job->n_ranks; i++) {
+        char h[P3D_HOST_LEN + 1];
+        int dup = 0;
+        p3d_fixed_str(h, job->ranks[i].hdr.hostname, P3D_HOST_LEN);
+        for (int k = 0; k < i && !dup; k++)
+            dup = !strncmp(job->ranks[k].hdr.hostname, h, P3D_HOST_LEN);
+        if (dup)
+            continue;
+        fputs(n++ ? ", " : "", f);
+        p3d_js(f, h);
+    }
+    fputc(']', f);
+}
+
+static void p3d_json_job(FILE *f, const struct p3d_job *job)
+{
+    int found = 0, first = 1;
+
+    for (int i = 0; i < job->n_ranks; i++)
+        found += !job->ranks[i].failed;
+    fprintf(f, "  \"job\": {\"id\": ");
+    p3d_js(f, job->job_id);
+    fprintf(f, ", \"world_size\": %d, \"ranks_found\": %d, "
+            "\"missing_ranks\": [", job->world_size, found);
+    for (int r = 0; r < job->world_size; r++) {
+        const struct p3d_rank *rk = p3d_job_rank(job, r);
+        if (!rk || rk->failed) {
+            fprintf(f, "%s%d", first ? "" : ", ", r);
+            first = 0;
+        }
+    }
+    fputs("], \"hosts\": ", f);
+    p3d_json_hosts(f, job);
+    fputs(", \"cmdline\": ", f);
+    p3d_json_cmdline(f, job);
+    fputs("},\n", f);
+}
+
+static void p3d_json_layout(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_layout *l = &job->layout;
+
+    if (!l->valid) {
+        fputs("  \"layout\": null,\n", f);
+        return;
+    }
+    fprintf(f, "  \"layout\": {\"tp\": %d, \"pp\": %d, \"dp\": %d, "
+            "\"cp\": %d, \"ep\": %d, \"order\": ", l->size[P3D_AX_TP],
+            l->size[P3D_AX_PP], l->size[P3D_AX_DP], l->size[P3D_AX_CP],
+            l->ep);
+    p3d_js(f, l->order);
+    fputs(", \"source\": ", f);
+    p3d_js(f, l->source);
+    fprintf(f, ", \"explained\": %d, \"total\": %d, \"contradicted\": %s},\n",
+            l->explained, l->total, l->contradicted ? "true" : "false");
+}
+
+static void p3d_json_byop(FILE *f, const struct p3d_opstat *st)
+{
+    int n = 0;
+
+    fputs("{", f);
+    for (int k = 0; k < P3D_OP_COUNT; k++) {
+        if (!st[k].calls)
+            continue;
+        fprintf(f, "%s\"%s\": {\"calls\": %" PRIu64 ", \"bytes\": %" PRIu64,
+                n++ ? ", " : "", p3d_op_name[k], st[k].calls, st[k].bytes);
+        if (st[k].gpu_calls)
+            fprintf(f, ", \"gpu_time_ms\": %.6f", (double)st[k].gpu_ns / 1e6);
+        fputc('}', f);
+    }
+    fputc('}', f);
+}
+
+static void p3d_json_gpu(FILE *f, const struct p3d_gcomm *g)
+{
+    double ns = 0, bus = 0;
+
+    for (int k = 0; k < P3D_OP_COUNT; k++) {
+        ns += (double)g->st[k].gpu_ns;
+        bus += p3d_bw_bytes(k, g->size, (double)g->st[k].gpu_bytes) *
+               p3d_bw_factor(k, g->size);
+    }
+    if (ns > 0)
+        fprintf(f, ", \"gpu_time_ms\": %.6f, \"busbw_gbps\": %.4f", ns / 1e6,
+                bus / ns);
+    else
+        fputs(", \"gpu_time_ms\": null, \"busbw_gbps\": null", f);
+}
+
+static void p3d_json_per_rank(FILE *f, const struct p3d_job *job, int gi)
+{
+    int n = 0;
+
+    fputs(", \"per_rank\": {", f);
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        for (int k = 0; k < r->n_comms; k++) {
+            uint64_t calls = 0, bytes = 0;
+            if (r->comms[k].gcomm != gi)
+                continue;
+            for (int o = 0; o < P3D_OP_COUNT; o++) {
+                calls += r->comms[k].st[o].calls;
+                bytes += r->comms[k].st[o].bytes;
+            }
+            fprintf(f, "%s\"%d\": {\"calls\": %" PRIu64 ", \"bytes\": %"
+                    PRIu64 "}", n++ ? ", " : "", r->rank, calls, bytes);
+        }
+    }
+    fputc('}', f);
+}
+
+static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
+{
+    const struct p3d_gcomm *g = &job->comms[gi];
+    uint64_t calls = 0, bytes = 0;
+    int n = 0;
+
+    for (int k = 0; k < P3D_OP_COUNT; k++) {
+        calls += g->st[k].calls;
+        bytes += g->st[k].bytes;
+    }
+    fprintf(f, "    {\"id\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
+            "\"labels\": [", g->hash, p3d_label_name[g->label]);
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (g->labels & (1u << l))
+            fprintf(f, "%s\"%s\"", n++ ? ", " : "", p3d_label_name[l]);
+    fprintf(f, "], \"size\": %d, \"members\": [", g->size);
+    for (int i = 0; i < g->n_members; i++)
+        fprintf(f, "%s%d", i ? ", " : "", g->members[i]);
+    fprintf(f, "], \"missing_members\": %d, \"ops\": %" PRIu64 ", \"bytes\": %"
+            PRIu64, g->n_missing + g->inferred_members, calls, bytes);
+    p3d_json_gpu(f, g);
+    fputs(", \"role\": ", f);
+    if (g->role)
+        p3d_js(f, g->role);
+    else
+        fputs("null", f);
+    fputs(", \"by_op\": ", f);
+    p3d_json_byop(f, g->st);
+    p3d_json_per_rank(f, job, gi);
+    fprintf(f, "}%s\n", gi + 1 < job->n_comms ? "," : "");
+}
+
+static void p3d_json_ranks(FILE *f, const struct p3d_job *job)
+{
+    fputs("  \"ranks\": [\n", f);
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        char h[P3D_HOST_LEN + 1];
+        p3d_fixed_str(h, r->hdr.hostname, P3D_HOST_LEN);
+        fprintf(f, "    {\"rank\": %d, \"host\": ", r->rank);
+        p3d_js(f, h);
+        fputs(", \"file\": ", f);
+        p3d_js(f, r->path);
+        fprintf(f, ", \"readable\": %s, \"records\": %" PRIu64 ", \"ops\": %"
+                PRIu64 ", \"closed\": %s, \"truncated\": %s, "
+                "\"peak_mem_bytes\": null, \"step_time_ms\": null, "
+                "\"nccl_frac\": null, \"exposed_comm_frac\": null, "
+                "\"idle_frac\": null, \"bubble_frac\": null}%s\n",
+                r->failed ? "false" : "true", r->n_records, r->n_ops,
+                r->closed ? "true" : "false", r->truncated ? "true" : "false",
+                i + 1 < job->n_ranks ? "," : "");
+    }
+    fputs("  ],\n", f);
+}
+
+static void p3d_json_match(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_match_res *m = job->match;
+
+    if (!m) {
+        fputs("  \"matching\": null,\n", f);
+        return;
+    }
+    fprintf(f, "  \"matching\": {\"collectives\": %" PRIu64 ", \"p2p\": %"
+            PRIu64 ", \"mismatch_count\": %" PRIu64 ", \"unmatched_p2p\": %"
+            PRIu64 ", \"mismatches\": [", m->n_coll, m->n_p2p, m->n_mismatch,
+            m->n_unmatched_p2p);
+    for (int i = 0; i < m->n_kept; i++) {
+        const struct p3d_mismatch *x = &m->mm[i];
+        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"op\": \"%s\", "
+                "\"seq\": %" PRIu64 ", \"field\": \"%s\", \"rank_a\": %d, "
+                "\"value_a\": %" PRId64 ", \"rank_b\": %d, \"value_b\": %"
+                PRId64 "}", i ? ", " : "", x->comm,
+                p3d_op_name[x->op % P3D_OP_COUNT], x->seq,
+                p3d_mm_field_name[x->field], x->rank_a, x->va, x->rank_b,
+                x->vb);
+    }
+    fputs("]},\n", f);
+}
+
+void p3d_json_write(FILE *f, const struct p3d_job *job)
+{
+    fputs("{\n  \"schema\": \"p3d-analyze/1\",\n", f);
+    p3d_json_job(f, job);
+    p3d_json_layout(f, job);
+    fputs("  \"communicators\": [\n", f);
+    for (int i = 0; i < job->n_comms; i++)
+        p3d_json_comm(f, job, i);
+    fputs("  ],\n", f);
+    p3d_json_ranks(f, job);
+    p3d_json_match(f, job);
+    fputs("  \"steps\": null,\n  \"bubble\": null,\n  \"verdict\": null,\n"
+          "  \"hang\": null\n}\n", f);
+}

@@ -1,0 +1,222 @@
+/*
+ * p3d_label.c - labels per communicator.
+ *
+ * Every label whose group the member set equals is listed (most specific
+ * first, P3D_LABELS order); the one the communicator is used as comes from
+ * its usage (p3d_usage.c).  Communicators with the same members are told
+ * apart by usage and creation order: of two world-sized comms the first
+ * is WORLD and one with only 1-element fp32 all-reduces is the grad-norm
+ * (intra-distributed-optimizer-instance) group; a second Send/Recv comm on
+ * the members of a PP comm is a P2P comm.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_util.h"
+
+#include "p3d_label.h"
+
+#define B(x) (1u << (x))
+
+static const int p3d_pref[][4] = {
+    [P3D_USE_NONE] = {-1},
+    [P3D_USE_MIXED] = {-1},
+    [P3D_USE_P2P] = {P3D_LBL_PP, P3D_LBL_P2P, P3D_LBL_CP, -1},
+    [P3D_USE_A2A] = {P3D_LBL_EP, P3D_LBL_CP, -1},
+    [P3D_USE_RSAG] = {P3D_LBL_DP, P3D_LBL_DP_CP, P3D_LBL_EXPERT_DP, -1},
+    [P3D_USE_LAYER] = {P3D_LBL_CP, P3D_LBL_TP, -1},
+    [P3D_USE_BCAST] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
+    [P3D_USE_AR] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
+    [P3D_USE_TINY] = {P3D_LBL_MP, P3D_LBL_WORLD, -1},
+    [P3D_USE_BIGAR] = {P3D_LBL_EMB, P3D_LBL_DP, P3D_LBL_DP_CP, -1},
+};
+
+static int p3d_first(unsigned bits)
+{
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (bits & B(l))
+            return l;
+    return P3D_LBL_OTHER;
+}
+
+int p3d_label_pick(unsigned bits, enum p3d_use use, const struct p3d_gcomm *g,
+                   int dup_label)
+{
+    int tiny_int = g->use.tiny_ar > g->use.tiny_f32_ar;
+
+    if (!bits)
+        return P3D_LBL_OTHER;
+    if (use == P3D_USE_TINY && (bits & B(P3D_LBL_WORLD)) &&
+        !(tiny_int && (bits & B(P3D_LBL_MP))))
+        return P3D_LBL_WORLD;
+    if (use == P3D_USE_P2P && dup_label == P3D_LBL_PP &&
+        (bits & B(P3D_LBL_P2P)))
+        return P3D_LBL_P2P;
+    if (use < sizeof(p3d_pref) / sizeof(p3d_pref[0]))
+        for (int i = 0; i < 4 && p3d_pref[use][i] >= 0; i++)
+            if (bits & B(p3d_pref[use][i]))
+                return p3d_pref[use][i];
+    if (use == P3D_USE_RSAG && (bits & B(P3D_LBL_TP)))
+        return P3D_LBL_TP;
+    return p3d_first(bits);
+}
+
+static int p3d_same_members(const struct p3d_gcomm *a,
+                            const struct p3d_gcomm *b)
+{
+    return a->n_members == b->n_members &&
+           !memcmp(a->members, b->members,
+                   (size_t)a->n_members * sizeof(int));
+}
+
+/* Label of the earliest communicator with g's members, or -1. */
+static int p3d_dup_label(const struct p3d_job *job, int i)
+{
+    for (int k = 0; k < i; k++)
+        if (p3d_same_members(&job->comms[k], &job->comms[i]))
+            return job->comms[k].label;
+    return -1;
+}
+
+static const char *p3d_role(const struct p3d_gcomm *g, int dup_label,
+                            enum p3d_use use)
+{
+    if (g->label == P3D_LBL_WORLD && dup_label == P3D_LBL_WORLD &&
+        use == P3D_USE_TINY)
+        return "grad-norm (intra-distributed-optimizer-instance group)";
+    return NULL;
+}
+
+/* Members of rank r's group varying `mask` under l (ascending). */
+static int p3d_layout_group(const struct p3d_layout *l, int w, int r,
+                            unsigned mask, int *out)
+{
+    int c0[P3D_AX_N], c[P3D_AX_N], n = 0;
+
+    p3d_layout_coords(l, r, c0);
+    for (int s = 0; s < w; s++) {
+        int same = 1;
+        p3d_layout_coords(l, s, c);
+        for (int a = 0; a < P3D_AX_N; a++)
+            same &= (mask & B(a)) || c[a] == c0[a];
+        if (same)
+            out[n++] = s;
+    }
+    return n;
+}
+
+static int p3d_contains_all(const int *full, int n, const int *part, int k)
+{
+    for (int i = 0, j = 0; i < k; i++) {
+        while (j < n && full[j] < part[i])
+            j++;
+        if (j == n || full[j] != part[i])
+            return 0;
+    }
+    return 1;
+}
+
+static unsigned p3d_label_mask(int label)
+{
+    switch (label) {
+    case P3D_LBL_TP: return B(P3D_AX_TP);
+    case P3D_LBL_CP: return B(P3D_AX_CP);
+    case P3D_LBL_DP: return B(P3D_AX_DP);
+    case P3D_LBL_PP: case P3D_LBL_EMB: case P3D_LBL_P2P: return B(P3D_AX_PP);
+    case P3D_LBL_DP_CP: return B(P3D_AX_DP) | B(P3D_AX_CP);
+    case P3D_LBL_TP_CP: return B(P3D_AX_TP) | B(P3D_AX_CP);
+    case P3D_LBL_MP: return B(P3D_AX_TP) | B(P3D_AX_PP);
+    case P3D_LBL_TP_DP_CP:
+        return B(P3D_AX_TP) | B(P3D_AX_DP) | B(P3D_AX_CP);
+    case P3D_LBL_WORLD: return 15;
+    default: return 0;
+    }
+}
+
+/* EMB: keep the first and last stage of a PP group. */
+static int p3d_emb_of(const struct p3d_layout *l, int *grp, int n)
+{
+    int c[P3D_AX_N], k = 0;
+
+    for (int i = 0; i < n; i++) {
+        p3d_layout_coords(l, grp[i], c);
+        if (c[P3D_AX_PP] == 0 || c[P3D_AX_PP] == l->size[P3D_AX_PP] - 1)
+            grp[k++] = grp[i];
+    }
+    return k;
+}
+
+/* Try the group `label` would give; 1 if it fits g's known members. */
+static int p3d_try_fill(const struct p3d_layout *l, struct p3d_gcomm *g,
+                        int label, int *grp)
+{
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    unsigned mask = p3d_label_mask(label);
+    int n;
+
+    if (!mask)
+        return 0;
+    n = p3d_layout_group(l, w, g->members[0], mask, grp);
+    if (label == P3D_LBL_EMB)
+        n = p3d_emb_of(l, grp, n);
+    if (n != g->size || !p3d_contains_all(grp, n, g->members, g->n_members))
+        return 0;
+    for (int i = 0; i < g->size; i++)
+        if (g->slot[i] < 0)
+            g->slot[i] = grp[i];
+    g->members = p3d_xrealloc(g->members, (size_t)n, sizeof(int));
+    memcpy(g->members, grp, sizeof(int) * (size_t)n);
+    g->n_members = n;
+    g->inferred_members = g->n_missing;
+    g->n_missing = 0;
+    return 1;
+}
+
+/*
+ * A communicator some of whose members have no trace file: take the
+ * layout group of its size that holds every known member, trying the
+ * groups its usage points to first, and fill the unknown slots in order
+ * (PyTorch ranks a comm's members ascending).
+ */
+static void p3d_complete(const struct p3d_layout *l, struct p3d_gcomm *g,
+                         enum p3d_use use)
+{
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    int *grp = p3d_xmalloc(sizeof(int) * (size_t)(w + 1)), done = 0;
+
+    if (!g->n_members || g->size > w) {
+        free(grp);
+        return;
+    }
+    if (use < sizeof(p3d_pref) / sizeof(p3d_pref[0]))
+        for (int i = 0; i < 4 && p3d_pref[use][i] >= 0 && !done; i++)
+            done = p3d_try_fill(l, g, p3d_pref[use][i], grp);
+    for (int lb = 0; lb < P3D_LBL_COUNT && !done; lb++)
+        done = p3d_try_fill(l, g, lb, grp);
+    free(grp);
+}
+
+void p3d_label_all(struct p3d_job *job)
+{
+    uint64_t max_cpm = 1;
+
+    for (int i = 0; i < job->n_comms; i++) {
+        uint64_t c = p3d_calls_per_member(&job->comms[i]);
+        if (c > max_cpm)
+            max_cpm = c;
+    }
+    for (int i = 0; i < job->n_comms; i++) {
+        struct p3d_gcomm *g = &job->comms[i];
+        enum p3d_use use = p3d_usage_class(g, max_cpm);
+        int dup = p3d_dup_label(job, i);
+
+        if (g->n_missing && job->layout.valid)
+            p3d_complete(&job->layout, g, use);
+        g->labels = g->n_missing ? 0 :
+            p3d_layout_match(&job->layout, g->members, g->n_members);
+        g->label = p3d_label_pick(g->labels, use, g, dup);
+        if (!g->labels)
+            g->labels = B(P3D_LBL_OTHER);
+        g->role = p3d_role(g, dup, use);
+    }
+}

@@ -1,0 +1,209 @@
+/*
+ * p3d_layout.c - layout arithmetic, parsing and inference.
+ *
+ * Megatron's RankGenerator reads a global rank as a mixed-radix number
+ * whose first `order` token varies fastest; a group varies some axes and
+ * fixes the others (megatron.md section 2).  The expert generator uses the
+ * same order with (etp = tp, ep, edp, pp) in place of (tp, cp, dp, pp), so
+ * one set of axis indexes serves both views.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_layout.h"
+#include "p3d_util.h"
+
+const char *const p3d_label_name[P3D_LBL_COUNT] = {
+#define P3D_X_LNAME(name, text) text,
+    P3D_LABELS(P3D_X_LNAME)
+#undef P3D_X_LNAME
+};
+
+const char *const p3d_use_name[] = {"none", "p2p", "tp", "rs/ag", "a2a",
+                                    "tiny", "big-ar", "ar", "mixed", "layer"};
+
+#define B(x) (1u << (x))
+#define M_TP B(P3D_AX_TP)
+#define M_CP B(P3D_AX_CP)
+#define M_DP B(P3D_AX_DP)
+#define M_PP B(P3D_AX_PP)
+
+static const struct { int label; unsigned mask; } p3d_dense_fam[] = {
+    {P3D_LBL_TP, M_TP}, {P3D_LBL_CP, M_CP}, {P3D_LBL_DP, M_DP},
+    {P3D_LBL_PP, M_PP}, {P3D_LBL_DP_CP, M_DP | M_CP},
+    {P3D_LBL_TP_CP, M_TP | M_CP}, {P3D_LBL_MP, M_TP | M_PP},
+    {P3D_LBL_TP_DP_CP, M_TP | M_DP | M_CP}};
+
+static const char *const p3d_ax_name[P3D_AX_N] = {"tp", "cp", "dp", "pp"};
+
+static int p3d_parse_order(struct p3d_layout *l, const char *order)
+{
+    char buf[64], *save = NULL, *tok;
+    int n = 0, seen = 0;
+
+    if (strlen(order) >= sizeof(buf))
+        return -1;
+    strcpy(buf, order);
+    for (tok = strtok_r(buf, "-", &save); tok;
+         tok = strtok_r(NULL, "-", &save)) {
+        int a;
+        if (!strcmp(tok, "ep"))
+            continue;
+        for (a = 0; a < P3D_AX_N && strcmp(tok, p3d_ax_name[a]); a++)
+            ;
+        if (a == P3D_AX_N || (seen & B(a)))
+            return -1;
+        seen |= B(a);
+        l->ord[n++] = a;
+    }
+    for (int a = 0; a < P3D_AX_N; a++) /* missing tokens go last */
+        if (!(seen & B(a)))
+            l->ord[n++] = a;
+    snprintf(l->order, sizeof(l->order), "%s", order);
+    return 0;
+}
+
+int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
+                   int ep, const char *order)
+{
+    memset(l, 0, sizeof(*l));
+    l->size[P3D_AX_TP] = tp;
+    l->size[P3D_AX_CP] = cp;
+    l->size[P3D_AX_DP] = dp;
+    l->size[P3D_AX_PP] = pp;
+    l->ep = ep;
+    if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1 ||
+        (dp * cp) % ep || p3d_parse_order(l, order))
+        return -1;
+    l->valid = 1;
+    return 0;
+}
+
+static void p3d_coords_of(const int size[P3D_AX_N], const int ord[P3D_AX_N],
+                          int rank, int c[P3D_AX_N])
+{
+    for (int i = 0; i < P3D_AX_N; i++) {
+        c[ord[i]] = rank % size[ord[i]];
+        rank /= size[ord[i]];
+    }
+}
+
+void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N])
+{
+    p3d_coords_of(l->size, l->ord, rank, c);
+}
+
+static int p3d_world(const struct p3d_layout *l)
+{
+    return l->size[0] * l->size[1] * l->size[2] * l->size[3];
+}
+
+/* Axes that differ among members, or -1 if they are not a whole group. */
+static int p3d_vary_mask(const int size[P3D_AX_N], const int ord[P3D_AX_N],
+                         const int *m, int n)
+{
+    int c0[P3D_AX_N], c[P3D_AX_N], prod = 1;
+    unsigned mask = 0;
+
+    p3d_coords_of(size, ord, m[0], c0);
+    for (int i = 1; i < n; i++) {
+        p3d_coords_of(size, ord, m[i], c);
+        for (int a = 0; a < P3D_AX_N; a++)
+            if (c[a] != c0[a])
+                mask |= B(a);
+    }
+    for (int a = 0; a < P3D_AX_N; a++)
+        if (mask & B(a))
+            prod *= size[a];
+    return prod == n ? (int)mask : -1;
+}
+
+static unsigned p3d_nontrivial(const int size[P3D_AX_N])
+{
+    unsigned nt = 0;
+
+    for (int a = 0; a < P3D_AX_N; a++)
+        if (size[a] > 1)
+            nt |= B(a);
+    return nt;
+}
+
+/* Pairs of one PP (or CP) group: EMB and P2P shapes. */
+static unsigned p3d_pair_match(const struct p3d_layout *l, const int *m)
+{
+    int a[P3D_AX_N], b[P3D_AX_N], pp = l->size[P3D_AX_PP];
+    int cp = l->size[P3D_AX_CP];
+    unsigned bits = 0, diff = 0;
+
+    p3d_layout_coords(l, m[0], a);
+    p3d_layout_coords(l, m[1], b);
+    for (int x = 0; x < P3D_AX_N; x++)
+        if (a[x] != b[x])
+            diff |= B(x);
+    if (diff == M_PP) {
+        int lo = a[P3D_AX_PP] < b[P3D_AX_PP] ? a[P3D_AX_PP] : b[P3D_AX_PP];
+        int hi = a[P3D_AX_PP] ^ b[P3D_AX_PP] ^ lo;
+        if (lo == 0 && hi == pp - 1)
+            bits |= B(P3D_LBL_EMB);
+        if (hi - lo == 1 || (lo == 0 && hi == pp - 1))
+            bits |= B(P3D_LBL_P2P);
+    }
+    if (diff == M_CP) {
+        int d = abs(a[P3D_AX_CP] - b[P3D_AX_CP]);
+        if (d == 1 || d == cp - 1)
+            bits |= B(P3D_LBL_P2P);
+    }
+    return bits;
+}
+
+static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
+                                 int n)
+{
+    int es[P3D_AX_N], w = p3d_world(l), mask;
+    unsigned nt;
+
+    es[P3D_AX_TP] = l->size[P3D_AX_TP];
+    es[P3D_AX_CP] = l->ep; /* the ep axis sits where cp sits */
+    es[P3D_AX_PP] = l->size[P3D_AX_PP];
+    es[P3D_AX_DP] = w / (es[P3D_AX_TP] * l->ep * es[P3D_AX_PP]);
+    mask = p3d_vary_mask(es, l->ord, m, n);
+    nt = p3d_nontrivial(es);
+    if (mask < 0)
+        return 0;
+    return ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
+           ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0);
+}
+
+unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
+{
+    unsigned bits = 0, nt = p3d_nontrivial(l->size);
+    int w = p3d_world(l), mask, c[P3D_AX_N];
+
+    if (n < 1 || !l->valid || m[n - 1] >= w || m[0] < 0)
+        return 0;
+    mask = p3d_vary_mask(l->size, l->ord, m, n);
+    for (size_t i = 0; mask >= 0 && i < sizeof(p3d_dense_fam) /
+                                        sizeof(p3d_dense_fam[0]); i++)
+        if ((p3d_dense_fam[i].mask & nt) == (unsigned)mask)
+            bits |= B(p3d_dense_fam[i].label);
+    bits |= p3d_expert_match(l, m, n);
+    if (n == w)
+        bits |= B(P3D_LBL_WORLD);
+    if (n == 2)
+        bits |= p3d_pair_match(l, m);
+    if (n == 1) {
+        p3d_layout_coords(l, m[0], c);
+        if (c[P3D_AX_PP] == 0)
+            bits |= B(P3D_LBL_POS_EMB);
+        if (l->size[P3D_AX_PP] == 1)
+            bits |= B(P3D_LBL_EMB);
+    }
+    return bits;
+}
+
+void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n)
+{
+    snprintf(buf, n, "tp=%d cp=%d ep=%d dp=%d pp=%d order=%s",
+             l->size[P3D_AX_TP], l->size[P3D_AX_CP], l->ep,
+             l->size[P3D_AX_DP], l->size[P3D_AX_PP], l->order);
+}

@@ -1,0 +1,82 @@
+/*
+ * p3d_layout.h - the parallel layout (tp, cp, dp, pp, ep sizes and rank
+ * order) and the group families it defines over global ranks.
+ */
+#ifndef P3D_LAYOUT_H
+#define P3D_LAYOUT_H
+
+#include "p3d_job.h"
+
+/* Labels, in order of specificity (the order of "labels" lists). */
+#define P3D_LABELS(X)                                                         \
+    X(P3D_LBL_TP, "TP") X(P3D_LBL_CP, "CP") X(P3D_LBL_DP, "DP")               \
+    X(P3D_LBL_PP, "PP") X(P3D_LBL_EP, "EP") X(P3D_LBL_P2P, "P2P")             \
+    X(P3D_LBL_EMB, "EMB") X(P3D_LBL_POS_EMB, "POS-EMB")                       \
+    X(P3D_LBL_DP_CP, "DP-CP") X(P3D_LBL_TP_CP, "TP-CP") X(P3D_LBL_MP, "MP")   \
+    X(P3D_LBL_EXPERT_DP, "EXPERT-DP") X(P3D_LBL_TP_DP_CP, "TP-DP-CP")         \
+    X(P3D_LBL_WORLD, "WORLD") X(P3D_LBL_OTHER, "OTHER")
+
+enum p3d_label {
+#define P3D_X_LBL(name, text) name,
+    P3D_LABELS(P3D_X_LBL)
+#undef P3D_X_LBL
+    P3D_LBL_COUNT
+};
+
+extern const char *const p3d_label_name[P3D_LBL_COUNT];
+
+/* Usage classes of a communicator (megatron.md section 8). */
+enum p3d_use {
+    P3D_USE_NONE,  /* no ops */
+    P3D_USE_P2P,   /* mostly Send/Recv */
+    P3D_USE_BCAST, /* all-reduces plus broadcasts: TP */
+    P3D_USE_RSAG,  /* reduce-scatter/all-gather of big buffers: DP */
+    P3D_USE_A2A,   /* all-to-all: EP */
+    P3D_USE_TINY,  /* only <= 8-byte all-reduces: MP, WORLD */
+    P3D_USE_BIGAR, /* few big all-reduces: EMB (or DP without dist-opt) */
+    P3D_USE_AR,    /* many all-reduces: TP */
+    P3D_USE_MIXED,
+    P3D_USE_LAYER  /* frequent reduce-scatter/all-gather: CP (or TP+SP) */
+};
+
+extern const char *const p3d_use_name[];
+
+/* Set sizes and an order ("tp-cp-ep-dp-pp", any permutation of
+ * tp, cp, dp, pp with an optional ep).  Returns 0 or -1. */
+int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
+                   int ep, const char *order);
+/* Parse --layout "tp=2,pp=2,cp=1,ep=1,order=..." for world w
+ * (dp = w / (tp*cp*pp) unless given).  Returns 0 or -1 (message printed). */
+int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w);
+/* Megatron flags in a NUL-separated argv.  Returns 1 if any was found. */
+int p3d_layout_from_cmdline(struct p3d_layout *l, const char *argv,
+                            size_t len, int w);
+/* Dense coordinates of a global rank. */
+void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N]);
+/* Bitmask of P3D_LBL_* that the member set matches under l. */
+unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
+                          int n);
+/* Usage class of a joined communicator; max_cpm is the job's largest
+ * calls-per-member over all communicators (frequency reference). */
+enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm);
+/* Calls per member of a communicator. */
+uint64_t p3d_calls_per_member(const struct p3d_gcomm *g);
+/* Bitmask of labels consistent with a usage class. */
+unsigned p3d_use_labels(enum p3d_use u);
+/* The labels a usage class points to first (a tie-breaker). */
+unsigned p3d_use_primary(enum p3d_use u);
+
+/*
+ * Infer the layout of job (world w) from its communicators: the candidate
+ * under which most communicators are exact Megatron groups, then most
+ * usage-consistent, then default order, larger dp, smaller cp/ep/pp.
+ * With a hint (valid) that scores as well as the best, the hint wins;
+ * with force, the hint is used anyway and out->contradicted says whether
+ * the data fits another layout better.
+ */
+void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
+                      int force, struct p3d_layout *out);
+/* Write "tp=2 cp=1 ep=1 dp=2 pp=2 order=tp-cp-ep-dp-pp". */
+void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n);
+
+#endif /* P3D_LAYOUT_H */

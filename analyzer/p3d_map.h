@@ -1,0 +1,24 @@
+/*
+ * p3d_map.h - a small open-addressing map from 64-bit keys (comm hashes)
+ * to int indexes, used wherever records name a communicator by hash.
+ */
+#ifndef P3D_MAP_H
+#define P3D_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct p3d_map {
+    uint64_t *keys;
+    int *vals;     /* -1 = empty slot */
+    size_t cap;    /* power of two */
+    size_t n;
+};
+
+/* Value for key, or -1. */
+int p3d_map_get(const struct p3d_map *m, uint64_t key);
+/* Insert or overwrite. */
+void p3d_map_put(struct p3d_map *m, uint64_t key, int val);
+void p3d_map_free(struct p3d_map *m);
+
+#endif /* P3D_MAP_H */

@@ -1,0 +1,46 @@
+/*
+ * p3d_match.h - cross-rank matching of collective instances by
+ * (communicator, seq) and of Send/Recv by (communicator, src, dst,
+ * per-pair seq), reporting members that disagree.
+ */
+#ifndef P3D_MATCH_H
+#define P3D_MATCH_H
+
+#include <stdint.h>
+
+#include "p3d_job.h"
+
+enum p3d_mm_field { P3D_MM_OP, P3D_MM_COUNT, P3D_MM_DTYPE, P3D_MM_ROOT,
+                    P3D_MM_REDOP, P3D_MM_UNMATCHED };
+
+struct p3d_mismatch {
+    uint64_t comm, seq;
+    int field;         /* P3D_MM_* */
+    int rank_a, rank_b; /* reference rank, disagreeing rank */
+    int64_t va, vb;
+    int op;            /* the reference op */
+    int p2p_src, p2p_dst; /* for Send/Recv, else -1 */
+};
+
+#define P3D_MM_KEEP 64 /* mismatches kept for the report */
+
+struct p3d_match_res {
+    uint64_t n_coll, n_p2p;       /* instances matched */
+    uint64_t n_mismatch;          /* all found */
+    uint64_t n_unmatched_p2p;     /* sends/recvs without a partner */
+    struct p3d_mismatch mm[P3D_MM_KEEP];
+    int n_kept;
+};
+
+/* Second pass over the rank files; fills job->match. */
+void p3d_match_job(struct p3d_job *job);
+
+/* Compare one op against the reference; record differences in res.
+ * (Exposed for unit tests.) */
+void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
+                    int rank_a, const struct p3d_rec_op *a, int rank_b,
+                    const struct p3d_rec_op *b);
+
+extern const char *const p3d_mm_field_name[];
+
+#endif /* P3D_MATCH_H */

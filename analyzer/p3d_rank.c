@@ -1,0 +1,255 @@
+/*
+ * p3d_rank.c - one streaming pass over one rank's trace file.
+ *
+ * Records are read in place from the mapping; the only allocations are
+ * per communicator (tens per rank) and one op_id index for joining GPU
+ * times to ops.  Ranks are scanned in parallel threads because each file
+ * is independent; messages are kept in the rank and printed later in rank
+ * order so output does not depend on thread timing.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_job.h"
+#include "p3d_reader.h"
+#include "p3d_util.h"
+
+#define P3D_MAX_OP_INDEX (1u << 26) /* op_ids beyond this get no GPU time */
+
+const char *const p3d_op_name[P3D_OP_COUNT] = {
+#define P3D_X_OPNAME(name, text) text,
+    P3D_OPS(P3D_X_OPNAME)
+#undef P3D_X_OPNAME
+};
+
+struct p3d_scan {
+    struct p3d_rank *r;
+    uint32_t *op_ref; /* op_id -> (rcomm index + 1) << 4 | op */
+    size_t op_cap;
+    struct p3d_rec_gpu_op *gpu; /* GPU records, resolved at the end */
+    size_t n_gpu, gpu_cap;
+};
+
+static struct p3d_rcomm *p3d_rcomm_get(struct p3d_rank *r, uint64_t hash)
+{
+    int i = p3d_map_get(&r->idx, hash);
+    struct p3d_rcomm *c;
+
+    if (i >= 0)
+        return &r->comms[i];
+    r->cap = p3d_grow((void **)&r->comms, r->cap, (size_t)r->n_comms,
+                      sizeof(*r->comms));
+    c = &r->comms[r->n_comms];
+    memset(c, 0, sizeof(*c));
+    c->hash = hash;
+    c->nranks = c->rank = c->device = -1;
+    c->order = (uint32_t)r->n_comms;
+    c->gcomm = -1;
+    p3d_map_put(&r->idx, hash, r->n_comms++);
+    return c;
+}
+
+static void p3d_on_comm(struct p3d_rank *r, const struct p3d_rec_comm *rc)
+{
+    struct p3d_rcomm *c;
+
+    if ((rc->flags & P3D_COMMF_NOCOLOR) || rc->comm_hash == 0) {
+        r->n_nocolor++;
+        return;
+    }
+    c = p3d_rcomm_get(r, rc->comm_hash);
+    c->created = 1;
+    c->parent = rc->parent_hash;
+    c->how = rc->how;
+    c->flags = rc->flags;
+    c->t_create = rc->t_exit;
+    if (rc->nranks > 0)
+        c->nranks = rc->nranks;
+    if (rc->rank >= 0)
+        c->rank = rc->rank;
+    c->device = rc->device;
+}
+
+static void p3d_on_info(struct p3d_rank *r, const struct p3d_rec_comm_info *i)
+{
+    struct p3d_rcomm *c = p3d_rcomm_get(r, i->comm_hash);
+
+    if (i->nranks > 0)
+        c->nranks = i->nranks;
+    if (i->rank >= 0)
+        c->rank = i->rank;
+    if (i->device >= 0)
+        c->device = i->device;
+}
+
+static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
+{
+    if (o->op != P3D_OP_ALLREDUCE)
+        return;
+    if (o->bytes <= 8)
+        u->tiny_ar++;
+    if (o->count == 1 && o->dtype == 7 /* ncclFloat32 */)
+        u->tiny_f32_ar++;
+    if (o->bytes >= (1u << 20))
+        u->big_ar++;
+}
+
+static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
+{
+    struct p3d_rank *r = s->r;
+    struct p3d_rcomm *c;
+    unsigned op = o->op < P3D_OP_COUNT ? o->op : 0;
+
+    r->n_ops++;
+    c = p3d_rcomm_get(r, o->comm_hash);
+    if (c->rank < 0 && o->comm_rank >= 0)
+        c->rank = o->comm_rank;
+    c->st[op].calls++;
+    c->st[op].bytes += o->bytes;
+    c->hist[p3d_hist_bucket(o->bytes)]++;
+    p3d_usage_add(&c->use, o);
+    if (o->op_id < P3D_MAX_OP_INDEX) {
+        s->op_cap = p3d_grow((void **)&s->op_ref, s->op_cap,
+                             (size_t)o->op_id, sizeof(*s->op_ref));
+        s->op_ref[o->op_id] = (uint32_t)(c - r->comms + 1) << 4 | op;
+    }
+}
+
+static void p3d_on_str(struct p3d_rank *r, const struct p3d_rec_str *s)
+{
+    size_t n = s->n_bytes;
+
+    if (n > s->h.len - sizeof(*s))
+        n = s->h.len - sizeof(*s);
+    if (s->h.tag != P3D_REC_CMDLINE || r->cmdline)
+        return;
+    r->cmdline = p3d_xmalloc(n + 1);
+    memcpy(r->cmdline, s->text, n);
+    r->cmdline[n] = 0;
+    r->cmdline_len = n;
+}
+
+static void p3d_on_gpu(struct p3d_scan *s, const struct p3d_rec_gpu_op *g)
+{
+    s->gpu_cap = p3d_grow((void **)&s->gpu, s->gpu_cap, s->n_gpu,
+                          sizeof(*s->gpu));
+    s->gpu[s->n_gpu++] = *g;
+}
+
+/* Attribute GPU times to (comm, op); ops may follow their GPU record. */
+static void p3d_resolve_gpu(struct p3d_scan *s)
+{
+    for (size_t i = 0; i < s->n_gpu; i++) {
+        const struct p3d_rec_gpu_op *g = &s->gpu[i];
+        uint32_t ref;
+        struct p3d_opstat *st;
+
+        if (g->op_id >= s->op_cap || !(ref = s->op_ref[g->op_id]) ||
+            g->gpu_end < g->gpu_start || !g->gpu_end)
+            continue;
+        st = &s->r->comms[(ref >> 4) - 1].st[ref & 15];
+        st->gpu_calls++;
+        st->gpu_ns += g->gpu_end - g->gpu_start;
+        st->gpu_bytes += st->calls ? st->bytes / st->calls : 0;
+        s->r->n_gpu_ops++;
+    }
+}
+
+static void p3d_dispatch(struct p3d_scan *s, const struct p3d_rec_hdr *h)
+{
+    switch (h->tag) {
+    case P3D_REC_OP: p3d_on_op(s, (const void *)h); break;
+    case P3D_REC_COMM: p3d_on_comm(s->r, (const void *)h); break;
+    case P3D_REC_COMM_INFO: p3d_on_info(s->r, (const void *)h); break;
+    case P3D_REC_CMDLINE: p3d_on_str(s->r, (const void *)h); break;
+    case P3D_REC_GPU_OP: p3d_on_gpu(s, (const void *)h); break;
+    default: break;
+    }
+}
+
+static void p3d_rank_note_tail(struct p3d_rank *r, const struct p3d_reader *rd)
+{
+    r->closed = !!(r->hdr.flags & P3D_F_CLOSED);
+    r->truncated = rd->truncated;
+    if (r->corrupt)
+        snprintf(r->err, sizeof(r->err), "%s; using the %" PRIu64
+                 " records before it", rd->msg, r->n_records);
+    else if (!r->closed || r->truncated)
+        snprintf(r->warn, sizeof(r->warn), "'%s': %s; using %" PRIu64
+                 " records", r->path, r->truncated ? "truncated tail"
+                 : "not closed cleanly (process killed?)", r->n_records);
+}
+
+int p3d_rank_scan(struct p3d_rank *r)
+{
+    struct p3d_reader rd;
+    struct p3d_scan s = {r, NULL, 0, NULL, 0, 0};
+    const struct p3d_rec_hdr *h;
+    int n, ret = p3d_reader_open(&rd, r->path);
+
+    if (ret != 0) {
+        r->failed = 1;
+        snprintf(r->err, sizeof(r->err), "%s", rd.msg);
+        return -1;
+    }
+    r->hdr = rd.hdr;
+    while ((n = p3d_reader_next(&rd, &h)) > 0) {
+        if (h->tag != P3D_REC_CHUNK)
+            r->n_records++;
+        p3d_dispatch(&s, h);
+    }
+    r->corrupt = n < 0;
+    if (n < 0 && rd.bad_off < rd.hdr.data_off + 64 && r->n_records == 0)
+        r->failed = 1;
+    p3d_resolve_gpu(&s);
+    p3d_rank_note_tail(r, &rd);
+    p3d_reader_close(&rd);
+    free(s.op_ref);
+    free(s.gpu);
+    return r->failed ? -1 : 0;
+}
+
+void p3d_rank_free(struct p3d_rank *r)
+{
+    free(r->path);
+    free(r->cmdline);
+    free(r->comms);
+    p3d_map_free(&r->idx);
+}
+
+struct p3d_pool {
+    struct p3d_job *job;
+    int next;
+};
+
+static void *p3d_scan_worker(void *arg)
+{
+    struct p3d_pool *p = arg;
+    int i;
+
+    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
+           p->job->n_ranks)
+        p3d_rank_scan(&p->job->ranks[i]);
+    return NULL;
+}
+
+void p3d_job_scan(struct p3d_job *job, int threads)
+{
+    struct p3d_pool pool = {job, 0};
+    pthread_t tid[64];
+    int n = 0;
+
+    if (threads > 64)
+        threads = 64;
+    if (threads > job->n_ranks)
+        threads = job->n_ranks;
+    for (; n < threads - 1; n++)
+        if (pthread_create(&tid[n], NULL, p3d_scan_worker, &pool))
+            break;
+    p3d_scan_worker(&pool);
+    for (int i = 0; i < n; i++)
+        pthread_join(tid[i], NULL);
+}

@@ -1,0 +1,258 @@
+/*
+ * p3d_reader.c - validated, zero-copy reading of one trace file.
+ *
+ * The file is mmap'ed read-only (no copy, no per-record allocation).
+ * Validation follows the format header: magic, major version (newer major
+ * refused, newer minor accepted), sane hdr_len/chunk_bytes/data_off, then
+ * per record: len >= 8, a multiple of 8, inside the chunk and the file,
+ * known tags at least their struct size, unknown optional tags skipped,
+ * unknown required tags refused.  A chunk ends at a zero tag.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "p3d_reader.h"
+#include "p3d_util.h"
+
+#define P3D_CORRUPT(rd, off, ...) p3d_corrupt((rd), (off), __LINE__, __VA_ARGS__)
+
+static int p3d_corrupt(struct p3d_reader *rd, size_t off, int line,
+                       const char *fmt, ...) P3D_PRINTF(4, 5);
+
+static int p3d_corrupt(struct p3d_reader *rd, size_t off, int line,
+                       const char *fmt, ...)
+{
+    char why[320];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    snprintf(rd->msg, sizeof(rd->msg), "'%s': %s at offset %zu (reader.c:%d)",
+             rd->path, why, off, line);
+    rd->bad_off = off;
+    return -1;
+}
+
+static int p3d_hdr_fail(struct p3d_reader *rd, const char *fmt, ...)
+    P3D_PRINTF(2, 3);
+
+static int p3d_hdr_fail(struct p3d_reader *rd, const char *fmt, ...)
+{
+    char why[320];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    snprintf(rd->msg, sizeof(rd->msg), "'%s': %s", rd->path, why);
+    return -1;
+}
+
+const char *p3d_rec_name(unsigned tag)
+{
+    switch (tag) {
+#define P3D_X_NAME(name, value, type, text) case value: return text;
+    P3D_RECORDS(P3D_X_NAME)
+#undef P3D_X_NAME
+    }
+    return NULL;
+}
+
+size_t p3d_rec_min_len(unsigned tag)
+{
+    switch (tag) {
+#define P3D_X_MIN(name, value, type, text) \
+    case value: return sizeof(struct type);
+    P3D_RECORDS(P3D_X_MIN)
+#undef P3D_X_MIN
+    }
+    return 0;
+}
+
+static int p3d_check_geometry(struct p3d_reader *rd, size_t size)
+{
+    const struct p3d_file_hdr *h = &rd->hdr;
+
+    if (h->hdr_len < P3D_FILE_HDR_BYTES)
+        return p3d_hdr_fail(rd, "bad header length %u (want >= %u)",
+                            h->hdr_len, P3D_FILE_HDR_BYTES);
+    if (h->chunk_bytes < 64 || h->chunk_bytes % P3D_REC_ALIGN ||
+        h->chunk_bytes > (1u << 30))
+        return p3d_hdr_fail(rd, "bad chunk size %u", h->chunk_bytes);
+    if (h->data_off < h->hdr_len || h->data_off % P3D_REC_ALIGN)
+        return p3d_hdr_fail(rd, "bad data offset %u", h->data_off);
+    if (h->data_off > size && size > P3D_FILE_HDR_BYTES)
+        return p3d_hdr_fail(rd, "data offset %u past the end of the file "
+                            "(%zu bytes)", h->data_off, size);
+    return 0;
+}
+
+int p3d_reader_check_hdr(struct p3d_reader *rd, const void *buf, size_t size)
+{
+    if (size < P3D_FILE_HDR_BYTES)
+        return p3d_hdr_fail(rd, "file too short for a trace header "
+                            "(%zu bytes, need %d)", size, P3D_FILE_HDR_BYTES);
+    memcpy(&rd->hdr, buf, sizeof(rd->hdr));
+    if (memcmp(rd->hdr.magic, P3D_MAGIC, P3D_MAGIC_LEN))
+        return p3d_hdr_fail(rd, "bad magic (not a p3dtrace file)");
+    if (rd->hdr.major != P3D_FORMAT_MAJOR)
+        return p3d_hdr_fail(rd, "trace format version %u.%u, this "
+                            "p3d-analyze reads version %u.x (up to %u.%u)",
+                            rd->hdr.major, rd->hdr.minor, P3D_FORMAT_MAJOR,
+                            P3D_FORMAT_MAJOR, P3D_FORMAT_MINOR);
+    return p3d_check_geometry(rd, size);
+}
+
+int p3d_reader_open(struct p3d_reader *rd, const char *path)
+{
+    struct stat st;
+    int fd;
+
+    memset(rd, 0, sizeof(*rd));
+    rd->path = path;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return p3d_hdr_fail(rd, "cannot open: %s", strerror(errno));
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return p3d_hdr_fail(rd, "not a regular file");
+    }
+    rd->size = (size_t)st.st_size;
+    if (rd->size == 0) {
+        close(fd);
+        snprintf(rd->msg, sizeof(rd->msg), "'%s': empty file", path);
+        return P3D_READ_EMPTY;
+    }
+    rd->base = mmap(NULL, rd->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (rd->base == MAP_FAILED) {
+        rd->base = NULL;
+        return p3d_hdr_fail(rd, "cannot map: %s", strerror(errno));
+    }
+    madvise((void *)rd->base, rd->size, MADV_SEQUENTIAL);
+    if (p3d_reader_check_hdr(rd, rd->base, rd->size) < 0) {
+        p3d_reader_close(rd);
+        return -1;
+    }
+    p3d_reader_rewind(rd);
+    return 0;
+}
+
+void p3d_reader_rewind(struct p3d_reader *rd)
+{
+    rd->chunk = rd->hdr.data_off;
+    rd->off = rd->chunk;
+    rd->chunk_end = 0; /* no chunk entered yet */
+    rd->n_records = 0;
+    rd->truncated = 0;
+    rd->corrupt = 0;
+}
+
+void p3d_reader_close(struct p3d_reader *rd)
+{
+    if (rd->base)
+        munmap((void *)rd->base, rd->size);
+    rd->base = NULL;
+}
+
+size_t p3d_reader_offset(const struct p3d_reader *rd,
+                         const struct p3d_rec_hdr *rec)
+{
+    return (size_t)((const uint8_t *)rec - rd->base);
+}
+
+/* Enter the chunk at rd->chunk.  Returns 1 entered, 0 no more chunks. */
+static int p3d_enter_chunk(struct p3d_reader *rd)
+{
+    size_t nominal = rd->chunk + rd->hdr.chunk_bytes;
+
+    if (rd->chunk + sizeof(struct p3d_rec_hdr) > rd->size) {
+        if (rd->chunk < rd->size)
+            rd->truncated = 1;
+        return 0;
+    }
+    rd->chunk_end = nominal <= rd->size ? nominal : rd->size;
+    if (nominal > rd->size)
+        rd->truncated = 1;
+    rd->off = rd->chunk;
+    return 1;
+}
+
+static void p3d_next_chunk(struct p3d_reader *rd)
+{
+    rd->chunk += rd->hdr.chunk_bytes;
+    rd->chunk_end = 0;
+}
+
+/* Validate the record at rd->off.  1 ok, 0 end of chunk, -1 bad. */
+static int p3d_check_rec(struct p3d_reader *rd, const struct p3d_rec_hdr *r)
+{
+    size_t off = rd->off, min;
+    unsigned tag = r->tag, len = r->len;
+
+    if (off == rd->chunk && tag != P3D_REC_CHUNK)
+        return P3D_CORRUPT(rd, off, "chunk does not start with a chunk "
+                           "header (tag 0x%04x)", tag);
+    if (len < 8 || len % P3D_REC_ALIGN)
+        return P3D_CORRUPT(rd, off, "bad record length %u (tag 0x%04x)",
+                           len, tag);
+    if (off + len > rd->chunk + rd->hdr.chunk_bytes)
+        return P3D_CORRUPT(rd, off, "record length %u (tag 0x%04x) runs "
+                           "past the end of its chunk", len, tag);
+    if (off + len > rd->size) {
+        rd->truncated = 1;
+        return 0;
+    }
+    min = p3d_rec_min_len(tag);
+    if (min == 0 && !(tag & P3D_TAG_OPTIONAL))
+        return P3D_CORRUPT(rd, off, "unknown required record tag 0x%04x",
+                           tag);
+    if (len < min)
+        return P3D_CORRUPT(rd, off, "record '%s' too short (%u bytes, "
+                           "need %zu)", p3d_rec_name(tag), len, min);
+    return 1;
+}
+
+int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec)
+{
+    for (;;) {
+        const struct p3d_rec_hdr *r;
+        int ok;
+
+        if (rd->corrupt)
+            return -1;
+        if (!rd->chunk_end && !p3d_enter_chunk(rd))
+            return 0;
+        if (rd->off + sizeof(*r) > rd->chunk_end ||
+            ((const struct p3d_rec_hdr *)(rd->base + rd->off))->tag == 0) {
+            if (rd->chunk_end < rd->chunk + rd->hdr.chunk_bytes &&
+                rd->off + sizeof(*r) > rd->chunk_end)
+                rd->truncated = 1;
+            p3d_next_chunk(rd);
+            continue;
+        }
+        r = (const struct p3d_rec_hdr *)(rd->base + rd->off);
+        ok = p3d_check_rec(rd, r);
+        if (ok < 0) {
+            rd->corrupt = 1;
+            return -1;
+        }
+        if (ok == 0) {
+            p3d_next_chunk(rd);
+            continue;
+        }
+        rd->off += r->len;
+        rd->n_records++;
+        if (!p3d_rec_min_len(r->tag) && !rd->keep_unknown)
+            continue; /* unknown optional record: skip */
+        *rec = r;
+        return 1;
+    }
+}

@@ -1,0 +1,70 @@
+/*
+ * p3d_reader.h - validated, zero-copy reading of one trace file.
+ *
+ * A trace file is mapped read-only and walked chunk by chunk; every length
+ * and offset is checked before a record is handed out, so the analysis
+ * code above can trust a record's fixed fields.  Problems are written into
+ * rd->msg (not printed) so callers running in threads can print them in a
+ * stable order.
+ */
+#ifndef P3D_READER_H
+#define P3D_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p3d_format.h"
+
+struct p3d_reader {
+    const char *path;
+    const uint8_t *base;      /* the mapping */
+    size_t size;              /* file size */
+    struct p3d_file_hdr hdr;  /* copy of the header */
+    size_t chunk;             /* offset of the current chunk */
+    size_t off;               /* offset of the next record */
+    size_t chunk_end;         /* end of the current chunk (clipped) */
+    uint64_t n_records;       /* records handed out (chunk headers too) */
+    size_t bad_off;           /* offset of the problem in msg */
+    int truncated;            /* the file ends inside a chunk */
+    int corrupt;              /* walking stopped at bad data */
+    int keep_unknown;         /* hand out unknown optional records */
+    char msg[512];            /* last problem, "" if none */
+};
+
+/* Returned by p3d_reader_open for a zero-length file. */
+#define P3D_READ_EMPTY 1
+
+/*
+ * Map `path` and validate its header.  Returns 0 on success,
+ * P3D_READ_EMPTY for an empty file, -1 with rd->msg set otherwise.
+ */
+int p3d_reader_open(struct p3d_reader *rd, const char *path);
+
+/*
+ * Check a file header held in memory (size = file size).
+ * Returns 0 or -1 with rd->msg set.
+ */
+int p3d_reader_check_hdr(struct p3d_reader *rd, const void *buf, size_t size);
+
+/*
+ * Hand out the next record.  Returns 1 with *rec set, 0 at the end of the
+ * data (rd->truncated says whether the tail was cut), -1 when a record is
+ * invalid (rd->msg names the offset; records before it were valid).
+ */
+int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec);
+
+/* Offset of a record handed out by p3d_reader_next. */
+size_t p3d_reader_offset(const struct p3d_reader *rd,
+                         const struct p3d_rec_hdr *rec);
+
+/* Walk from the first record again. */
+void p3d_reader_rewind(struct p3d_reader *rd);
+
+void p3d_reader_close(struct p3d_reader *rd);
+
+/* Name of a known record tag, NULL if unknown. */
+const char *p3d_rec_name(unsigned tag);
+/* Smallest valid len of a known tag, 0 if unknown. */
+size_t p3d_rec_min_len(unsigned tag);
+
+#endif /* P3D_READER_H */

@@ -1,0 +1,297 @@
+/*
+ * p3d_report.c - the default text report: job, layout, coordinate map,
+ * communicators with labels and traffic, per label, per rank, message
+ * sizes, cross-rank matching.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "p3d_bw.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_report.h"
+
+void p3d_fmt_bytes(char *buf, size_t n, double b)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count)
+{
+    size_t len = 0;
+
+    buf[0] = 0;
+    for (int i = 0; i < count && len + 24 < n; i++) {
+        int j = i;
+        while (j + 1 < count && r[j + 1] == r[j] + 1)
+            j++;
+        if (j > i + 1)
+            len += (size_t)snprintf(buf + len, n - len, "%s%d-%d",
+                                    len ? "," : "", r[i], r[j]);
+        else
+            len += (size_t)snprintf(buf + len, n - len, "%s%d", len ? "," : "",
+                                    r[i]), j = i;
+        i = j;
+        if (len + 24 >= n && i + 1 < count)
+            snprintf(buf + len, n - len, ",...");
+    }
+}
+
+int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n)
+{
+    int *miss = malloc(sizeof(int) * (size_t)(job->world_size + 1)), k = 0;
+
+    for (int r = 0; miss && r < job->world_size; r++) {
+        const struct p3d_rank *rk = p3d_job_rank(job, r);
+        if (!rk || rk->failed)
+            miss[k++] = r;
+    }
+    p3d_fmt_ranks(buf, n, miss, k);
+    free(miss);
+    return k;
+}
+
+static void p3d_report_job(FILE *f, const struct p3d_job *job)
+{
+    char when[64] = "?", miss[256];
+    time_t t = (time_t)(job->start_ns / 1000000000ull);
+    struct tm tm;
+    int ok = 0;
+
+    if (gmtime_r(&t, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    for (int i = 0; i < job->n_ranks; i++)
+        ok += !job->ranks[i].failed;
+    fprintf(f, "job '%s': %d of %d ranks have readable traces, started %s\n",
+            job->job_id, ok, job->world_size, when);
+    if (p3d_missing_ranks(job, miss, sizeof(miss)))
+        fprintf(f, "  missing ranks: %s\n", miss);
+}
+
+static void p3d_report_layout(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_layout *l = &job->layout;
+    char s[128];
+
+    if (!l->valid) {
+        fprintf(f, "layout: unknown (no communicators)\n");
+        return;
+    }
+    p3d_layout_str(l, s, sizeof(s));
+    fprintf(f, "layout: %s (%s; %d of %d communicators of 2+ ranks are "
+            "its groups)\n", s, l->source, l->explained, l->total);
+    if (job->hint.valid) {
+        p3d_layout_str(&job->hint, s, sizeof(s));
+        fprintf(f, "  the job's command line says %s: the traces %s\n", s,
+                job->hint_fits ? "agree" : "contradict it");
+    }
+    if (l->contradicted && l->best[0])
+        fprintf(f, "  warning: the traces fit %s better (%d communicators "
+                "explained)\n", l->best, l->best_explained);
+    if (l->mbs || l->gbs || l->seq || l->vpp)
+        fprintf(f, "  micro-batch %d, global batch %d, seq-length %d, "
+                "layers per virtual stage %d\n", l->mbs, l->gbs, l->seq,
+                l->vpp);
+}
+
+static uint64_t p3d_sum_calls(const struct p3d_opstat *st)
+{
+    uint64_t c = 0;
+
+    for (int k = 0; k < P3D_OP_COUNT; k++)
+        c += st[k].calls;
+    return c;
+}
+
+static uint64_t p3d_sum_bytes(const struct p3d_opstat *st)
+{
+    uint64_t b = 0;
+
+    for (int k = 0; k < P3D_OP_COUNT; k++)
+        b += st[k].bytes;
+    return b;
+}
+
+static void p3d_labels_str(char *buf, size_t n, unsigned bits)
+{
+    size_t len = 0;
+
+    buf[0] = 0;
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (bits & (1u << l))
+            len += (size_t)snprintf(buf + len, n - len, "%s%s",
+                                    len ? "," : "", p3d_label_name[l]);
+}
+
+static void p3d_report_ops(FILE *f, const struct p3d_opstat *st, int n,
+                           int gpu, const char *indent)
+{
+    char b[32];
+
+    for (int k = 0; k < P3D_OP_COUNT; k++) {
+        double alg;
+        if (!st[k].calls)
+            continue;
+        p3d_fmt_bytes(b, sizeof(b), (double)st[k].bytes);
+        fprintf(f, "%s%-14s %10" PRIu64 " calls %12s", indent,
+                p3d_op_name[k], st[k].calls, b);
+        alg = p3d_algbw(&st[k], k, n);
+        if (gpu && st[k].gpu_calls)
+            fprintf(f, "  gpu %10.3f ms  algbw %8.2f GB/s  busbw %8.2f GB/s",
+                    (double)st[k].gpu_ns / 1e6, alg,
+                    alg * p3d_bw_factor(k, n));
+        fputc('\n', f);
+    }
+}
+
+static void p3d_report_comms(FILE *f, const struct p3d_job *job)
+{
+    char m[160], lb[128], b[32];
+
+    fprintf(f, "\ncommunicators (%d):\n", job->n_comms);
+    for (int i = 0; i < job->n_comms; i++) {
+        const struct p3d_gcomm *g = &job->comms[i];
+        p3d_fmt_ranks(m, sizeof(m), g->members, g->n_members);
+        p3d_labels_str(lb, sizeof(lb), g->labels);
+        p3d_fmt_bytes(b, sizeof(b), (double)p3d_sum_bytes(g->st));
+        fprintf(f, "  0x%016" PRIx64 " %-8s size %-4d members [%s]  "
+                "%" PRIu64 " calls, %s  (labels %s)%s%s\n", g->hash,
+                p3d_label_name[g->label], g->size, m, p3d_sum_calls(g->st),
+                b, lb, g->role ? "; " : "", g->role ? g->role : "");
+        if (g->n_missing)
+            fprintf(f, "    %d of %d members have no trace file\n",
+                    g->n_missing, g->size);
+        if (g->inferred_members)
+            fprintf(f, "    %d of %d members have no trace file; members "
+                    "completed from the layout\n", g->inferred_members,
+                    g->size);
+        p3d_report_ops(f, g->st, g->size, job->have_gpu, "      ");
+    }
+}
+
+static void p3d_report_labels(FILE *f, const struct p3d_job *job)
+{
+    fprintf(f, "\ntraffic per label (calls and bytes summed over member "
+            "ranks):\n");
+    for (int l = 0; l < P3D_LBL_COUNT; l++) {
+        struct p3d_opstat st[P3D_OP_COUNT];
+        int n = 0, size = 0;
+        memset(st, 0, sizeof(st));
+        for (int i = 0; i < job->n_comms; i++) {
+            const struct p3d_gcomm *g = &job->comms[i];
+            if (g->label != l)
+                continue;
+            n++;
+            size = g->size;
+            for (int k = 0; k < P3D_OP_COUNT; k++) {
+                st[k].calls += g->st[k].calls;
+                st[k].bytes += g->st[k].bytes;
+                st[k].gpu_calls += g->st[k].gpu_calls;
+                st[k].gpu_bytes += g->st[k].gpu_bytes;
+                st[k].gpu_ns += g->st[k].gpu_ns;
+            }
+        }
+        if (!n)
+            continue;
+        fprintf(f, "  %s (%d communicator%s)\n", p3d_label_name[l], n,
+                n == 1 ? "" : "s");
+        p3d_report_ops(f, st, size, job->have_gpu, "      ");
+    }
+}
+
+static void p3d_report_hist(FILE *f, const struct p3d_job *job)
+{
+    fprintf(f, "\nmessage sizes per label (calls per power-of-two "
+            "bucket; <8.0 KiB:3 = 3 calls of 4 KiB up to 8 KiB):\n");
+    for (int l = 0; l < P3D_LBL_COUNT; l++) {
+        uint64_t h[P3D_HIST_N] = {0};
+        int any = 0;
+        for (int i = 0; i < job->n_comms; i++)
+            if (job->comms[i].label == l)
+                for (int b = 0; b < P3D_HIST_N; b++)
+                    any |= !!(h[b] += job->comms[i].hist[b]);
+        if (!any)
+            continue;
+        fprintf(f, "  %-9s", p3d_label_name[l]);
+        for (int b = 0; b < P3D_HIST_N; b++) {
+            char s[32];
+            if (!h[b])
+                continue;
+            p3d_fmt_bytes(s, sizeof(s), b ? (double)(1ull << b) : 1);
+            fprintf(f, " <%s:%" PRIu64, s, h[b]);
+        }
+        fputc('\n', f);
+    }
+}
+
+static void p3d_report_rank(FILE *f, const struct p3d_job *job,
+                            const struct p3d_rank *r)
+{
+    fprintf(f, "  rank %d: %" PRIu64 " records, %" PRIu64 " ops, %d "
+            "communicators%s\n", r->rank, r->n_records, r->n_ops, r->n_comms,
+            r->closed ? "" : " (not closed cleanly)");
+    for (int k = 0; k < r->n_comms; k++) {
+        const struct p3d_rcomm *c = &r->comms[k];
+        const struct p3d_gcomm *g = c->gcomm >= 0 ? &job->comms[c->gcomm]
+                                                  : NULL;
+        fprintf(f, "    0x%016" PRIx64 " %-8s rank %d of %d\n", c->hash,
+                g ? p3d_label_name[g->label] : "?", c->rank, c->nranks);
+        p3d_report_ops(f, c->st, c->nranks, job->have_gpu, "        ");
+    }
+}
+
+static void p3d_report_match(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_match_res *m = job->match;
+
+    if (!m)
+        return;
+    fprintf(f, "\ncross-rank matching: %" PRIu64 " collective instances, "
+            "%" PRIu64 " send/recv pairs, %" PRIu64 " mismatches, %" PRIu64
+            " unmatched sends/recvs\n", m->n_coll, m->n_p2p, m->n_mismatch,
+            m->n_unmatched_p2p);
+    for (int i = 0; i < m->n_kept; i++) {
+        const struct p3d_mismatch *x = &m->mm[i];
+        int gi = p3d_map_get(&job->comm_idx, x->comm);
+        const char *lab = gi >= 0 ? p3d_label_name[job->comms[gi].label]
+                                  : "?";
+        if (x->field == P3D_MM_UNMATCHED) {
+            fprintf(f, "  unmatched: comm 0x%016" PRIx64 " (%s) %d -> %d: %"
+                    PRId64 " sends never received, %" PRId64 " receives "
+                    "never sent\n", x->comm, lab, x->rank_a, x->rank_b,
+                    x->va, x->vb);
+            continue;
+        }
+        fprintf(f, "  mismatch: comm 0x%016" PRIx64 " (%s) %s #%" PRIu64
+                ": %s differs: rank %d has %" PRId64 ", rank %d has %" PRId64
+                "\n", x->comm, lab, p3d_op_name[x->op % P3D_OP_COUNT],
+                x->seq, p3d_mm_field_name[x->field], x->rank_a, x->va,
+                x->rank_b, x->vb);
+    }
+    if (m->n_mismatch + (m->n_unmatched_p2p ? 1 : 0) > (uint64_t)m->n_kept)
+        fprintf(f, "  ... (only the first %d shown)\n", m->n_kept);
+}
+
+void p3d_report_text(FILE *f, const struct p3d_job *job)
+{
+    p3d_report_job(f, job);
+    p3d_report_layout(f, job);
+    p3d_report_coords(f, job);
+    p3d_report_comms(f, job);
+    p3d_report_labels(f, job);
+    p3d_report_hist(f, job);
+    fprintf(f, "\nper rank (per communicator, per op kind):\n");
+    for (int i = 0; i < job->n_ranks; i++)
+        if (!job->ranks[i].failed)
+            p3d_report_rank(f, job, &job->ranks[i]);
+    p3d_report_match(f, job);
+}

@@ -1,0 +1,410 @@
+/*
+ * p3d_cupti.c - GPU op times and the compute timeline from CUPTI activity
+ * records.
+ *
+ * Why CUPTI: it is the only source of every kernel and copy (PyTorch's
+ * launches bypass an interposed cudaLaunchKernel; NCCL launches through
+ * its static cudart), so one mechanism gives both NCCL op times and the
+ * compute spans.  libcupti is never linked: the process's own (PyTorch
+ * ships libcupti.so.13) is found at run time.
+ *
+ * Flow: cuptiSubscribe claims CUPTI (it fails if torch.profiler, Nsight or
+ * another tool holds it: then the caller falls back to CUDA events);
+ * CONCURRENT_KERNEL, MEMCPY, MEMSET and EXTERNAL_CORRELATION are enabled;
+ * buffers come from a fixed pool mapped once.  The hooks push the op's id
+ * (or its group's key) as external correlation id around the NCCL call;
+ * CUPTI then emits (correlationId -> external id) records, and each NCCL
+ * kernel (name contains ncclDevKernel_ or ncclKernel_) becomes a GPU_OP
+ * record for its op(s).  Other kernels and copies feed the span merger.
+ * Buffers are processed on CUPTI's thread (or the flushing thread) under
+ * one lock, never on the application's NCCL call path.  Times are put on
+ * CLOCK_MONOTONIC with p3d_gpu_clock.c (device -1 in CLOCK_SYNC = the
+ * CUPTI timestamp clock).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <cupti.h>
+
+#include "p3d_gpu.h"
+#include "p3d_shim.h"
+
+#define CUPTI_BUFS 32
+#define CUPTI_BUF_BYTES (512u << 10)
+#define CUPTI_CORR_SLOTS 65536u
+#define CUPTI_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+#define CUPTI_CLOCK_NS 1000000000ull
+
+struct cupti_api {
+    CUptiResult (*Subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc,
+                             void *);
+    CUptiResult (*Unsubscribe)(CUpti_SubscriberHandle);
+    CUptiResult (*Enable)(CUpti_ActivityKind);
+    CUptiResult (*Disable)(CUpti_ActivityKind);
+    CUptiResult (*RegisterCallbacks)(CUpti_BuffersCallbackRequestFunc,
+                                     CUpti_BuffersCallbackCompleteFunc);
+    CUptiResult (*GetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
+    CUptiResult (*FlushAll)(uint32_t);
+    CUptiResult (*Push)(CUpti_ExternalCorrelationKind, uint64_t);
+    CUptiResult (*Pop)(CUpti_ExternalCorrelationKind, uint64_t *);
+    CUptiResult (*GetTimestamp)(uint64_t *);
+    CUptiResult (*GetNumDropped)(CUcontext, uint32_t, size_t *);
+};
+
+struct cupti_corr {
+    uint32_t corr;
+    uint32_t reserved;
+    uint64_t ext;
+};
+
+static struct cupti_api cu;
+static _Atomic int cupti_on;
+static CUpti_SubscriberHandle cupti_sub;
+static uint8_t *cupti_pool;
+static _Atomic uint32_t cupti_free_mask;
+static pthread_mutex_t cupti_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cupti_corr cupti_corr_map[CUPTI_CORR_SLOTS];
+static struct p3d_span_set cupti_spans;
+static struct p3d_clock_map cupti_clock;
+static uint64_t cupti_clock_at;
+
+/* Find the process's libcupti, loading it only as a last resort. */
+static void *cupti_open(void)
+{
+    static const char *names[] = {"libcupti.so.13", "libcupti.so.12",
+                                  "libcupti.so"};
+    Dl_info info;
+    void *h, *sym;
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if ((h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD)))
+            return h;
+    sym = p3d_resolve("cuptiActivityEnable", NULL);
+    if (sym && dladdr(sym, &info) && info.dli_fname &&
+        (h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+        return h;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if ((h = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL)))
+            return h;
+    return NULL;
+}
+
+#define P3D_CUPTI_SYM(member, name)                                           \
+    (*(void **)&cu.member = dlsym(h, name))
+
+static int cupti_resolve(void)
+{
+    void *h = cupti_open();
+
+    if (!h)
+        return -1;
+    P3D_CUPTI_SYM(Subscribe, "cuptiSubscribe");
+    P3D_CUPTI_SYM(Unsubscribe, "cuptiUnsubscribe");
+    P3D_CUPTI_SYM(Enable, "cuptiActivityEnable");
+    P3D_CUPTI_SYM(Disable, "cuptiActivityDisable");
+    P3D_CUPTI_SYM(RegisterCallbacks, "cuptiActivityRegisterCallbacks");
+    P3D_CUPTI_SYM(GetNextRecord, "cuptiActivityGetNextRecord");
+    P3D_CUPTI_SYM(FlushAll, "cuptiActivityFlushAll");
+    P3D_CUPTI_SYM(Push, "cuptiActivityPushExternalCorrelationId");
+    P3D_CUPTI_SYM(Pop, "cuptiActivityPopExternalCorrelationId");
+    P3D_CUPTI_SYM(GetTimestamp, "cuptiGetTimestamp");
+    P3D_CUPTI_SYM(GetNumDropped, "cuptiActivityGetNumDroppedRecords");
+    if (!cu.Subscribe || !cu.Enable || !cu.RegisterCallbacks ||
+        !cu.GetNextRecord || !cu.FlushAll || !cu.Push || !cu.Pop ||
+        !cu.GetTimestamp)
+        return -1;
+    return 0;
+}
+
+static uint64_t cupti_timestamp(void)
+{
+    uint64_t t = 0;
+
+    if (cu.GetTimestamp(&t) != CUPTI_SUCCESS)
+        return 0;
+    return t;
+}
+
+/* CUPTI wants an empty buffer: take one from the pool (lock-free). */
+static void CUPTIAPI cupti_buf_request(uint8_t **buf, size_t *size,
+                                       size_t *max_records)
+{
+    uint32_t m = atomic_load(&cupti_free_mask);
+
+    *max_records = 0;
+    while (m) {
+        int i = __builtin_ctz(m);
+
+        if (atomic_compare_exchange_weak(&cupti_free_mask, &m,
+                                         m & ~(1u << i))) {
+            *buf = cupti_pool + (size_t)i * CUPTI_BUF_BYTES;
+            *size = CUPTI_BUF_BYTES;
+            return;
+        }
+    }
+    *buf = NULL;
+    *size = 0;
+    p3d_warn_once("cupti_pool", "CUPTI buffer pool exhausted: some GPU "
+                  "activity records were dropped");
+}
+
+static void cupti_buf_release(uint8_t *buf)
+{
+    size_t i = (size_t)(buf - cupti_pool) / CUPTI_BUF_BYTES;
+
+    if (buf >= cupti_pool && i < CUPTI_BUFS)
+        atomic_fetch_or(&cupti_free_mask, 1u << i);
+}
+
+static int cupti_is_nccl(const char *name)
+{
+    return name && (strstr(name, "ncclDevKernel_") ||
+                    strstr(name, "ncclKernel_"));
+}
+
+/* GPU_OP record(s) for an NCCL kernel linked to external id `ext`. */
+static void cupti_nccl_op(uint64_t ext, uint64_t start, uint64_t end)
+{
+    struct p3d_gpu_group g;
+    uint32_t i;
+
+    if (!(ext & P3D_GPU_GROUP_KEY)) {
+        p3d_gpu_op_write(P3D_GPU_SRC_CUPTI, ext, start, end);
+        return;
+    }
+    if (!p3d_gpu_group_get(ext, &g))
+        return;
+    for (i = 0; i < g.n_ops; i++)
+        p3d_gpu_op_write(P3D_GPU_SRC_CUPTI, g.op_id[i], start, end);
+}
+
+static void cupti_kernel(const CUpti_ActivityKernel10 *k)
+{
+    uint64_t s = p3d_clock_to_host(&cupti_clock, k->start);
+    uint64_t e = p3d_clock_to_host(&cupti_clock, k->end);
+    const struct cupti_corr *c;
+
+    if (!cupti_is_nccl(k->name)) {
+        p3d_span_add(&cupti_spans, (uint16_t)k->deviceId, k->streamId,
+                     P3D_SPAN_COMPUTE, s, e);
+        return;
+    }
+    p3d_span_cut(&cupti_spans, (uint16_t)k->deviceId, k->streamId);
+    c = &cupti_corr_map[k->correlationId % CUPTI_CORR_SLOTS];
+    if (c->corr == k->correlationId && c->ext) {
+        cupti_nccl_op(c->ext, s, e);
+        return;
+    }
+    /* Not linked to an op (e.g. replayed from a CUDA graph). */
+    {
+        struct p3d_span_open one = {k->streamId, s, e, e - s, 1,
+                                    (uint16_t)k->deviceId, P3D_SPAN_NCCL, 1};
+
+        p3d_span_write(&one, NULL);
+    }
+}
+
+static void cupti_record(const CUpti_Activity *r)
+{
+    switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        const CUpti_ActivityExternalCorrelation *x = (const void *)r;
+        struct cupti_corr *c =
+            &cupti_corr_map[x->correlationId % CUPTI_CORR_SLOTS];
+
+        if (x->externalKind != CUPTI_EXT_KIND)
+            return;
+        c->corr = x->correlationId;
+        c->ext = x->externalId;
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        cupti_kernel((const CUpti_ActivityKernel10 *)r);
+        return;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const CUpti_ActivityMemcpy6 *m = (const void *)r;
+
+        p3d_span_add(&cupti_spans, (uint16_t)m->deviceId, m->streamId,
+                     P3D_SPAN_COPY, p3d_clock_to_host(&cupti_clock, m->start),
+                     p3d_clock_to_host(&cupti_clock, m->end));
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const CUpti_ActivityMemset4 *m = (const void *)r;
+
+        p3d_span_add(&cupti_spans, (uint16_t)m->deviceId, m->streamId,
+                     P3D_SPAN_COPY, p3d_clock_to_host(&cupti_clock, m->start),
+                     p3d_clock_to_host(&cupti_clock, m->end));
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+/* A buffer is full (or flushed): turn its records into trace records. */
+static void CUPTIAPI cupti_buf_complete(CUcontext ctx, uint32_t stream,
+                                        uint8_t *buf, size_t size,
+                                        size_t valid)
+{
+    CUpti_Activity *r = NULL;
+    size_t dropped = 0;
+
+    (void)size;
+    pthread_mutex_lock(&cupti_lock);
+    while (valid &&
+           cu.GetNextRecord(buf, valid, &r) == CUPTI_SUCCESS)
+        cupti_record(r);
+    pthread_mutex_unlock(&cupti_lock);
+    cupti_buf_release(buf);
+    if (cu.GetNumDropped &&
+        cu.GetNumDropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+        p3d_warn_once("cupti_dropped", "CUPTI dropped %zu activity records",
+                      dropped);
+}
+
+static void CUPTIAPI cupti_noop_cb(void *u, CUpti_CallbackDomain d,
+                                   CUpti_CallbackId id, const void *data)
+{
+    (void)u;
+    (void)d;
+    (void)id;
+    (void)data;
+}
+
+static void cupti_busy(CUptiResult r)
+{
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+        p3d_warn_once("cupti_busy", "CUPTI is in use by another tool "
+                      "(torch.profiler, Nsight?): GPU times come from CUDA "
+                      "events and there is no compute timeline");
+    else
+        p3d_warn_once("cupti_busy", "CUPTI failed (error %d): GPU times "
+                      "come from CUDA events and there is no compute "
+                      "timeline", (int)r);
+}
+
+static int cupti_enable_all(void)
+{
+    static const CUpti_ActivityKind need[] = {
+        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+    CUptiResult r;
+    size_t i;
+
+    for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+        if ((r = cu.Enable(need[i])) != CUPTI_SUCCESS) {
+            cupti_busy(r);
+            return -1;
+        }
+    if (cu.Enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
+        cu.Enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS)
+        p3d_warn_once("cupti_memcpy", "CUPTI copy tracing unavailable: "
+                      "copies are missing from the GPU timeline");
+    return 0;
+}
+
+static void cupti_undo(void)
+{
+    if (cu.Disable) {
+        cu.Disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        cu.Disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+        cu.Disable(CUPTI_ACTIVITY_KIND_MEMCPY);
+        cu.Disable(CUPTI_ACTIVITY_KIND_MEMSET);
+    }
+    if (cu.Unsubscribe && cupti_sub)
+        cu.Unsubscribe(cupti_sub);
+    cupti_sub = NULL;
+}
+
+int p3d_cupti_start(int required)
+{
+    CUptiResult r;
+
+    if (cupti_resolve() != 0) {
+        if (required)
+            p3d_warn_once("cupti_missing", "P3D_GPU_TIMING=cupti but no "
+                          "usable libcupti was found: using CUDA events");
+        return -1;
+    }
+    if ((r = cu.Subscribe(&cupti_sub, cupti_noop_cb, NULL)) !=
+        CUPTI_SUCCESS) {
+        cupti_sub = NULL;
+        cupti_busy(r);
+        return -1;
+    }
+    cupti_pool = mmap(NULL, (size_t)CUPTI_BUFS * CUPTI_BUF_BYTES,
+                      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+    if (cupti_pool == MAP_FAILED) {
+        cupti_pool = NULL;
+        cupti_undo();
+        return -1;
+    }
+    atomic_store(&cupti_free_mask, 0xffffffffu);
+    p3d_span_init(&cupti_spans, p3d_span_write, NULL);
+    if (p3d_clock_pair(&cupti_clock, cupti_timestamp, -1, 5) != 0 ||
+        cu.RegisterCallbacks(cupti_buf_request, cupti_buf_complete) !=
+            CUPTI_SUCCESS ||
+        cupti_enable_all() != 0) {
+        cupti_undo();
+        return -1;
+    }
+    cupti_clock_at = p3d_now();
+    atomic_store(&cupti_on, 1);
+    return 0;
+}
+
+void p3d_cupti_push(uint64_t key)
+{
+    cu.Push(CUPTI_EXT_KIND, key);
+}
+
+void p3d_cupti_pop(void)
+{
+    uint64_t last;
+
+    cu.Pop(CUPTI_EXT_KIND, &last);
+}
+
+void p3d_cupti_tick(void)
+{
+    if (!atomic_load(&cupti_on))
+        return;
+    if (p3d_now() - cupti_clock_at >= CUPTI_CLOCK_NS) {
+        struct p3d_clock_map m;
+
+        if (p3d_clock_pair(&m, cupti_timestamp, -1, 3) == 0) {
+            pthread_mutex_lock(&cupti_lock);
+            cupti_clock = m;
+            pthread_mutex_unlock(&cupti_lock);
+        }
+        cupti_clock_at = p3d_now();
+    }
+    cu.FlushAll(0);
+}
+
+void p3d_cupti_flush(void)
+{
+    if (atomic_load(&cupti_on))
+        cu.FlushAll(0);
+}
+
+/*
+ * Exit: CUPTI's documented at-exit forced flush (a CUPTI call, not a CUDA
+ * runtime call), then close the open spans.
+ */
+void p3d_cupti_fini(void)
+{
+    if (!atomic_exchange(&cupti_on, 0))
+        return;
+    cu.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&cupti_lock);
+    p3d_span_flush(&cupti_spans);
+    pthread_mutex_unlock(&cupti_lock);
+}

@@ -1,0 +1,221 @@
+/*
+ * p3d_gpu_hooks.c - the strong versions of the NCCL wrapper hooks
+ * (p3d_hooks.h): choose the GPU timing backend once and route each op to
+ * it.
+ *
+ * P3D_GPU_TIMING=auto (default) tries CUPTI, then CUDA events; "cupti"
+ * and "events" ask for one (cupti still falls back to events, warned);
+ * "off" records no GPU times.  With CUPTI an ungrouped op is bracketed by
+ * an external correlation id = its op_id; the ops of a group are
+ * remembered on the thread and published at the outermost ncclGroupEnd,
+ * which is bracketed by a group key (P3D_GPU_GROUP_KEY | sequence),
+ * because that is where NCCL launches their kernels.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_env.h"
+#include "p3d_gpu.h"
+#include "p3d_mem.h"
+#include "p3d_shim.h"
+
+static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
+static _Atomic int gpu_mode = P3D_GPU_OFF;
+static _Atomic int gpu_done;
+static struct p3d_gpu_group gpu_groups[P3D_GPU_GROUPS];
+static _Atomic uint64_t gpu_group_seq;
+
+/* Ops of the open group of this thread. */
+static __thread struct {
+    uint32_t n;
+    uint32_t lost;
+    uint64_t op_id[P3D_GPU_GROUP_OPS];
+} gpu_tls_group;
+static __thread uint8_t gpu_tls_pushed;
+
+enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s)
+{
+    if (!s || !*s || !strcmp(s, "auto"))
+        return P3D_GPU_AUTO;
+    if (!strcmp(s, "cupti"))
+        return P3D_GPU_CUPTI;
+    if (!strcmp(s, "events"))
+        return P3D_GPU_EVENTS;
+    if (!strcmp(s, "off") || !strcmp(s, "0") || !strcmp(s, "none"))
+        return P3D_GPU_OFF;
+    p3d_warn_once("gpu_timing_env", "%s=%s not understood; using auto",
+                  P3D_ENV_GPU_TIMING, s);
+    return P3D_GPU_AUTO;
+}
+
+static void gpu_init(void)
+{
+    enum p3d_gpu_mode want = p3d_gpu_mode_parse(getenv(P3D_ENV_GPU_TIMING));
+    int mode = P3D_GPU_OFF;
+
+    if (!p3d_core_enabled() || want == P3D_GPU_OFF)
+        return;
+    if (want != P3D_GPU_EVENTS && p3d_cupti_start(want == P3D_GPU_CUPTI) == 0)
+        mode = P3D_GPU_CUPTI;
+    else if (p3d_events_start() == 0)
+        mode = P3D_GPU_EVENTS;
+    else
+        p3d_warn_once("gpu_none", "no GPU timing: neither CUPTI nor CUDA "
+                      "events are available");
+    atomic_store(&gpu_mode, mode);
+    p3d_gpu_thread_start();
+}
+
+static int gpu_mode_get(void)
+{
+    if (P3D_UNLIKELY(atomic_load_explicit(&gpu_done, memory_order_acquire)))
+        return P3D_GPU_OFF;
+    pthread_once(&gpu_once, gpu_init);
+    return atomic_load_explicit(&gpu_mode, memory_order_relaxed);
+}
+
+void p3d_gpu_op_write(uint8_t source, uint64_t op_id, uint64_t start,
+                      uint64_t end)
+{
+    struct p3d_rec_gpu_op *r = p3d_rec_reserve(P3D_REC_GPU_OP, sizeof(*r));
+
+    if (!r)
+        return;
+    r->source = source;
+    r->op_id = op_id;
+    r->gpu_start = start;
+    r->gpu_end = end;
+    p3d_rec_commit(r);
+}
+
+/* Publish this thread's group under a new key; 0 if it has no ops. */
+static uint64_t gpu_group_publish(void)
+{
+    uint64_t seq, key;
+    struct p3d_gpu_group *g;
+
+    if (!gpu_tls_group.n)
+        return 0;
+    seq = atomic_fetch_add(&gpu_group_seq, 1) + 1;
+    key = P3D_GPU_GROUP_KEY | seq;
+    g = &gpu_groups[seq % P3D_GPU_GROUPS];
+    __atomic_store_n(&g->key, 0, __ATOMIC_RELEASE);
+    g->n_ops = gpu_tls_group.n;
+    memcpy(g->op_id, gpu_tls_group.op_id,
+           gpu_tls_group.n * sizeof(uint64_t));
+    __atomic_store_n(&g->key, key, __ATOMIC_RELEASE);
+    return key;
+}
+
+int p3d_gpu_group_get(uint64_t key, struct p3d_gpu_group *out)
+{
+    const struct p3d_gpu_group *g =
+        &gpu_groups[(key & ~P3D_GPU_GROUP_KEY) % P3D_GPU_GROUPS];
+    uint32_t n;
+
+    if (__atomic_load_n(&g->key, __ATOMIC_ACQUIRE) != key)
+        return 0;
+    n = g->n_ops < P3D_GPU_GROUP_OPS ? g->n_ops : P3D_GPU_GROUP_OPS;
+    out->n_ops = n;
+    memcpy(out->op_id, g->op_id, n * sizeof(uint64_t));
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&g->key, __ATOMIC_RELAXED) != key)
+        return 0;
+    out->key = key;
+    return 1;
+}
+
+void p3d_hook_op_before(const struct p3d_op_ctx *op)
+{
+    int mode = gpu_mode_get();
+
+    if (mode == P3D_GPU_CUPTI) {
+        if (!op->in_group) {
+            p3d_cupti_push(op->op_id);
+            gpu_tls_pushed = 1;
+        } else if (gpu_tls_group.n < P3D_GPU_GROUP_OPS) {
+            gpu_tls_group.op_id[gpu_tls_group.n++] = op->op_id;
+        } else {
+            gpu_tls_group.lost++;
+        }
+    } else if (mode == P3D_GPU_EVENTS) {
+        p3d_events_op_before(op);
+    }
+}
+
+void p3d_hook_op_after(const struct p3d_op_ctx *op, int ret)
+{
+    int mode = gpu_mode_get();
+
+    if (mode == P3D_GPU_CUPTI) {
+        if (!op->in_group && gpu_tls_pushed) {
+            p3d_cupti_pop();
+            gpu_tls_pushed = 0;
+        }
+    } else if (mode == P3D_GPU_EVENTS) {
+        p3d_events_op_after(op, ret);
+    }
+}
+
+void p3d_hook_group_end_before(uint32_t group_id)
+{
+    uint64_t key;
+
+    (void)group_id;
+    if (gpu_mode_get() != P3D_GPU_CUPTI)
+        return;
+    if (gpu_tls_group.lost)
+        p3d_warn_once("gpu_group_ops", "a group had more than %d ops; the "
+                      "rest get no GPU times", P3D_GPU_GROUP_OPS);
+    key = gpu_group_publish();
+    gpu_tls_group.n = 0;
+    gpu_tls_group.lost = 0;
+    if (key) {
+        p3d_cupti_push(key);
+        gpu_tls_pushed = 1;
+    }
+}
+
+void p3d_hook_group_end_after(uint32_t group_id, int ret)
+{
+    int mode = gpu_mode_get();
+
+    (void)ret;
+    if (mode == P3D_GPU_CUPTI && gpu_tls_pushed) {
+        p3d_cupti_pop();
+        gpu_tls_pushed = 0;
+    } else if (mode == P3D_GPU_EVENTS) {
+        p3d_events_group_end_after(group_id);
+    }
+}
+
+/*
+ * A communicator ends (app thread, CUDA alive, not an op's hot path):
+ * collect the GPU times of finished ops now, because nothing may call
+ * CUDA at exit.
+ */
+void p3d_hook_comm_end(uint64_t comm_hash, int how)
+{
+    int mode = gpu_mode_get();
+
+    (void)comm_hash;
+    (void)how;
+    if (mode == P3D_GPU_EVENTS)
+        p3d_events_drain(50000000ull);
+    else if (mode == P3D_GPU_CUPTI)
+        p3d_cupti_flush();
+}
+
+void p3d_hook_fini(void)
+{
+    int mode = atomic_load(&gpu_mode);
+
+    if (atomic_exchange(&gpu_done, 1))
+        return;
+    p3d_gpu_thread_stop();
+    if (mode == P3D_GPU_CUPTI)
+        p3d_cupti_fini();
+    p3d_mem_emit_final();
+}

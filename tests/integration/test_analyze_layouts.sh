@@ -1,0 +1,64 @@
+#!/bin/sh
+# p3d-analyze on generated Megatron-like jobs: for every layout of the
+# simulator issue plus EP > 1, both Megatron orders, with and without the
+# command-line hint (and with 2-rank P2P comms), every communicator's label
+# must equal the generator's ground truth and the layout must be found.
+set -u
+: "${P3D_BUILD:?}" "${P3D_SRC:?}"
+A=$P3D_BUILD/p3d-analyze
+G=$P3D_BUILD/tests/p3d-gen
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
+    G=$T/p3d-gen
+    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
+        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
+fi
+fails=0
+check() { # tp pp dp cp ep order extra...
+    tp=$1 pp=$2 dp=$3 cp=$4 ep=$5 ord=$6
+    shift 6
+    d=$T/job
+    rm -rf "$d"
+    "$G" --tp $tp --pp $pp --dp $dp --cp $cp --ep $ep --order $ord "$@" \
+        --truth "$T/truth" "$d" || { echo "gen failed"; exit 1; }
+    "$A" -q --json "$T/out.json" "$d" > "$T/out.txt" 2>"$T/err"
+    rc=$?
+    name="tp=$tp pp=$pp dp=$dp cp=$cp ep=$ep $ord $*"
+    [ $rc -eq 0 ] || { echo "FAIL $name: rc=$rc"; cat "$T/err"; fails=$((fails+1)); return; }
+    sed -n 's/.*{"id": "\(0x[0-9a-f]*\)", "label": "\([A-Z0-9-]*\)".*/\1 \2/p' \
+        "$T/out.json" | sort > "$T/got"
+    awk '{print $1, $2}' "$T/truth" | sort > "$T/want"
+    [ -s "$T/want" ] || { echo "FAIL $name: empty truth"; fails=$((fails+1)); return; }
+    if ! diff "$T/want" "$T/got" > "$T/diff"; then
+        echo "FAIL $name: labels differ from the truth (want < > got)"
+        head -8 "$T/diff"
+        fails=$((fails+1))
+        return
+    fi
+    want="\"tp\": $tp, \"pp\": $pp, \"dp\": $dp, \"cp\": $cp, \"ep\": $ep"
+    grep -q "$want" "$T/out.json" || {
+        echo "FAIL $name: layout not found"; grep '"layout"' "$T/out.json"
+        fails=$((fails+1)); }
+}
+for l in "2 2 2 1 1" "1 4 2 1 1" "2 1 4 1 1" "2 2 1 2 1" "4 2 1 1 1" \
+         "2 1 4 1 2" "2 2 2 1 2" "1 2 4 1 4"; do
+    for ord in tp-cp-ep-dp-pp tp-cp-ep-pp-dp; do
+        check $l $ord
+        check $l $ord --no-cmdline
+    done
+done
+check 2 4 1 1 1 tp-cp-ep-dp-pp --p2p --no-cmdline
+check 2 2 2 1 1 tp-cp-ep-dp-pp --p2p
+check 1 2 8 1 1 tp-cp-ep-pp-dp --no-cmdline
+check 2 2 4 2 1 tp-cp-ep-dp-pp --no-cmdline
+# the source of the layout is said
+"$G" --tp 2 --pp 2 --dp 2 "$T/h" && "$A" -q "$T/h" | grep -q '(cmdline;' ||
+    { echo "FAIL: layout source cmdline not reported"; fails=$((fails+1)); }
+"$A" -q --layout tp=2,pp=2,order=tp-cp-ep-pp-dp "$T/h" > "$T/u.txt"
+grep -q '(user;' "$T/u.txt" && grep -q 'warning: the traces fit tp=2 cp=1 ep=1 dp=2 pp=2 order=tp-cp-ep-dp-pp better' "$T/u.txt" ||
+    { echo "FAIL: --layout contradiction not reported"; cat "$T/u.txt" | head -5; fails=$((fails+1)); }
+"$G" --tp 2 --pp 2 --dp 2 --cmd "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2" "$T/w"
+"$A" -q "$T/w" | grep -q "command line says tp=4 .*: the traces contradict it" ||
+    { echo "FAIL: wrong command line not contradicted"; fails=$((fails+1)); }
+[ $fails -eq 0 ]

@@ -1,0 +1,74 @@
+#!/bin/sh
+# GPU timing fallbacks (issue 4) over the fakes, 2 ranks of gpu_driver:
+#   P3D_GPU_TIMING=events  every op gets a CUDA-event GPU_OP inside its call
+#                          (grouped ops: ending at the group's end), no spans;
+#   CUPTI held by another tool (fake cuptiSubscribe fails): auto falls
+#                          back to events and warns once per process;
+#   P3D_GPU_TIMING=off     no GPU_OP/GPU_SPAN/CLOCK_SYNC at all.
+set -eu
+: "${P3D_BUILD:?}" "${P3D_SRC:?}"
+drv="$P3D_BUILD/tests/gpu_driver"
+[ -x "$drv" ] || { echo "no $drv"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() {   # job, then env assignments
+    job=$1; shift
+    env P3D_FAKE_SHM_DIR="$tmp" P3D_TRACE_DIR="$tmp" P3D_JOB_ID="$job" \
+        LD_LIBRARY_PATH="$P3D_BUILD/fakes" \
+        LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" "$@" \
+        timeout 60 "$drv" nccl 2 2> "$tmp/$job.err"
+}
+run events P3D_GPU_TIMING=events
+run busy P3D_FAKE_CUPTI_BUSY=1
+run off P3D_GPU_TIMING=off
+python3 - "$tmp" "$P3D_SRC/tests/tools" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+import p3d_trace
+d = sys.argv[1]
+fail = []
+def events_ok(job):
+    for rank, t in sorted(p3d_trace.read_dir(d + "/" + job).items()):
+        recs = t.records
+        ops = {r["op_id"]: r for r in recs if r["type"] == "op"}
+        gpu = {r["op_id"]: r for r in recs if r["type"] == "gpu_op"}
+        ends = {r["group_id"]: r for r in recs
+                if r["type"] == "group" and r["is_end"]}
+        if set(gpu) != set(ops) or not ops:
+            fail.append("%s rank %d: ops without gpu_op" % (job, rank))
+            continue
+        for i, o in ops.items():
+            g = gpu[i]
+            if g["source"] != 2:
+                fail.append("%s: source %d, want events" % (job, g["source"]))
+            lo, hi = o["t_enter"] - 2_000_000, o["t_exit"] + 100_000
+            if o["group_id"]:
+                hi = ends[o["group_id"]]["t_exit"] + 100_000
+            if not lo <= g["gpu_start"] <= g["gpu_end"] <= hi:
+                fail.append("%s rank %d op %d: gpu %d..%d outside call "
+                            "%d..%d" % (job, rank, i, g["gpu_start"],
+                                        g["gpu_end"], lo, hi))
+            if not o["group_id"] and g["gpu_end"] < o["t_exit"] - 100_000:
+                fail.append("%s rank %d op %d: ends before the call "
+                            "returned" % (job, rank, i))
+        if any(r["type"] == "gpu_span" for r in recs):
+            fail.append("%s: spans without CUPTI" % job)
+        print("%s rank %d: %d ops, all with event times" %
+              (job, rank, len(ops)))
+events_ok("events")
+events_ok("busy")
+err = open(d + "/busy.err").read()
+n = err.count("CUPTI is in use by another tool")
+print("busy: %d warnings for 2 processes" % n)
+if n != 2:
+    fail.append("busy: %d CUPTI warnings, want one per process" % n)
+if open(d + "/events.err").read().count("p3dtrace: warning"):
+    fail.append("events: unexpected warning")
+for rank, t in sorted(p3d_trace.read_dir(d + "/off").items()):
+    types = {r["type"] for r in t.records}
+    if types & {"gpu_op", "gpu_span", "clock_sync"} or "op" not in types:
+        fail.append("off rank %d: record types %s" % (rank, sorted(types)))
+print("off: no GPU records")
+if fail:
+    sys.exit("FAIL: " + "; ".join(fail))
+PY

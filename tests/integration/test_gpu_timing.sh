@@ -1,0 +1,85 @@
+#!/bin/sh
+# GPU op times and compute spans through the CUPTI path (issue 4), over
+# the fake CUPTI: 2 ranks of gpu_driver nccl.  Every NCCL kernel the fake
+# ran (its truth log) must appear as the GPU_OP of its op (grouped ops:
+# of every op of the group) within 5 us; 100 compute kernels must be
+# merged into few spans whose busy time equals the kernels' sum.
+set -eu
+: "${P3D_BUILD:?}" "${P3D_SRC:?}"
+drv="$P3D_BUILD/tests/gpu_driver"
+[ -x "$drv" ] || { echo "no $drv"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/truth" \
+P3D_TRACE_DIR="$tmp" P3D_JOB_ID=t LD_LIBRARY_PATH="$P3D_BUILD/fakes" \
+LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" timeout 60 "$drv" nccl 2 \
+    2> "$tmp/err"
+if grep -q "p3dtrace: warning" "$tmp/err"; then
+    cat "$tmp/err"; echo "unexpected warning"; exit 1
+fi
+python3 - "$tmp/truth" "$tmp/t" "$P3D_SRC/tests/tools" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
+import p3d_trace
+GROUP = 1 << 63
+truth = {}
+for line in open(sys.argv[1]):
+    _, pid, nccl, ext, s, e, name = line.split()
+    truth.setdefault(int(pid), []).append(
+        (int(nccl), int(ext), int(s), int(e)))
+traces = p3d_trace.read_dir(sys.argv[2])
+assert len(traces) == 2, "expected 2 rank files"
+fail = []
+for rank, t in sorted(traces.items()):
+    recs = t.records
+    ops = {r["op_id"]: r for r in recs if r["type"] == "op"}
+    gpu = {}
+    for r in recs:
+        if r["type"] == "gpu_op":
+            assert r["source"] == 1, "source %d, want CUPTI" % r["source"]
+            gpu.setdefault(r["op_id"], []).append(r)
+    kern = truth[t.header["pid"]]
+    by_group = {}
+    for o in ops.values():
+        if o["group_id"]:
+            by_group.setdefault(o["group_id"], []).append(o["op_id"])
+    groups = sorted(by_group.values())
+    worst, n_linked = 0, 0
+    for nccl, ext, s, e in kern:
+        if not nccl:
+            continue
+        ids = [ext] if ext < GROUP else groups.pop(0)
+        for i in ids:
+            g = gpu.get(i)
+            if not g:
+                fail.append("rank %d op %d: no gpu_op" % (rank, i))
+                continue
+            worst = max(worst, abs(g[0]["gpu_start"] - s),
+                        abs(g[0]["gpu_end"] - e))
+            n_linked += 1
+    if set(gpu) != set(ops):
+        fail.append("rank %d: ops %s without gpu_op" %
+                    (rank, sorted(set(ops) - set(gpu))))
+    if worst > 5000:
+        fail.append("rank %d: gpu times off by %d ns" % (rank, worst))
+    spans = [r for r in recs if r["type"] == "gpu_span"
+             and r["kind"] == 1]
+    items = sum(r["n_items"] for r in spans)
+    busy = sum(r["busy_ns"] for r in spans)
+    true_busy = sum(e - s for n, _, s, e in kern if not n)
+    print("rank %d: %d NCCL op times linked, worst error %d ns; %d compute "
+          "kernels in %d spans, busy %d ns (truth %d)" %
+          (rank, n_linked, worst, items, len(spans), busy, true_busy))
+    if items != 100:
+        fail.append("rank %d: %d compute items, want 100" % (rank, items))
+    if len(spans) > 60:
+        fail.append("rank %d: %d spans: not merged" % (rank, len(spans)))
+    if abs(busy - true_busy) > 1000:
+        fail.append("rank %d: busy %d != %d" % (rank, busy, true_busy))
+    if any(r["end"] - r["start"] > 10_000_000 for r in spans):
+        fail.append("rank %d: span longer than 10 ms" % rank)
+    if not any(r["type"] == "clock_sync" for r in recs):
+        fail.append("rank %d: no clock_sync" % rank)
+if fail:
+    sys.exit("FAIL: " + "; ".join(fail))
+PY

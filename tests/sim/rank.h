@@ -1,0 +1,52 @@
+/*
+ * rank.h - internal API of the simulator's rank library.
+ *
+ * rank_comm.c owns communicators (created lazily, Megatron style), op
+ * submission with fault injection and truth counting; rank_sched.c runs
+ * the schedules; rank_main.c is the entry point the driver calls.
+ */
+#ifndef P3D_SIM_RANK_H
+#define P3D_SIM_RANK_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+#include "sim.h"
+
+struct rank_ctx {
+    const struct sim_cfg *cfg;
+    int rank;
+    const char *scratch;
+    int coord[SA_COUNT];
+    int stage, pp;
+    struct sim_truth *t;
+    ncclComm_t comm[SG_COUNT];
+    cudaStream_t stream;
+    char *sbuf, *rbuf;
+    size_t buf_bytes;
+    int iter;
+};
+
+struct rank_op {
+    int grp;
+    int kind;                    /* enum sim_kind */
+    size_t count;
+    ncclDataType_t dt;
+    ncclRedOp_t op;
+    int peer;                    /* root or p2p peer (comm rank) */
+};
+
+uint64_t rank_now(void);
+int rank_submit(struct rank_ctx *x, struct rank_op *ops, int n, int grouped);
+int rank_one(struct rank_ctx *x, int grp, int kind, size_t count,
+             ncclDataType_t dt, ncclRedOp_t op, int peer);
+void rank_compute(struct rank_ctx *x, int kind, int mb, double ms);
+int rank_iteration(struct rank_ctx *x);
+void rank_destroy_comms(struct rank_ctx *x);
+
+#endif /* P3D_SIM_RANK_H */

@@ -1,0 +1,273 @@
+/*
+ * rank_comm.c - communicators, ops, compute and faults of one rank.
+ *
+ * Communicators are created the way Megatron under PyTorch does it: one
+ * per group, lazily at its first use, the group's first rank calling
+ * ncclGetUniqueId and every member ncclCommInitRankConfig (the id travels
+ * through a file in the run's scratch dir, as through the c10d store).
+ * Every op is counted in the rank's truth file before it is issued, so
+ * the counts stay exact when the rank hangs inside NCCL or is killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "p3dfake.h"
+#include "rank.h"
+
+/* Kernels: their names are what the fake cudart and CUPTI report. */
+void p3dsim_forward_kernel(void);
+void p3dsim_backward_kernel(void);
+void p3dsim_optimizer_kernel(void);
+void p3dsim_hang_kernel(void);
+void p3dsim_forward_kernel(void) {}
+void p3dsim_backward_kernel(void) {}
+void p3dsim_optimizer_kernel(void) {}
+void p3dsim_hang_kernel(void) {}
+
+uint64_t rank_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t rank_dt_size(ncclDataType_t dt)
+{
+    switch (dt) {
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 1;
+    }
+}
+
+static void rank_sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000l };
+
+    nanosleep(&ts, NULL);
+}
+
+static int rank_read_id(const char *path, ncclUniqueId *id)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = read(fd, id, sizeof(*id));
+    close(fd);
+    return n == (ssize_t)sizeof(*id) ? 0 : -1;
+}
+
+static int rank_write_id(const char *path, const ncclUniqueId *id, int rank)
+{
+    char tmp[PATH_MAX + 32];
+    int fd;
+
+    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, rank);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, id, sizeof(*id)) != (ssize_t)sizeof(*id)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return rename(tmp, path);
+}
+
+static ncclComm_t rank_comm(struct rank_ctx *x, int g)
+{
+    int mem[SIM_MAX_RANKS], n, me = 0;
+    char path[PATH_MAX], name[160];
+    ncclUniqueId id;
+    ncclConfig_t conf = NCCL_CONFIG_INITIALIZER;
+    ncclComm_t c = NULL;
+    ncclResult_t r;
+
+    if (x->comm[g])
+        return x->comm[g];
+    n = sim_members(x->cfg, g, x->rank, mem);
+    while (mem[me] != x->rank)
+        me++;
+    snprintf(path, sizeof(path), "%s/ids/%s-%d.id", x->scratch,
+             sim_grp_short(g), mem[0]);
+    if (me == 0) {
+        if (ncclGetUniqueId(&id) != ncclSuccess ||
+            rank_write_id(path, &id, x->rank) != 0)
+            return NULL;
+    } else {
+        while (rank_read_id(path, &id) != 0)
+            rank_sleep_ms(1);
+    }
+    if (x->cfg->comm_names) {
+        snprintf(name, sizeof(name), "%s:%d", sim_grp_megatron(g), g + 1);
+        conf.commName = name;
+    }
+    r = ncclCommInitRankConfig(&c, n, id, me, &conf);
+    if (r != ncclSuccess && r != ncclInProgress)
+        return NULL;
+    x->comm[g] = c;
+    x->t->created[g] = ++x->t->n_created;
+    x->t->comm_rank[g] = me;
+    return c;
+}
+
+static ncclResult_t rank_call(struct rank_ctx *x, const struct rank_op *o,
+                              ncclComm_t c)
+{
+    const char *s = x->sbuf;
+    char *r = x->rbuf;
+
+    switch (o->kind) {
+    case SK_ALLREDUCE:
+        return ncclAllReduce(s, r, o->count, o->dt, o->op, c, x->stream);
+    case SK_REDUCESCATTER:
+        return ncclReduceScatter(s, r, o->count, o->dt, o->op, c,
+                                 x->stream);
+    case SK_ALLGATHER:
+        return ncclAllGather(s, r, o->count, o->dt, c, x->stream);
+    case SK_BROADCAST:
+        return ncclBroadcast(s, r, o->count, o->dt, o->peer, c, x->stream);
+    case SK_SEND:
+        return ncclSend(s, o->count, o->dt, o->peer, c, x->stream);
+    case SK_RECV:
+        return ncclRecv(r, o->count, o->dt, o->peer, c, x->stream);
+    default:
+        return ncclInvalidUsage;
+    }
+}
+
+/* The injected hang: stop, "in compute", until the driver kills us. */
+static void rank_hang(struct rank_ctx *x, int g)
+{
+    uint64_t dur = 3600ull * 1000000000ull;
+    void *args[1] = { &dur };
+    dim3 one = { 1, 1, 1 };
+
+    x->t->stop_grp = g;
+    x->t->stop_t = rank_now();
+    x->t->stopped = 1;
+    if (x->t->n_busy < SIM_MAX_BUSY) {
+        struct sim_busy *b = &x->t->busy[x->t->n_busy++];
+
+        b->start = x->t->stop_t;
+        b->iter = (uint32_t)x->iter;
+        b->kind = SB_HANG;
+    }
+    for (;;)
+        cudaLaunchKernel((const void *)p3dsim_hang_kernel, one, one, args, 0,
+                         x->stream);
+}
+
+static void rank_kill(struct rank_ctx *x)
+{
+    x->t->stop_grp = -1;
+    x->t->stop_t = rank_now();
+    x->t->stopped = 2;
+    raise(SIGKILL);
+}
+
+/* Apply the faults meant for this batch; may not return. */
+static void rank_faults(struct rank_ctx *x, struct rank_op *ops, int n)
+{
+    const struct sim_cfg *c = x->cfg;
+    uint64_t seen[SG_COUNT] = { 0 };
+
+    for (int i = 0; i < n; i++) {
+        int g = ops[i].grp;
+        uint64_t ng = x->t->issued[g] + ++seen[g];
+        uint64_t nt = x->t->issued_total + (uint64_t)i + 1;
+
+        if (x->rank == c->hang_rank && g == c->hang_grp &&
+            ng == (uint64_t)c->hang_n)
+            rank_hang(x, g);
+        if (x->rank == c->kill_rank && nt == (uint64_t)c->kill_n)
+            rank_kill(x);
+        if (x->rank == c->mismatch_rank && g == c->mismatch_grp &&
+            ng == (uint64_t)c->mismatch_n) {
+            ops[i].count += 1;
+            x->t->mismatch_op = nt;
+        }
+    }
+}
+
+int rank_submit(struct rank_ctx *x, struct rank_op *ops, int n, int grouped)
+{
+    ncclComm_t comms[16];
+    int bad = 0;
+
+    if (n > 16)
+        return -1;
+    rank_faults(x, ops, n);
+    for (int i = 0; i < n; i++)
+        if (!(comms[i] = rank_comm(x, ops[i].grp)))
+            return -1;
+    for (int i = 0; i < n; i++) {
+        struct rank_op *o = &ops[i];
+
+        x->t->ops[o->grp][o->kind]++;
+        x->t->bytes[o->grp][o->kind] += o->count * rank_dt_size(o->dt);
+        x->t->issued[o->grp]++;
+        x->t->issued_total++;
+    }
+    if (grouped)
+        bad |= ncclGroupStart() != ncclSuccess;
+    for (int i = 0; i < n; i++)
+        bad |= rank_call(x, &ops[i], comms[i]) != ncclSuccess;
+    if (grouped)
+        bad |= ncclGroupEnd() != ncclSuccess;
+    return bad ? -1 : 0;
+}
+
+int rank_one(struct rank_ctx *x, int grp, int kind, size_t count,
+             ncclDataType_t dt, ncclRedOp_t op, int peer)
+{
+    struct rank_op o = { grp, kind, count ? count : 1, dt, op, peer };
+
+    return rank_submit(x, &o, 1, 0);
+}
+
+void rank_compute(struct rank_ctx *x, int kind, int mb, double ms)
+{
+    static void (*const fns[])(void) = { p3dsim_forward_kernel,
+                                         p3dsim_backward_kernel,
+                                         p3dsim_optimizer_kernel };
+    const struct sim_cfg *c = x->cfg;
+    uint64_t dur, t0, t1;
+    void *args[1] = { &dur };
+    dim3 one = { 1, 1, 1 };
+
+    if (x->rank == c->straggler_rank)
+        ms *= 1.0 + c->straggler_pct / 100.0;
+    dur = (uint64_t)(ms * 1e6);
+    t0 = rank_now();
+    cudaLaunchKernel((const void *)fns[kind], one, one, args, 0, x->stream);
+    t1 = rank_now();
+    x->t->steps[x->iter].busy_ns += t1 - t0;
+    if (x->t->n_busy < SIM_MAX_BUSY) {
+        struct sim_busy *b = &x->t->busy[x->t->n_busy];
+
+        b->start = t0;
+        b->end = t1;
+        b->iter = (uint32_t)x->iter;
+        b->kind = (uint16_t)kind;
+        b->mb = (uint16_t)mb;
+        x->t->n_busy++;
+    }
+}
+
+void rank_destroy_comms(struct rank_ctx *x)
+{
+    for (int g = 0; g < SG_COUNT; g++)
+        if (x->comm[g]) {
+            ncclCommDestroy(x->comm[g]);
+            x->comm[g] = NULL;
+        }
+}

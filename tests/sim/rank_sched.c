@@ -1,0 +1,250 @@
+/*
+ * rank_sched.c - one training iteration of a Megatron rank.
+ *
+ * Replays what Megatron-LM issues (megatron.md sections 7 and 8): per
+ * micro-batch the TP batch broadcast on the first/last stage, per layer
+ * the TP all-reduce (or all-gather/reduce-scatter with sequence
+ * parallelism) and the CP KV ring, the 1F1B pipeline schedule with
+ * batched send/recv on the PP group, the last stage's cross-entropy
+ * all-reduces; per step the DP gradient reduce-scatter and parameter
+ * all-gather per bucket (or all-reduce), the embedding-gradient
+ * all-reduce, the grad-norm and MP 1-element all-reduces and the loss
+ * all-reduce.  Time spent in PP send/recv is the stage's true bubble.
+ */
+#include "rank.h"
+
+#define RANK_CE_COUNT 1024     /* tokens of a micro-batch */
+
+static int rank_is_first(const struct rank_ctx *x, int chunk)
+{
+    return x->stage == 0 && chunk == 0;
+}
+
+static int rank_is_last(const struct rank_ctx *x, int chunk)
+{
+    return x->stage == x->pp - 1 && chunk == x->cfg->vpp - 1;
+}
+
+/* CP ring step: send KV to the next CP rank, receive from the previous. */
+static void rank_cp_step(struct rank_ctx *x)
+{
+    int cp = x->cfg->size[SA_CP], me = x->coord[SA_CP];
+    size_t n = x->cfg->cp_bytes / 2;
+    struct rank_op ops[2] = {
+        { SG_CP, SK_SEND, n, ncclBfloat16, ncclSum, (me + 1) % cp },
+        { SG_CP, SK_RECV, n, ncclBfloat16, ncclSum, (me + cp - 1) % cp },
+    };
+
+    rank_submit(x, ops, 2, 1);
+}
+
+static void rank_tp_in(struct rank_ctx *x)
+{
+    int tp = x->cfg->size[SA_TP];
+
+    if (tp > 1 && x->cfg->sp)
+        rank_one(x, SG_TP, SK_ALLGATHER, x->cfg->tp_bytes / 2 / (size_t)tp,
+                 ncclBfloat16, ncclSum, -1);
+}
+
+static void rank_tp_out(struct rank_ctx *x)
+{
+    int tp = x->cfg->size[SA_TP];
+
+    if (tp == 1)
+        return;
+    if (x->cfg->sp)
+        rank_one(x, SG_TP, SK_REDUCESCATTER,
+                 x->cfg->tp_bytes / 2 / (size_t)tp, ncclBfloat16, ncclSum,
+                 -1);
+    else
+        rank_one(x, SG_TP, SK_ALLREDUCE, x->cfg->tp_bytes / 2, ncclBfloat16,
+                 ncclSum, -1);
+}
+
+/* One layer's compute, split by the CP ring steps. */
+static void rank_layer(struct rank_ctx *x, int kind, int mb, double ms)
+{
+    int cp = x->cfg->size[SA_CP];
+
+    rank_tp_in(x);
+    for (int s = 0; s < cp; s++) {
+        if (s > 0)
+            rank_cp_step(x);
+        rank_compute(x, kind, mb, ms / cp);
+    }
+    rank_tp_out(x);
+}
+
+static void rank_batch_bcast(struct rank_ctx *x, int chunk)
+{
+    int n = (rank_is_first(x, chunk) ? 2 : 0) + (rank_is_last(x, chunk) ? 2
+                                                                         : 0);
+
+    for (int i = 0; i < n; i++)
+        rank_one(x, SG_TP, SK_BROADCAST, RANK_CE_COUNT, ncclInt64, ncclSum,
+                 0);
+}
+
+static void rank_forward(struct rank_ctx *x, int mb, int chunk)
+{
+    const struct sim_cfg *c = x->cfg;
+    double ms = c->fwd_ms[x->stage] / c->layers / c->vpp;
+
+    rank_batch_bcast(x, chunk);
+    for (int l = 0; l < c->layers; l++)
+        rank_layer(x, SB_FWD, mb, ms);
+    if (rank_is_last(x, chunk)) {
+        rank_one(x, SG_TP, SK_ALLREDUCE, RANK_CE_COUNT, ncclFloat32, ncclMax,
+                 -1);
+        rank_one(x, SG_TP, SK_ALLREDUCE, RANK_CE_COUNT, ncclFloat32, ncclSum,
+                 -1);
+        rank_one(x, SG_TP, SK_ALLREDUCE, RANK_CE_COUNT, ncclFloat32, ncclSum,
+                 -1);
+    }
+}
+
+static void rank_backward(struct rank_ctx *x, int mb)
+{
+    const struct sim_cfg *c = x->cfg;
+    double ms = c->bwd_ms[x->stage] / c->layers / c->vpp;
+
+    for (int l = 0; l < c->layers; l++)
+        rank_layer(x, SB_BWD, mb, ms);
+}
+
+/*
+ * A batched P2P exchange on the PP group, ops in Megatron's order
+ * send_prev, recv_prev, send_next, recv_next; empty batches issue nothing.
+ */
+static void rank_p2p(struct rank_ctx *x, int send_prev, int recv_prev,
+                     int send_next, int recv_next)
+{
+    struct rank_op ops[4];
+    size_t cnt = x->cfg->pp_bytes / 2;
+    int n = 0, first = x->stage == 0, last = x->stage == x->pp - 1;
+    uint64_t t0;
+
+    if (send_prev && !first)
+        ops[n++] = (struct rank_op){ SG_PP, SK_SEND, cnt, ncclBfloat16,
+                                     ncclSum, x->stage - 1 };
+    if (recv_prev && !first)
+        ops[n++] = (struct rank_op){ SG_PP, SK_RECV, cnt, ncclBfloat16,
+                                     ncclSum, x->stage - 1 };
+    if (send_next && !last)
+        ops[n++] = (struct rank_op){ SG_PP, SK_SEND, cnt, ncclBfloat16,
+                                     ncclSum, x->stage + 1 };
+    if (recv_next && !last)
+        ops[n++] = (struct rank_op){ SG_PP, SK_RECV, cnt, ncclBfloat16,
+                                     ncclSum, x->stage + 1 };
+    if (n == 0)
+        return;
+    t0 = rank_now();
+    rank_submit(x, ops, n, 1);
+    x->t->steps[x->iter].pp_wait_ns += rank_now() - t0;
+}
+
+/* forward_backward_pipelining_without_interleaving. */
+static void rank_1f1b(struct rank_ctx *x)
+{
+    int m = x->cfg->m, w = x->pp - x->stage - 1;
+    int steady;
+
+    w = w < m ? w : m;
+    steady = m - w;
+    for (int i = 0; i < w; i++) {
+        rank_p2p(x, 0, 1, 0, 0);               /* recv_forward */
+        rank_forward(x, i, 0);
+        rank_p2p(x, 0, 0, 1, 0);               /* send_forward */
+    }
+    if (steady > 0)
+        rank_p2p(x, 0, 1, 0, 0);
+    for (int i = 0; i < steady; i++) {
+        rank_forward(x, w + i, 0);
+        rank_p2p(x, 0, 0, 1, 1);               /* send_fwd_recv_bwd */
+        rank_backward(x, i);
+        if (i == steady - 1)
+            rank_p2p(x, 1, 0, 0, 0);           /* send_backward */
+        else
+            rank_p2p(x, 1, 1, 0, 0);           /* send_bwd_recv_fwd */
+    }
+    for (int i = 0; i < w; i++) {
+        rank_p2p(x, 0, 0, 0, 1);               /* recv_backward */
+        rank_backward(x, steady + i);
+        rank_p2p(x, 1, 0, 0, 0);               /* send_backward */
+    }
+}
+
+/* forward_backward_no_pipelining. */
+static void rank_no_pipe(struct rank_ctx *x)
+{
+    for (int i = 0; i < x->cfg->m; i++) {
+        rank_forward(x, i, 0);
+        rank_backward(x, i);
+    }
+}
+
+/* DP grads (per bucket, coalesced) then the embedding grads. */
+static void rank_finalize_grads(struct rank_ctx *x)
+{
+    const struct sim_cfg *c = x->cfg;
+    int dpcp = c->size[SA_DP] * c->size[SA_CP], nb = c->buckets;
+    size_t bucket = c->dp_bytes / 4 / (size_t)nb;   /* fp32 main grads */
+    struct rank_op ops[16];
+
+    nb = nb > 16 ? 16 : nb;
+    for (int b = 0; b < nb; b++)
+        ops[b] = c->dist_opt
+            ? (struct rank_op){ SG_DP_CP, SK_REDUCESCATTER,
+                                bucket / (size_t)dpcp ? bucket / (size_t)dpcp
+                                                      : 1,
+                                ncclFloat32, ncclSum, -1 }
+            : (struct rank_op){ SG_DP_CP, SK_ALLREDUCE, bucket, ncclFloat32,
+                                ncclSum, -1 };
+    rank_submit(x, ops, nb, 1);
+    if (x->pp > 1 && (x->stage == 0 || x->stage == x->pp - 1))
+        rank_one(x, SG_EMB, SK_ALLREDUCE, c->emb_bytes / 4, ncclFloat32,
+                 ncclSum, -1);
+}
+
+static void rank_optimizer(struct rank_ctx *x)
+{
+    const struct sim_cfg *c = x->cfg;
+    int dpcp = c->size[SA_DP] * c->size[SA_CP], nb = c->buckets;
+    size_t bucket = c->dp_bytes / 4 / (size_t)nb;
+    struct rank_op ops[16];
+
+    nb = nb > 16 ? 16 : nb;
+    rank_one(x, c->dist_opt ? SG_DISTOPT : SG_MP, SK_ALLREDUCE, 1,
+             ncclFloat32, ncclSum, -1);                  /* grad norm^2 */
+    rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclFloat32, ncclMax, -1);
+    rank_compute(x, SB_OPT, 0, c->opt_ms);
+    rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclInt32, ncclMin, -1);
+    if (!c->dist_opt)
+        return;
+    for (int b = 0; b < nb; b++)                         /* bf16 params */
+        ops[b] = (struct rank_op){ SG_DP_CP, SK_ALLGATHER,
+                                   bucket / (size_t)dpcp ? bucket / (size_t)dpcp
+                                                         : 1,
+                                   ncclBfloat16, ncclSum, -1 };
+    rank_submit(x, ops, nb, 1);
+}
+
+int rank_iteration(struct rank_ctx *x)
+{
+    struct sim_step *s = &x->t->steps[x->iter];
+
+    s->start = rank_now();
+    if (x->pp == 1)
+        rank_no_pipe(x);
+    else
+        rank_1f1b(x);
+    rank_finalize_grads(x);
+    rank_optimizer(x);
+    if (x->stage == x->pp - 1)                           /* loss */
+        rank_one(x, SG_DP_CP, SK_ALLREDUCE, 2, ncclFloat32, ncclSum, -1);
+    rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclFloat32, ncclMax, -1);  /* lr */
+    s->end = rank_now();
+    x->t->n_steps = x->iter + 1;
+    return 0;
+}

@@ -1,0 +1,227 @@
+/*
+ * sim_args.c - command line of p3d-sim.
+ *
+ * Parsed identically by the driver and by each rank (the driver re-runs
+ * itself with the same argv), so every process holds the same config.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+static const char sim_usage[] =
+"usage: p3d-sim [options]\n"
+"layout:  --tp N --pp N --dp N --cp N  --order tp-cp-ep-dp-pp|tp-cp-ep-pp-dp|titan\n"
+"         --hosts H (ranks split evenly over H simulated hosts)\n"
+"schedule: -m/--micro-batches M --vpp V --iters N --layers L (per stage)\n"
+"         --fwd-ms A[,B..] --bwd-ms A[,B..] (per stage and micro-batch)\n"
+"         --opt-ms X --sequence-parallel --no-dist-opt --buckets N\n"
+"bytes:   --tp-bytes --pp-bytes --cp-bytes --dp-bytes --emb-bytes (K/M ok)\n"
+"faults:  --straggler R:PCT --hang R:GROUP:N --kill R:N --skew R:NS\n"
+"         --mismatch R:GROUP:N   (GROUP: world dp cp mp tp pp emb distopt;\n"
+"         N counts ops from 1: the N-th op is never issued / is wrong)\n"
+"run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
+"         --grace S --comm-names --quiet\n";
+
+static uint64_t sim_bytes(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (*end == 'k' || *end == 'K')
+        v *= 1024;
+    else if (*end == 'm' || *end == 'M')
+        v *= 1024 * 1024;
+    return (uint64_t)v;
+}
+
+static void sim_ms_list(const char *s, double *out)
+{
+    char *end;
+    int i = 0;
+    double last = strtod(s, &end);
+
+    out[i++] = last;
+    while (*end == ',' && i < SIM_MAX_STAGES) {
+        last = strtod(end + 1, &end);
+        out[i++] = last;
+    }
+    for (; i < SIM_MAX_STAGES; i++)
+        out[i] = last;
+}
+
+static int sim_fault2(const char *s, int *r, long *n)
+{
+    return sscanf(s, "%d:%ld", r, n) == 2 ? 0 : -1;
+}
+
+static int sim_fault3(const char *s, int *r, int *g, long *n)
+{
+    char grp[32];
+
+    if (sscanf(s, "%d:%31[^:]:%ld", r, grp, n) != 3)
+        return -1;
+    *g = sim_grp_parse(grp);
+    return *g < 0 || *n < 1 ? -1 : 0;
+}
+
+static void sim_defaults(struct sim_cfg *c)
+{
+    memset(c, 0, sizeof(*c));
+    for (int a = 0; a < SA_COUNT; a++)
+        c->size[a] = 1;
+    snprintf(c->order_str, sizeof(c->order_str), "tp-cp-ep-dp-pp");
+    c->m = 8;
+    c->vpp = 1;
+    c->iters = 3;
+    c->layers = 2;
+    sim_ms_list("2", c->fwd_ms);
+    sim_ms_list("4", c->bwd_ms);
+    c->opt_ms = 1;
+    c->tp_bytes = 64 << 10;
+    c->pp_bytes = 64 << 10;
+    c->cp_bytes = 32 << 10;
+    c->dp_bytes = 1 << 20;
+    c->emb_bytes = 256 << 10;
+    c->buckets = 2;
+    c->dist_opt = 1;
+    c->straggler_rank = c->hang_rank = c->kill_rank = -1;
+    c->mismatch_rank = -1;
+    snprintf(c->out, sizeof(c->out), "traces");
+    c->timeout_s = 60;
+    c->grace_s = 1;
+}
+
+enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
+       O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
+       O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
+       O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET };
+
+static const struct option sim_opts[] = {
+    { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
+    { "cp", 1, 0, O_CP }, { "ep", 1, 0, O_EP }, { "order", 1, 0, O_ORDER },
+    { "micro-batches", 1, 0, 'm' }, { "vpp", 1, 0, O_VPP },
+    { "iters", 1, 0, O_ITERS }, { "layers", 1, 0, O_LAYERS },
+    { "fwd-ms", 1, 0, O_FWD }, { "bwd-ms", 1, 0, O_BWD },
+    { "opt-ms", 1, 0, O_OPT }, { "tp-bytes", 1, 0, O_TPB },
+    { "pp-bytes", 1, 0, O_PPB }, { "cp-bytes", 1, 0, O_CPB },
+    { "dp-bytes", 1, 0, O_DPB }, { "emb-bytes", 1, 0, O_EMBB },
+    { "buckets", 1, 0, O_BUCKETS }, { "sequence-parallel", 0, 0, O_SP },
+    { "no-dist-opt", 0, 0, O_NODO }, { "comm-names", 0, 0, O_NAMES },
+    { "hosts", 1, 0, O_HOSTS }, { "straggler", 1, 0, O_STRAG },
+    { "hang", 1, 0, O_HANG }, { "kill", 1, 0, O_KILL },
+    { "skew", 1, 0, O_SKEW }, { "mismatch", 1, 0, O_MISM },
+    { "shim", 1, 0, O_SHIM }, { "out", 1, 0, O_OUT },
+    { "job-id", 1, 0, O_JOB }, { "timeout", 1, 0, O_TIMEOUT },
+    { "grace", 1, 0, O_GRACE }, { "quiet", 0, 0, O_QUIET },
+    { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+};
+
+static int sim_opt(struct sim_cfg *c, int o, const char *a)
+{
+    switch (o) {
+    case O_TP: c->size[SA_TP] = atoi(a); break;
+    case O_PP: c->size[SA_PP] = atoi(a); break;
+    case O_DP: c->size[SA_DP] = atoi(a); break;
+    case O_CP: c->size[SA_CP] = atoi(a); break;
+    case O_EP: c->size[SA_EP] = atoi(a); break;
+    case O_ORDER: snprintf(c->order_str, sizeof(c->order_str), "%s", a);
+        break;
+    case 'm': c->m = atoi(a); break;
+    case O_VPP: c->vpp = atoi(a); break;
+    case O_ITERS: c->iters = atoi(a); break;
+    case O_LAYERS: c->layers = atoi(a); break;
+    case O_FWD: sim_ms_list(a, c->fwd_ms); break;
+    case O_BWD: sim_ms_list(a, c->bwd_ms); break;
+    case O_OPT: c->opt_ms = atof(a); break;
+    case O_TPB: c->tp_bytes = sim_bytes(a); break;
+    case O_PPB: c->pp_bytes = sim_bytes(a); break;
+    case O_CPB: c->cp_bytes = sim_bytes(a); break;
+    case O_DPB: c->dp_bytes = sim_bytes(a); break;
+    case O_EMBB: c->emb_bytes = sim_bytes(a); break;
+    case O_BUCKETS: c->buckets = atoi(a); break;
+    case O_SP: c->sp = 1; break;
+    case O_NODO: c->dist_opt = 0; break;
+    case O_NAMES: c->comm_names = 1; break;
+    case O_HOSTS: c->hosts = atoi(a); break;
+    case O_STRAG:
+        return sscanf(a, "%d:%lf", &c->straggler_rank, &c->straggler_pct) == 2
+                   ? 0 : -1;
+    case O_HANG: return sim_fault3(a, &c->hang_rank, &c->hang_grp, &c->hang_n);
+    case O_KILL: return sim_fault2(a, &c->kill_rank, &c->kill_n);
+    case O_MISM:
+        return sim_fault3(a, &c->mismatch_rank, &c->mismatch_grp,
+                          &c->mismatch_n);
+    case O_SKEW:
+        if (c->n_skew == SIM_MAX_SKEW ||
+            sscanf(a, "%d:%lld", &c->skew[c->n_skew].rank,
+                   &c->skew[c->n_skew].ns) != 2)
+            return -1;
+        c->n_skew++;
+        break;
+    case O_SHIM: snprintf(c->shim, sizeof(c->shim), "%s", a); break;
+    case O_OUT: snprintf(c->out, sizeof(c->out), "%s", a); break;
+    case O_JOB: snprintf(c->job_id, sizeof(c->job_id), "%s", a); break;
+    case O_TIMEOUT: c->timeout_s = atof(a); break;
+    case O_GRACE: c->grace_s = atof(a); break;
+    case O_QUIET: c->quiet = 1; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+static int sim_check(struct sim_cfg *c)
+{
+    c->world = 1;
+    for (int a = 0; a < SA_COUNT; a++) {
+        if (c->size[a] < 1)
+            return -1;
+        c->world *= c->size[a];
+    }
+    if (c->size[SA_EP] != 1) {
+        fprintf(stderr, "p3d-sim: error: --ep > 1 is not simulated yet\n");
+        return -1;
+    }
+    if (sim_parse_order(c->order_str, c->order) != 0 ||
+        c->world > SIM_MAX_RANKS || c->size[SA_PP] > SIM_MAX_STAGES ||
+        c->m < 1 || c->vpp < 1 || c->iters < 1 || c->iters > SIM_MAX_ITERS ||
+        c->layers < 1 || c->buckets < 1)
+        return -1;
+    if (c->vpp > 1) {
+        fprintf(stderr, "p3d-sim: error: --vpp > 1 (interleaved 1F1B) is "
+                        "not simulated yet\n");
+        return -1;
+    }
+    if (c->n_skew && c->hosts == 0)
+        c->hosts = c->world;
+    if (c->hosts < 0 || (c->hosts && c->world % c->hosts))
+        return -1;
+    if (!c->job_id[0])
+        snprintf(c->job_id, sizeof(c->job_id), "sim-%ld", (long)getpid());
+    return 0;
+}
+
+/* 0 ok, 1 help printed, -1 bad usage (message printed). */
+int sim_parse_args(struct sim_cfg *c, int argc, char **argv)
+{
+    int o;
+
+    sim_defaults(c);
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "m:h", sim_opts, NULL)) != -1) {
+        if (o == 'h') {
+            fputs(sim_usage, stdout);
+            return 1;
+        }
+        if (o == '?' || sim_opt(c, o, optarg) != 0)
+            goto bad;
+    }
+    if (optind == argc && sim_check(c) == 0)
+        return 0;
+bad:
+    fprintf(stderr, "p3d-sim: error: bad usage\n%s", sim_usage);
+    return -1;
+}

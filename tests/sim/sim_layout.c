@@ -1,0 +1,193 @@
+/*
+ * sim_layout.c - Megatron's RankGenerator for the simulator.
+ *
+ * A global rank is a mixed-radix number over the axes of `order`, the
+ * first axis varying fastest (megatron.md section 2); a group varies its
+ * own axes and fixes the others, members ascending.  Shared by the driver
+ * (ground truth) and the rank library (which comm to create).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static const char *sim_axis_names[SA_COUNT] = { "tp", "cp", "ep", "dp",
+                                                "pp" };
+
+const char *sim_axis_name(int axis)
+{
+    return sim_axis_names[axis];
+}
+
+/* "tp-cp-ep-dp-pp"; missing axes are appended (they have size 1). */
+int sim_parse_order(const char *s, int order[SA_COUNT])
+{
+    char buf[64], *save = NULL, *tok;
+    int seen[SA_COUNT] = { 0 }, n = 0;
+
+    if (strcmp(s, "titan") == 0)   /* DeviceMesh pp,dp,cp,tp: tp fastest */
+        s = "tp-cp-ep-dp-pp";
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    for (tok = strtok_r(buf, "-", &save); tok;
+         tok = strtok_r(NULL, "-", &save)) {
+        int a;
+
+        for (a = 0; a < SA_COUNT; a++)
+            if (strcmp(tok, sim_axis_names[a]) == 0)
+                break;
+        if (a == SA_COUNT || seen[a])
+            return -1;
+        seen[a] = 1;
+        order[n++] = a;
+    }
+    for (int a = 0; a < SA_COUNT; a++)
+        if (!seen[a])
+            order[n++] = a;
+    return 0;
+}
+
+void sim_coords(const struct sim_cfg *c, int rank, int coord[SA_COUNT])
+{
+    for (int i = 0; i < SA_COUNT; i++) {
+        int a = c->order[i];
+
+        coord[a] = rank % c->size[a];
+        rank /= c->size[a];
+    }
+}
+
+int sim_rank_of(const struct sim_cfg *c, const int coord[SA_COUNT])
+{
+    int r = 0, stride = 1;
+
+    for (int i = 0; i < SA_COUNT; i++) {
+        int a = c->order[i];
+
+        r += coord[a] * stride;
+        stride *= c->size[a];
+    }
+    return r;
+}
+
+int sim_stage(const struct sim_cfg *c, int rank)
+{
+    int coord[SA_COUNT];
+
+    sim_coords(c, rank, coord);
+    return coord[SA_PP];
+}
+
+static int sim_cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Ranks sharing every coordinate of rank outside mask, ascending. */
+static int sim_vary(const struct sim_cfg *c, int rank, unsigned mask,
+                    int *out)
+{
+    int base[SA_COUNT], idx[SA_COUNT] = { 0 }, n = 0;
+
+    sim_coords(c, rank, base);
+    for (;;) {
+        int co[SA_COUNT], a;
+
+        for (a = 0; a < SA_COUNT; a++)
+            co[a] = (mask & (1u << a)) ? idx[a] : base[a];
+        out[n++] = sim_rank_of(c, co);
+        for (a = 0; a < SA_COUNT; a++) {
+            if (!(mask & (1u << a)))
+                continue;
+            if (++idx[a] < c->size[a])
+                break;
+            idx[a] = 0;
+        }
+        if (a == SA_COUNT)
+            break;
+    }
+    qsort(out, (size_t)n, sizeof(*out), sim_cmp_int);
+    return n;
+}
+
+/* Members of rank's instance of grp, ascending; returns the count. */
+int sim_members(const struct sim_cfg *c, int grp, int rank, int *out)
+{
+    const unsigned all = (1u << SA_COUNT) - 1;
+    int n;
+
+    switch (grp) {
+    case SG_TP: return sim_vary(c, rank, 1u << SA_TP, out);
+    case SG_CP: return sim_vary(c, rank, 1u << SA_CP, out);
+    case SG_PP: return sim_vary(c, rank, 1u << SA_PP, out);
+    case SG_DP_CP:
+        return sim_vary(c, rank, (1u << SA_DP) | (1u << SA_CP), out);
+    case SG_MP:
+        return sim_vary(c, rank, (1u << SA_TP) | (1u << SA_PP), out);
+    case SG_EMB:
+        n = sim_vary(c, rank, 1u << SA_PP, out);
+        out[1] = out[n - 1];
+        return n > 1 ? 2 : 1;
+    default:
+        return sim_vary(c, rank, all, out);
+    }
+}
+
+static const char *sim_grp_names[SG_COUNT][2] = {
+    { "world", "WORLD" },
+    { "dp", "DATA_PARALLEL_GROUP_WITH_CP" },
+    { "cp", "CONTEXT_PARALLEL_GROUP" },
+    { "mp", "MODEL_PARALLEL_GROUP" },
+    { "tp", "TENSOR_MODEL_PARALLEL_GROUP" },
+    { "pp", "PIPELINE_MODEL_PARALLEL_GROUP" },
+    { "emb", "EMBEDDING_GROUP" },
+    { "distopt", "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP" },
+};
+
+const char *sim_grp_short(int grp)
+{
+    return sim_grp_names[grp][0];
+}
+
+const char *sim_grp_megatron(int grp)
+{
+    return sim_grp_names[grp][1];
+}
+
+int sim_grp_parse(const char *s)
+{
+    if (strcmp(s, "dp_cp") == 0 || strcmp(s, "dp-cp") == 0)
+        return SG_DP_CP;
+    for (int g = 0; g < SG_COUNT; g++)
+        if (strcmp(s, sim_grp_names[g][0]) == 0)
+            return g;
+    return -1;
+}
+
+const char *sim_kind_name(int kind)
+{
+    static const char *names[SK_COUNT] = {
+        "AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce",
+        "AlltoAll", "Gather", "Scatter", "Send", "Recv"
+    };
+
+    return names[kind];
+}
+
+int sim_host_of(const struct sim_cfg *c, int rank)
+{
+    int h = c->hosts > 0 ? c->hosts : 1;
+
+    return rank / (c->world / h);
+}
+
+long long sim_host_offset(const struct sim_cfg *c, int host)
+{
+    long long off = 0;
+
+    for (int i = 0; i < c->n_skew; i++)
+        if (sim_host_of(c, c->skew[i].rank) == host)
+            off = c->skew[i].ns;
+    return off;
+}
