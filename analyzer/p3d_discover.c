@@ -129,7 +129,8 @@ static void p3d_walk_dir(struct p3d_walk *w, const char *dir, int depth)
         snprintf(names[n++], len, "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), p3d_cmp_str);
+    if (n)
+        qsort(names, n, sizeof(*names), p3d_cmp_str);
     for (size_t i = 0; i < n; i++) {
         p3d_walk_entry(w, names[i], depth);
         free(names[i]);
@@ -222,7 +223,8 @@ static void p3d_group(struct p3d_walk *w, struct p3d_jobset *set)
     size_t cap = 0, rcap = 0;
     uint64_t prev = 0;
 
-    qsort(w->c, w->n, sizeof(*w->c), p3d_cmp_cand);
+    if (w->n)
+        qsort(w->c, w->n, sizeof(*w->c), p3d_cmp_cand);
     for (size_t i = 0; i < w->n; i++) {
         if (p3d_starts_run(j, &w->c[i], prev)) {
             j = p3d_new_job(set, &cap, &w->c[i]);
@@ -265,7 +267,8 @@ int p3d_discover(char **paths, int n, struct p3d_jobset *set)
         }
     }
     p3d_group(&w, set);
-    qsort(set->jobs, (size_t)set->n, sizeof(*set->jobs), p3d_cmp_job);
+    if (set->n)
+        qsort(set->jobs, (size_t)set->n, sizeof(*set->jobs), p3d_cmp_job);
     free(w.c);
     return ret;
 }

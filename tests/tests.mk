@@ -34,10 +34,16 @@ $(FAKE_SELFTEST): tests/fakes/fake_selftest.c $(FAKE_NCCL)
 		-l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' \
 		$(P3D_LDFLAGS) -pthread
 
-$(SIM_RANK_LIB): $(SIM_RANK_SRC) $(SIM_HDR) $(FAKE_NCCL)
+# Like libtorch_cuda.so, the rank library links NCCL, cudart and CUPTI
+# (the GPU helper's fake, when present) dynamically.
+comma := ,
+SIM_CUPTI := $(if $(wildcard tests/fakes/fake_cupti.c),$(FAKES)/libcupti.so.13)
+$(SIM_RANK_LIB): $(SIM_RANK_SRC) $(SIM_HDR) $(FAKE_NCCL) $(SIM_CUPTI)
 	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -Itests/sim -fPIC -shared \
 		-o $@ $(SIM_RANK_SRC) -L$(FAKES) -l:libnccl.so.2 \
-		-l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
+		-l:libcudart.so.13 $(if $(SIM_CUPTI),-Wl$(comma)--push-state$(comma)--no-as-needed \
+		-l:libcupti.so.13 -Wl$(comma)--pop-state) \
+		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
 
 $(SIM): $(SIM_DRV_SRC) $(SIM_HDR)
 	@mkdir -p $(dir $@)

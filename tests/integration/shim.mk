@@ -26,3 +26,20 @@ $(SHIM_MISSING_LIB): tests/integration/shim_missing.c
 		$(P3D_LDFLAGS)
 
 TEST_DEPS += $(SHIM_DRV) $(SHIM_DRV_LIB) $(SHIM_MISSING_LIB)
+
+# Overhead benchmark (not part of the tests): make shim-bench, then
+#   build/fakes/null/shim_bench; LD_PRELOAD=build/libp3dtrace.so ...
+SHIM_BENCH := $(BUILD)/fakes/null/shim_bench
+
+$(BUILD)/fakes/null/libnccl.so.2: tests/integration/shim_nullnccl.c
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(SHIM_TEST_CFLAGS) -fPIC -shared \
+		-Wl,-soname,libnccl.so.2 -o $@ $< $(P3D_LDFLAGS)
+
+$(SHIM_BENCH): tests/integration/shim_bench.c $(BUILD)/fakes/null/libnccl.so.2
+	$(QUIET_LINK)$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< \
+		-L$(BUILD)/fakes/null -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN' \
+		$(P3D_LDFLAGS)
+
+.PHONY: shim-bench
+shim-bench: $(LIB) $(SHIM_BENCH)

@@ -66,7 +66,7 @@ def files(d):
     return p3d_trace.trace_files(d)
 
 
-def check_all(d, id_dir, polls):
+def check_all(d, id_dir, polls, revoked):
     """Every wrapped call once, with the right fields, on both ranks."""
     tr = p3d_trace.read_dir(d)
     want(sorted(tr) == [0, 1], f"ranks {sorted(tr)} != [0, 1]")
@@ -74,11 +74,12 @@ def check_all(d, id_dir, polls):
     cfgh = root_hash(open(os.path.join(id_dir, "cfg.id"), "rb").read())
     scal = root_hash(open(os.path.join(id_dir, "scal.id"), "rb").read())
     for rank, t in tr.items():
-        check_rank_all(rank, t, world, cfgh, scal, int(polls))
+        check_rank_all(rank, t, world, cfgh, scal, int(polls),
+                       int(revoked))
     return "all: 2 ranks ok"
 
 
-def check_rank_all(rank, t, world, cfgh, scal, polls):
+def check_rank_all(rank, t, world, cfgh, scal, polls, revoked):
     h = t.header
     want(h["flags"] & p3d_trace.F_CLOSED, f"rank {rank}: not closed")
     want(h["world_size"] == 2 and h["dropped_records"] == 0, "header")
@@ -91,6 +92,13 @@ def check_rank_all(rank, t, world, cfgh, scal, polls):
          ("ncclCommDestroy", world) in ends and
          ("ncclCommRevoke", cfgh) in ends, f"rank {rank}: ends {ends}")
     want(sum(1 for e in ends if e[0] == "ncclCommAbort") == 1, "abort")
+    d = [e for e in t.of_type("comm_end")
+         if e["comm_hash"] == cfgh and e["how_name"] == "ncclCommDestroy"]
+    want(len(d) == 1 and d[0]["last_async_error"] == revoked,
+         f"rank {rank}: destroy after revoke {d}: want last_async_error "
+         f"{revoked}")
+    failed = [o for o in t.ops() if o["comm_hash"] == cfgh and o["ret"]]
+    want(len(failed) == 1, f"rank {rank}: the op on the revoked comm")
     s = t.of_type("summary")
     want(len(s) == 1, "one summary")
     want(s[0]["async_error_polls"] == 3 + polls,
@@ -165,7 +173,8 @@ def check_ops(rank, t, world):
     want(p2p == [("Send", 0, peer, 4), ("Recv", 0, peer, 4),
                  ("Send", 1, peer, 2), ("Recv", 1, peer, 2)],
          f"rank {rank}: p2p {p2p}")
-    want(len(ops) == len(w) + 3, f"rank {rank}: {len(ops)} ops in all")
+    # + split child, shrink child, 2 on the config comm (one failed)
+    want(len(ops) == len(w) + 4, f"rank {rank}: {len(ops)} ops in all")
     ids = [o["op_id"] for o in ops]
     want(ids == sorted(set(ids)), "op ids unique")
 

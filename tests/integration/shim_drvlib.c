@@ -173,6 +173,7 @@ static void drv_other_inits(ncclComm_t w)
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     ncclUniqueId id = drv_id("cfg"), sid = drv_id("scal");
     ncclComm_t c, s, all[1];
+    ncclResult_t st;
     float x = 1, y = 0;
     int polls;
 
@@ -185,13 +186,19 @@ static void drv_other_inits(ncclComm_t w)
     /* barrier on the world: the peer is done with c before the revoke */
     OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, w, drv_stream));
     OK(ncclCommRevoke(c, NCCL_REVOKE_DEFAULT));
+    /* an op on the revoked comm fails; the watchdog-style poll sees it */
+    CHECK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, c, drv_stream) !=
+          ncclSuccess);
+    OK(ncclCommGetAsyncError(c, &st));
+    CHECK(st != ncclSuccess && st != ncclInProgress);
     OK(ncclCommDestroy(c));
     OK(ncclCommInitRankScalable(&s, drv_world, drv_rank, 1, &sid, NULL));
     OK(ncclCommFinalize(s));
     OK(ncclCommDestroy(s));
     OK(ncclCommInitAll(all, 1, NULL));
     OK(ncclCommDestroy(all[0]));
-    printf("cfg_polls %d\n", polls);
+    printf("cfg_polls %d\n", polls + 1);
+    printf("revoked_err %d\n", (int)st);
 }
 
 static int drv_all(void)
