@@ -227,8 +227,9 @@ static void p3d_json_match(FILE *f, const struct p3d_job *job)
     }
     fprintf(f, "  \"matching\": {\"collectives\": %" PRIu64 ", \"p2p\": %"
             PRIu64 ", \"mismatch_count\": %" PRIu64 ", \"unmatched_p2p\": %"
-            PRIu64 ", \"mismatches\": [", m->n_coll, m->n_p2p, m->n_mismatch,
-            m->n_unmatched_p2p);
+            PRIu64 ", \"members_behind\": %" PRIu64 ", \"mismatches\": [",
+            m->n_coll, m->n_p2p, m->n_mismatch, m->n_unmatched_p2p,
+            m->n_short);
     for (int i = 0; i < m->n_kept; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
         fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"op\": \"%s\", "

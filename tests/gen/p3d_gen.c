@@ -676,7 +676,10 @@ static void parse(int argc, char **argv)
         if (!strcmp(o, "--p2p")) { g.p2p = 1; continue; }
         if (!strcmp(o, "--gpu")) { g.gpu = 1; continue; }
         if (o[0] != '-') { g.out = o; continue; }
-        if (!v) { fprintf(stderr, "p3d-gen: '%s' needs a value\n", o); exit(2); }
+        if (!v) {
+            fprintf(stderr, "p3d-gen: '%s' needs a value\n", o);
+            exit(2);
+        }
         i++;
         if (parse_int_opt(o, v)) continue;
         if (!strcmp(o, "--order")) g.order_pp_dp = !strcmp(v, "tp-cp-ep-pp-dp");

@@ -3,6 +3,7 @@
 #
 #   $(BUILD)/fakes/shim_driver         opens a library RTLD_LOCAL, runs it
 #   $(BUILD)/fakes/libshim_drv.so      scenarios; links the fake NCCL
+#                                      and cudart (for real streams)
 #   $(BUILD)/fakes/libshim_missing.so  calls NCCL with no NCCL loaded
 
 SHIM_DRV := $(BUILD)/fakes/shim_driver
@@ -17,8 +18,8 @@ $(SHIM_DRV): tests/integration/shim_driver.c
 $(SHIM_DRV_LIB): tests/integration/shim_drvlib.c $(BUILD)/fakes/libnccl.so.2
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(SHIM_TEST_CFLAGS) -fPIC -shared -o $@ $< \
-		-L$(BUILD)/fakes -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN' \
-		$(P3D_LDFLAGS) -pthread
+		-L$(BUILD)/fakes -l:libnccl.so.2 -l:libcudart.so.13 \
+		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
 
 $(SHIM_MISSING_LIB): tests/integration/shim_missing.c
 	@mkdir -p $(dir $@)

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
@@ -50,7 +52,7 @@
     } while (0)
 
 static int drv_rank, drv_world;
-static cudaStream_t drv_stream = (cudaStream_t)0x10;
+static cudaStream_t drv_stream; /* a real (fake-cudart) stream */
 
 static int drv_env_int(const char *name, int dflt)
 {
@@ -360,6 +362,10 @@ __attribute__((visibility("default"))) int shim_drv_main(int argc,
 {
     drv_rank = drv_env_int("RANK", 0);
     drv_world = drv_env_int("WORLD_SIZE", 1);
+    if (drv_stream == NULL && strcmp(argv[0], "noop") != 0)
+        CHECK(cudaStreamCreate(&drv_stream) == cudaSuccess);
+    if (strcmp(argv[0], "all") == 0)
+        printf("stream %lu\n", (unsigned long)(uintptr_t)drv_stream);
     if (argc < 1)
         return 2;
     if (strcmp(argv[0], "all") == 0)

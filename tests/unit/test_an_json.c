@@ -85,9 +85,9 @@ static void test_json_comm(void **state)
     fclose(f);
     assert_non_null(strstr(out, "\"schema\": \"p3d-analyze/1\""));
     assert_non_null(strstr(out, "\"id\": \"j\\\"1\""));
-    assert_non_null(strstr(out, "{\"id\": \"0x00000000000000ab\", \"label\": "
-                           "\"DP\", \"used_as\": \"DP-CP\", \"labels\": [\"DP\", "
-                           "\"DP-CP\"], \"size\": "
+    assert_non_null(strstr(out, "{\"id\": \"0x00000000000000ab\", "
+                           "\"label\": \"DP\", \"used_as\": \"DP-CP\", "
+                           "\"labels\": [\"DP\", \"DP-CP\"], \"size\": "
                            "2, \"members\": [1, 3], "));
     assert_non_null(strstr(out, "\"ops\": 4, \"bytes\": 4096"));
     assert_non_null(strstr(out, "\"by_op\": {\"ReduceScatter\": {\"calls\": "
