@@ -19,10 +19,12 @@ SIM_RANK_SRC := $(sort $(wildcard tests/sim/rank_*.c)) tests/sim/sim_layout.c
 SIM_DRV_SRC := $(sort $(wildcard tests/sim/sim_*.c))
 SIM_HDR := $(wildcard tests/sim/*.h) tests/fakes/p3dfake.h
 
-$(FAKE_CUDART): tests/fakes/fake_cudart.c tests/fakes/p3dfake.h
+$(FAKE_CUDART): tests/fakes/fake_cudart.c tests/fakes/fake_stream.c \
+		tests/fakes/fake_stream.h tests/fakes/p3dfake.h
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -fPIC -shared \
-		-Wl,-soname,libcudart.so.13 -o $@ $< $(P3D_LDFLAGS) -ldl -pthread
+		-Wl,-soname,libcudart.so.13 -o $@ tests/fakes/fake_cudart.c \
+		tests/fakes/fake_stream.c $(P3D_LDFLAGS) -ldl -pthread
 
 $(FAKE_NCCL): tests/fakes/fake_nccl.c tests/fakes/p3dfake.h $(FAKE_CUDART)
 	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -fPIC -shared \
@@ -34,10 +36,16 @@ $(FAKE_SELFTEST): tests/fakes/fake_selftest.c $(FAKE_NCCL)
 		-l:libnccl.so.2 -l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' \
 		$(P3D_LDFLAGS) -pthread
 
-$(SIM_RANK_LIB): $(SIM_RANK_SRC) $(SIM_HDR) $(FAKE_NCCL)
+# Like libtorch_cuda.so, the rank library links NCCL, cudart and CUPTI
+# (the GPU helper's fake, when present) dynamically.
+comma := ,
+SIM_CUPTI := $(if $(wildcard tests/fakes/fake_cupti.c),$(FAKES)/libcupti.so.13)
+$(SIM_RANK_LIB): $(SIM_RANK_SRC) $(SIM_HDR) $(FAKE_NCCL) $(SIM_CUPTI)
 	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -Itests/sim -fPIC -shared \
 		-o $@ $(SIM_RANK_SRC) -L$(FAKES) -l:libnccl.so.2 \
-		-l:libcudart.so.13 -Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
+		-l:libcudart.so.13 $(if $(SIM_CUPTI),-Wl$(comma)--push-state$(comma)--no-as-needed \
+		-l:libcupti.so.13 -Wl$(comma)--pop-state) \
+		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
 
 $(SIM): $(SIM_DRV_SRC) $(SIM_HDR)
 	@mkdir -p $(dir $@)
@@ -57,3 +65,13 @@ fakes: $(TEST_DEPS)
 
 # Other helpers add their own rules in tests/integration/*.mk.
 -include tests/integration/*.mk
+
+# make demo: the simulated 8-rank TP=2 PP=2 DP=2 job (m=8) under the shim
+# into traces/demo (replacing the previous demo), then the analyzer on it.
+DEMO_DIR := traces/demo
+DEMO_ARGS := --tp 2 --pp 2 --dp 2 -m 8 --iters 3
+demo: $(LIB) $(SIM) $(SIM_RANK_LIB) $(if $(wildcard $(ANALYZER_MAIN)),$(ANALYZE))
+	$(Q)$(SIM) $(DEMO_ARGS) --out traces --job-id demo \
+		--shim $(abspath $(LIB))
+	$(Q)if [ -x $(ANALYZE) ]; then $(ANALYZE) $(DEMO_DIR); else \
+		echo "demo: $(ANALYZE) not built yet; traces are in $(DEMO_DIR)"; fi

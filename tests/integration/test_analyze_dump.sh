@@ -31,7 +31,7 @@ grep -Eq '^gpu_op offset=[0-9]+ source=2 algo=0 proto=0 nchannels=0 op_id=0 gpu_
 n_ops=$(grep -c '^op ' "$T/d")
 [ "$n_ops" -gt 10 ] || fail "too few op lines ($n_ops)"
 # a bad file: error naming file, exit 2
-printf 'not a trace file at all, really not one; padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding' > "$T/bad.p3d"
+{ printf 'NOTATRACE'; head -c 600 /dev/zero; } > "$T/bad.p3d"
 "$A" --dump "$T/bad.p3d" > /dev/null 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] || fail "bad file rc=$rc"
 grep -q "^p3d-analyze: error: '$T/bad.p3d': bad magic" "$T/err" || fail "bad file message: $(cat "$T/err")"

@@ -216,6 +216,7 @@ int rank_submit(struct rank_ctx *x, struct rank_op *ops, int n, int grouped)
         x->t->bytes[o->grp][o->kind] += o->count * rank_dt_size(o->dt);
         x->t->issued[o->grp]++;
         x->t->issued_total++;
+        x->t->inflight[o->grp][o->kind]++;
     }
     if (grouped)
         bad |= ncclGroupStart() != ncclSuccess;
@@ -223,6 +224,7 @@ int rank_submit(struct rank_ctx *x, struct rank_op *ops, int n, int grouped)
         bad |= rank_call(x, &ops[i], comms[i]) != ncclSuccess;
     if (grouped)
         bad |= ncclGroupEnd() != ncclSuccess;
+    memset(x->t->inflight, 0, sizeof(x->t->inflight));
     return bad ? -1 : 0;
 }
 

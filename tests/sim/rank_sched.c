@@ -115,33 +115,45 @@ static void rank_backward(struct rank_ctx *x, int mb)
 
 /*
  * A batched P2P exchange on the PP group, ops in Megatron's order
- * send_prev, recv_prev, send_next, recv_next; empty batches issue nothing.
+ * send_prev, recv_prev, send_next, recv_next; peers wrap around the ring
+ * (the last stage's next is the first stage); empty batches issue nothing.
  */
-static void rank_p2p(struct rank_ctx *x, int send_prev, int recv_prev,
-                     int send_next, int recv_next)
+static void rank_p2p_raw(struct rank_ctx *x, int send_prev, int recv_prev,
+                         int send_next, int recv_next)
 {
     struct rank_op ops[4];
     size_t cnt = x->cfg->pp_bytes / 2;
-    int n = 0, first = x->stage == 0, last = x->stage == x->pp - 1;
+    int n = 0, prev = (x->stage + x->pp - 1) % x->pp;
+    int next = (x->stage + 1) % x->pp;
     uint64_t t0;
 
-    if (send_prev && !first)
+    if (send_prev)
         ops[n++] = (struct rank_op){ SG_PP, SK_SEND, cnt, ncclBfloat16,
-                                     ncclSum, x->stage - 1 };
-    if (recv_prev && !first)
+                                     ncclSum, prev };
+    if (recv_prev)
         ops[n++] = (struct rank_op){ SG_PP, SK_RECV, cnt, ncclBfloat16,
-                                     ncclSum, x->stage - 1 };
-    if (send_next && !last)
+                                     ncclSum, prev };
+    if (send_next)
         ops[n++] = (struct rank_op){ SG_PP, SK_SEND, cnt, ncclBfloat16,
-                                     ncclSum, x->stage + 1 };
-    if (recv_next && !last)
+                                     ncclSum, next };
+    if (recv_next)
         ops[n++] = (struct rank_op){ SG_PP, SK_RECV, cnt, ncclBfloat16,
-                                     ncclSum, x->stage + 1 };
+                                     ncclSum, next };
     if (n == 0)
         return;
     t0 = rank_now();
     rank_submit(x, ops, n, 1);
     x->t->steps[x->iter].pp_wait_ns += rank_now() - t0;
+}
+
+/* Non-interleaved: the first stage has no prev, the last no next. */
+static void rank_p2p(struct rank_ctx *x, int send_prev, int recv_prev,
+                     int send_next, int recv_next)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+
+    rank_p2p_raw(x, send_prev && !first, recv_prev && !first,
+                 send_next && !last, recv_next && !last);
 }
 
 /* forward_backward_pipelining_without_interleaving. */
@@ -230,6 +242,94 @@ static void rank_optimizer(struct rank_ctx *x)
     rank_submit(x, ops, nb, 1);
 }
 
+/* Interleaved schedule helpers (Megatron, microbatch group size = pp). */
+static int rank_vchunk(const struct rank_ctx *x, int k, int forward)
+{
+    int v = x->cfg->vpp, pv = x->pp * v;
+    int c = ((k % pv + pv) % pv) / x->pp;   /* Python's modulo */
+
+    return forward ? c : v - 1 - c;
+}
+
+static int rank_vmb(const struct rank_ctx *x, int k)
+{
+    int pv = x->pp * x->cfg->vpp;
+
+    return (k / pv) * x->pp + (k % pv) % x->pp;
+}
+
+static void rank_vwarmup(struct rank_ctx *x, int warm, int total,
+                         int all_warm)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+
+    if (!first)
+        rank_p2p_raw(x, 0, 1, 0, 0);                 /* recv_forward */
+    for (int k = 0; k < warm; k++) {
+        int c = rank_vchunk(x, k, 1);
+        int out = !(last && c == x->cfg->vpp - 1);
+        int rp = !(first && rank_vchunk(x, k + 1, 1) == 0) && k != total - 1;
+
+        rank_forward(x, rank_vmb(x, k), c);
+        if (k == warm - 1 && !all_warm)
+            rank_p2p_raw(x, 0, rp, out, !last);      /* fwd_bwd exchange */
+        else
+            rank_p2p_raw(x, 0, rp, out, 0);          /* send_fwd_recv_fwd */
+    }
+}
+
+static void rank_vsteady(struct rank_ctx *x, int warm, int rem)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+    int v = x->cfg->vpp;
+
+    for (int k = 0; k < rem; k++) {
+        int fk = k + warm, fc = rank_vchunk(x, fk, 1);
+        int bc = rank_vchunk(x, k, 0), rp = 1, rn = 1;
+
+        rank_forward(x, rank_vmb(x, fk), fc);
+        rank_backward(x, rank_vmb(x, k));
+        if (first && rank_vchunk(x, fk - (x->pp - 1), 1) == v - 1)
+            rp = 0;
+        if (last && rank_vchunk(x, k - (x->pp - 1), 0) == 0)
+            rn = 0;
+        if (k == rem - 1)
+            rp = 0;
+        rank_p2p_raw(x, !(first && bc == 0), rp, !(last && fc == v - 1),
+                     rn);
+    }
+}
+
+static void rank_vcooldown(struct rank_ctx *x, int warm, int total,
+                           int all_warm)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+    int v = x->cfg->vpp;
+
+    if (all_warm && !last)
+        rank_p2p_raw(x, 0, 0, 0, 1);                 /* recv_backward */
+    for (int k = total - warm; k < total; k++) {
+        int bc = rank_vchunk(x, k, 0);
+        int rn = !(last && rank_vchunk(x, k + 1, 0) == v - 1) &&
+                 k != total - 1;
+
+        rank_backward(x, rank_vmb(x, k));
+        rank_p2p_raw(x, !(first && bc == 0), 0, 0, rn);
+    }
+}
+
+/* forward_backward_pipelining_with_interleaving, batched P2P. */
+static void rank_interleaved(struct rank_ctx *x)
+{
+    int total = x->cfg->m * x->cfg->vpp, all_warm = x->cfg->m == x->pp;
+    int warm = (x->pp - x->stage - 1) * 2 + (x->cfg->vpp - 1) * x->pp;
+
+    warm = all_warm || warm > total ? total : warm;
+    rank_vwarmup(x, warm, total, all_warm);
+    rank_vsteady(x, warm, total - warm);
+    rank_vcooldown(x, warm, total, all_warm);
+}
+
 int rank_iteration(struct rank_ctx *x)
 {
     struct sim_step *s = &x->t->steps[x->iter];
@@ -237,6 +337,8 @@ int rank_iteration(struct rank_ctx *x)
     s->start = rank_now();
     if (x->pp == 1)
         rank_no_pipe(x);
+    else if (x->cfg->vpp > 1)
+        rank_interleaved(x);
     else
         rank_1f1b(x);
     rank_finalize_grads(x);

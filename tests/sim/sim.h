@@ -113,6 +113,7 @@ struct sim_truth {
     uint64_t bytes[SG_COUNT][SK_COUNT];
     uint64_t issued[SG_COUNT];       /* ops issued on the group */
     uint64_t issued_total;
+    uint64_t inflight[SG_COUNT][SK_COUNT]; /* ops of the batch in NCCL now */
     int32_t stopped;                 /* 0, 1 hang, 2 kill */
     int32_t stop_grp;                /* -1 = any */
     uint64_t stop_t;

@@ -190,9 +190,9 @@ static int sim_check(struct sim_cfg *c)
         c->m < 1 || c->vpp < 1 || c->iters < 1 || c->iters > SIM_MAX_ITERS ||
         c->layers < 1 || c->buckets < 1)
         return -1;
-    if (c->vpp > 1) {
-        fprintf(stderr, "p3d-sim: error: --vpp > 1 (interleaved 1F1B) is "
-                        "not simulated yet\n");
+    if (c->vpp > 1 && (c->size[SA_PP] < 3 || c->m % c->size[SA_PP])) {
+        fprintf(stderr, "p3d-sim: error: --vpp needs pp > 2 (batched P2P, "
+                        "as Megatron) and m a multiple of pp\n");
         return -1;
     }
     if (c->n_skew && c->hosts == 0)

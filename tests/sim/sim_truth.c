@@ -156,6 +156,15 @@ static void sim_json_ops(FILE *f, const struct sim_truth *t, int g)
                 (unsigned long long)t->bytes[g][k]);
         first = 0;
     }
+    fprintf(f, "},\"in_flight\":{");
+    first = 1;
+    for (int k = 0; k < SK_COUNT; k++) {
+        if (!t->inflight[g][k])
+            continue;
+        fprintf(f, "%s\"%s\":%llu", first ? "" : ",", sim_kind_name(k),
+                (unsigned long long)t->inflight[g][k]);
+        first = 0;
+    }
     fputc('}', f);
 }
 

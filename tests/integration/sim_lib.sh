@@ -1,0 +1,27 @@
+# Helpers for tests/integration/test_sim_*.sh (sourced, not a test).
+# sim_run NAME ARGS...: runs p3d-sim under the shim into $SIM_OUT/NAME and
+# checks its traces against truth.json with tests/tools/sim_check.py.
+: "${P3D_BUILD:?}" "${P3D_SRC:?}"
+SIM="$P3D_BUILD/p3d-sim"
+SHIM="$P3D_BUILD/libp3dtrace.so"
+CHECK="$P3D_SRC/tests/tools/sim_check.py"
+[ -x "$SIM" ] || { echo "no $SIM"; exit 1; }
+[ -f "$SHIM" ] || { echo "skip: no $SHIM (shim not built)"; exit 77; }
+SIM_OUT=$(mktemp -d "${TMPDIR:-/tmp}/p3dsim-test.XXXXXX")
+trap 'rm -rf "$SIM_OUT"' EXIT INT TERM
+export P3D_QUIET=1
+
+sim_run() {
+    name=$1; shift
+    "$SIM" --out "$SIM_OUT" --job-id "$name" --shim "$SHIM" --quiet \
+        --iters 2 "$@"
+    echo "$?" > "$SIM_OUT/$name.rc"
+}
+
+sim_check() {
+    python3 "$CHECK" "$SIM_OUT/$1"
+}
+
+sim_rc() {
+    cat "$SIM_OUT/$1.rc"
+}

@@ -1,0 +1,58 @@
+#!/bin/sh
+# --json: schema p3d-analyze/1 as in DESIGN.md, valid JSON with escaped
+# strings from traces, GPU time and bus bandwidth once gpu_op records exist.
+set -u
+: "${P3D_BUILD:?}" "${P3D_SRC:?}"
+A=$P3D_BUILD/p3d-analyze
+G=$P3D_BUILD/tests/p3d-gen
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
+    G=$T/p3d-gen
+    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
+        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
+fi
+fail() { echo "FAIL: $*"; exit 1; }
+"$G" --tp 2 --pp 2 --dp 2 --gpu --cmd 'a"b\c --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2' "$T/j" || exit 1
+"$A" -q --json - "$T/j" > "$T/o.json" || fail "rc=$?"
+head -2 "$T/o.json" | grep -q '"schema": "p3d-analyze/1"' || fail "schema"
+grep -q "^job '" "$T/o.json" && fail "text report mixed into --json -"
+grep -q '"world_size": 8, "ranks_found": 8' "$T/o.json" || fail "job"
+grep -q '"hosts": \["node0\\"x"\]' "$T/o.json" || fail "host escaping"
+grep -q '"cmdline": "python3 pretrain_gpt.py a\\"b\\\\c --tensor' "$T/o.json" ||
+    fail "cmdline escaping: $(grep cmdline "$T/o.json")"
+grep -q '"layout": {"tp": 2, "pp": 2, "dp": 2, "cp": 1, "ep": 1, "order": "tp-cp-ep-dp-pp", "source": "cmdline"' "$T/o.json" ||
+    fail "layout: $(grep '"layout"' "$T/o.json")"
+grep -Eq '\{"id": "0x[0-9a-f]{16}", "label": "DP", "used_as": "DP-CP", "labels": \["DP", "DP-CP"\], "size": 2, "members": \[4, 6\], "missing_members": 0, "ops": 18, "bytes": [0-9]+, "gpu_time_ms": [0-9.]+, "busbw_gbps": [0-9.]+' "$T/o.json" ||
+    fail "DP communicator"
+grep -Eq '"by_op": \{"AllReduce": \{"calls": 6, "bytes": 48, "gpu_time_ms": [0-9.]+\}, "ReduceScatter": \{"calls": 6, ' "$T/o.json" ||
+    fail "by_op"
+grep -Eq '"per_rank": \{"4": \{"calls": 9, "bytes": [0-9]+\}, "6": \{"calls": 9' "$T/o.json" ||
+    fail "per_rank"
+grep -q '"steps": null' "$T/o.json" && grep -q '"hang": null' "$T/o.json" ||
+    fail "placeholders"
+if command -v python3 > /dev/null 2>&1; then
+    python3 - "$T/o.json" <<'PY' || fail "python check"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "p3d-analyze/1"
+for k in ("job", "layout", "communicators", "ranks", "steps", "bubble",
+          "verdict", "hang"):
+    assert k in d, k
+for c in d["communicators"]:
+    assert c["members"] == sorted(c["members"]), c
+    assert len(c["id"]) == 18 and c["id"].startswith("0x"), c
+    assert c["label"] == c["labels"][0], c
+    assert c["used_as"] in c["labels"] or c["used_as"] == "OTHER", c
+    assert c["ops"] == sum(v["calls"] for v in c["by_op"].values())
+    assert c["ops"] == sum(v["calls"] for v in c["per_rank"].values())
+    assert c["bytes"] == sum(v["bytes"] for v in c["by_op"].values())
+assert len(d["ranks"]) == 8 and d["ranks"][3]["rank"] == 3
+assert d["job"]["cmdline"].startswith('python3 pretrain_gpt.py a"b\\c')
+PY
+fi
+# text report shows GPU columns (algbw/busbw) when gpu_op records exist
+"$A" -q "$T/j" > "$T/o.txt" || fail "text rc"
+grep -Eq 'AllReduce +[0-9]+ calls .* gpu +[0-9.]+ ms  algbw +[0-9.]+ GB/s  busbw +[0-9.]+ GB/s' "$T/o.txt" ||
+    fail "gpu columns"
+exit 0

@@ -1,0 +1,108 @@
+/*
+ * test_an_label.c - which label a communicator is used as when several
+ * Megatron groups share its members (megatron.md section 8 fingerprints).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "p3d_label.h"
+
+#define B(x) (1u << (x))
+
+static struct p3d_gcomm comm(int op, uint64_t calls, uint64_t bytes, int n)
+{
+    struct p3d_gcomm g;
+
+    memset(&g, 0, sizeof(g));
+    g.n_members = g.size = n;
+    g.st[op].calls = calls;
+    g.st[op].bytes = calls * bytes;
+    if (op == P3D_OP_ALLREDUCE && bytes <= 8)
+        g.use.tiny_ar = calls;
+    if (op == P3D_OP_ALLREDUCE && bytes == 4)
+        g.use.tiny_f32_ar = calls;
+    if (op == P3D_OP_ALLREDUCE && bytes >= (1u << 20))
+        g.use.big_ar = calls;
+    return g;
+}
+
+static void test_pp2_emb_equals_pp(void **state)
+{
+    unsigned bits = B(P3D_LBL_PP) | B(P3D_LBL_P2P) | B(P3D_LBL_EMB);
+    struct p3d_gcomm pp = comm(P3D_OP_SEND, 48, 1 << 19, 2);
+    struct p3d_gcomm emb = comm(P3D_OP_ALLREDUCE, 6, 1 << 25, 2);
+
+    (void)state;
+    assert_int_equal(p3d_usage_class(&pp, 48), P3D_USE_P2P);
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_P2P, &pp, -1), P3D_LBL_PP);
+    assert_int_equal(p3d_usage_class(&emb, 48), P3D_USE_BIGAR);
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_BIGAR, &emb, P3D_LBL_PP),
+                     P3D_LBL_EMB);
+    /* a second Send/Recv comm on the PP members is a P2P comm */
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_P2P, &pp, P3D_LBL_PP),
+                     P3D_LBL_P2P);
+}
+
+static void test_two_world_comms(void **state)
+{
+    unsigned bits = B(P3D_LBL_WORLD);
+    struct p3d_gcomm w = comm(P3D_OP_ALLREDUCE, 1, 4, 8);
+
+    (void)state;
+    assert_int_equal(p3d_usage_class(&w, 100), P3D_USE_TINY);
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_TINY, &w, -1),
+                     P3D_LBL_WORLD);
+}
+
+static void test_tp_vs_mp_at_pp1(void **state)
+{
+    unsigned bits = B(P3D_LBL_TP) | B(P3D_LBL_TP_CP) | B(P3D_LBL_MP);
+    struct p3d_gcomm tp = comm(P3D_OP_ALLREDUCE, 200, 1 << 19, 2);
+    struct p3d_gcomm mp = comm(P3D_OP_ALLREDUCE, 9, 4, 2);
+
+    (void)state;
+    tp.st[P3D_OP_BROADCAST].calls = 30;
+    assert_int_equal(p3d_usage_class(&tp, 115), P3D_USE_BCAST);
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_BCAST, &tp, -1),
+                     P3D_LBL_TP);
+    mp.use.tiny_f32_ar = 6; /* int32 MIN + fp32 MAXes */
+    assert_int_equal(p3d_usage_class(&mp, 115), P3D_USE_TINY);
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_TINY, &mp, P3D_LBL_TP),
+                     P3D_LBL_MP);
+}
+
+static void test_dp_cp(void **state)
+{
+    unsigned bits = B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
+    struct p3d_gcomm dp = comm(P3D_OP_REDUCESCATTER, 6, 1 << 23, 2);
+    struct p3d_gcomm cp = comm(P3D_OP_ALLGATHER, 64, 1 << 18, 2);
+
+    (void)state;
+    assert_int_equal(p3d_usage_class(&dp, 100), P3D_USE_RSAG);
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_RSAG, &dp, -1),
+                     P3D_LBL_DP_CP); /* Megatron's dist-opt group */
+    assert_int_equal(p3d_label_pick(B(P3D_LBL_DP_CP), P3D_USE_RSAG, &dp, -1),
+                     P3D_LBL_DP_CP);
+    assert_int_equal(p3d_usage_class(&cp, 100), P3D_USE_LAYER);
+    assert_int_equal(p3d_label_pick(B(P3D_LBL_CP) | B(P3D_LBL_DP_CP),
+                                    P3D_USE_LAYER, &cp, -1), P3D_LBL_CP);
+    assert_int_equal(p3d_label_pick(0, P3D_USE_RSAG, &dp, -1),
+                     P3D_LBL_OTHER);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pp2_emb_equals_pp),
+        cmocka_unit_test(test_two_world_comms),
+        cmocka_unit_test(test_tp_vs_mp_at_pp1),
+        cmocka_unit_test(test_dp_cp),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,237 @@
+/*
+ * test_an_layout.c - layout arithmetic, parsing and inference: the group
+ * families of Megatron's worked example, and inference of every layout of
+ * the simulator issue plus EP > 1 and the tp-pp-dp order, with and without
+ * the command-line hint, from communicators built here by brute force.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "p3d_layout.h"
+
+#define B(x) (1u << (x))
+
+static void test_worked_example(void **state)
+{
+    struct p3d_layout l;
+    int tp[] = {0, 1}, pp[] = {0, 4}, dp[] = {0, 2}, mp[] = {0, 1, 4, 5};
+    int pp_alt[] = {0, 2}, bad[] = {0, 3}, w[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int pos[] = {1};
+
+    (void)state;
+    assert_int_equal(p3d_layout_set(&l, 2, 1, 2, 2, 1, "tp-cp-ep-dp-pp"), 0);
+    assert_int_equal(p3d_layout_match(&l, tp, 2),
+                     B(P3D_LBL_TP) | B(P3D_LBL_TP_CP));
+    assert_int_equal(p3d_layout_match(&l, pp, 2),
+                     B(P3D_LBL_PP) | B(P3D_LBL_EMB) | B(P3D_LBL_P2P));
+    assert_int_equal(p3d_layout_match(&l, dp, 2), B(P3D_LBL_DP) |
+                     B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP));
+    assert_int_equal(p3d_layout_match(&l, mp, 4), B(P3D_LBL_MP));
+    assert_int_equal(p3d_layout_match(&l, bad, 2), 0);
+    assert_true(p3d_layout_match(&l, w, 8) & B(P3D_LBL_WORLD));
+    assert_true(p3d_layout_match(&l, pos, 1) & B(P3D_LBL_POS_EMB));
+    /* --use-tp-pp-dp-mapping swaps PP and DP */
+    assert_int_equal(p3d_layout_set(&l, 2, 1, 2, 2, 1, "tp-cp-ep-pp-dp"), 0);
+    assert_true(p3d_layout_match(&l, pp_alt, 2) & B(P3D_LBL_PP));
+    assert_true(p3d_layout_match(&l, pp, 2) & B(P3D_LBL_DP));
+    assert_int_equal(p3d_layout_match(&l, (int[]){0, 1, 2, 3}, 4),
+                     B(P3D_LBL_MP));
+}
+
+static void test_parse(void **state)
+{
+    struct p3d_layout l;
+    static const char argv[] = "python3\0x.py\0--tensor-model-parallel-size"
+        "\0" "4\0--pipeline-model-parallel-size=2\0--use-tp-pp-dp-mapping\0"
+        "--micro-batch-size\0" "2\0--global-batch-size\0" "64\0--seq-length"
+        "\0" "4096";
+
+    (void)state;
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,pp=2,cp=1,ep=1,"
+                                      "order=tp-cp-ep-dp-pp", 8), 0);
+    assert_int_equal(l.size[P3D_AX_DP], 2);
+    assert_string_equal(l.source, "user");
+    assert_int_equal(p3d_layout_parse(&l, "tp=3", 8), -1);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,bogus=1", 8), -1);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,order=tp-xx-pp", 8), -1);
+    assert_int_equal(p3d_layout_from_cmdline(&l, argv, sizeof(argv), 16), 1);
+    assert_int_equal(l.size[P3D_AX_TP], 4);
+    assert_int_equal(l.size[P3D_AX_PP], 2);
+    assert_int_equal(l.size[P3D_AX_DP], 2);
+    assert_string_equal(l.order, "tp-cp-ep-pp-dp");
+    assert_int_equal(l.mbs, 2);
+    assert_int_equal(l.gbs, 64);
+    assert_int_equal(l.seq, 4096);
+    assert_int_equal(p3d_layout_from_cmdline(&l, "python3\0a.py", 12, 8), 0);
+}
+
+/* ---- a job built from a layout, with Megatron-like usage ---- */
+
+static struct p3d_job job;
+
+static void add_comm(const int *m, int n, int op, uint64_t calls,
+                     uint64_t bytes)
+{
+    struct p3d_gcomm *g;
+
+    job.comms = realloc(job.comms, sizeof(*g) * (size_t)(job.n_comms + 1));
+    g = &job.comms[job.n_comms++];
+    memset(g, 0, sizeof(*g));
+    g->hash = (uint64_t)job.n_comms;
+    g->size = g->n_members = n;
+    g->members = malloc(sizeof(int) * (size_t)n);
+    memcpy(g->members, m, sizeof(int) * (size_t)n);
+    g->st[op].calls = calls * (uint64_t)n;
+    g->st[op].bytes = calls * bytes * (uint64_t)n;
+    if (op == P3D_OP_ALLREDUCE && bytes <= 8)
+        g->use.tiny_ar = g->st[op].calls;
+    if (op == P3D_OP_ALLREDUCE && bytes >= (1u << 20))
+        g->use.big_ar = g->st[op].calls;
+    g->order = (uint32_t)job.n_comms;
+}
+
+/* Every group of `mask` under l (EMB: first+last stage of PP groups). */
+static void add_family(const struct p3d_layout *l, unsigned mask, int emb,
+                       int op, uint64_t calls, uint64_t bytes)
+{
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    char *done = calloc((size_t)w, 1);
+    int *m = malloc(sizeof(int) * (size_t)w);
+
+    for (int r = 0; r < w; r++) {
+        int c0[P3D_AX_N], c[P3D_AX_N], n = 0;
+        if (done[r])
+            continue;
+        p3d_layout_coords(l, r, c0);
+        for (int s = 0; s < w; s++) {
+            int same = 1;
+            p3d_layout_coords(l, s, c);
+            for (int a = 0; a < P3D_AX_N; a++)
+                same &= (mask & B(a)) || c[a] == c0[a];
+            if (!same)
+                continue;
+            done[s] = 1;
+            if (!emb || c[P3D_AX_PP] == 0 ||
+                c[P3D_AX_PP] == l->size[P3D_AX_PP] - 1)
+                m[n++] = s;
+        }
+        add_comm(m, n, op, calls, bytes);
+    }
+    free(done);
+    free(m);
+}
+
+/* EP groups: expert view (etp = tp, ep, edp, pp), same order. */
+static void add_ep(const struct p3d_layout *l)
+{
+    struct p3d_layout e;
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    int edp = w / (l->size[P3D_AX_TP] * l->ep * l->size[P3D_AX_PP]);
+
+    p3d_layout_set(&e, l->size[P3D_AX_TP], l->ep, edp, l->size[P3D_AX_PP], 1,
+                   l->order);
+    add_family(&e, B(P3D_AX_CP), 0, P3D_OP_ALLTOALL, 60, 1 << 17);
+}
+
+static void build_job(const struct p3d_layout *l)
+{
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    int all[64];
+
+    for (int i = 0; i < job.n_comms; i++)
+        free(job.comms[i].members);
+    free(job.comms);
+    memset(&job, 0, sizeof(job));
+    job.world_size = w;
+    for (int i = 0; i < w; i++)
+        all[i] = i;
+    add_comm(all, w, P3D_OP_ALLREDUCE, 1, 4);                  /* WORLD */
+    add_family(l, B(P3D_AX_TP), 0, P3D_OP_BROADCAST, 100, 4096); /* TP */
+    if (l->size[P3D_AX_PP] > 1) {
+        add_family(l, B(P3D_AX_PP), 0, P3D_OP_SEND, 40, 1 << 19);
+        add_family(l, B(P3D_AX_PP), 1, P3D_OP_ALLREDUCE, 1, 1 << 24);
+    }
+    add_family(l, B(P3D_AX_DP) | B(P3D_AX_CP), 0, P3D_OP_REDUCESCATTER, 3,
+               1 << 23);
+    add_family(l, B(P3D_AX_TP) | B(P3D_AX_PP), 0, P3D_OP_ALLREDUCE, 3, 4);
+    add_comm(all, w, P3D_OP_ALLREDUCE, 3, 4);             /* grad norm */
+    if (l->size[P3D_AX_CP] > 1)
+        add_family(l, B(P3D_AX_CP), 0, P3D_OP_ALLGATHER, 50, 1 << 18);
+    if (l->ep > 1)
+        add_ep(l);
+}
+
+static void check_infer(int tp, int pp, int dp, int cp, int ep,
+                        const char *order)
+{
+    struct p3d_layout truth, got, wrong;
+
+    assert_int_equal(p3d_layout_set(&truth, tp, cp, dp, pp, ep, order), 0);
+    truth.source = "cmdline";
+    build_job(&truth);
+    for (int hint = 0; hint < 2; hint++) {
+        p3d_layout_infer(&job, hint ? &truth : NULL, 0, &got);
+        if (memcmp(got.size, truth.size, sizeof(got.size)) || got.ep != ep ||
+            ((pp > 1 && dp > 1) && strcmp(got.order, order)))
+            fail_msg("tp%d pp%d dp%d cp%d ep%d %s hint=%d: got tp%d pp%d "
+                     "dp%d cp%d ep%d %s", tp, pp, dp, cp, ep, order, hint,
+                     got.size[P3D_AX_TP], got.size[P3D_AX_PP],
+                     got.size[P3D_AX_DP], got.size[P3D_AX_CP], got.ep,
+                     got.order);
+        assert_string_equal(got.source, hint ? "cmdline" : "inferred");
+        assert_int_equal(got.explained, got.total);
+        assert_int_equal(got.contradicted, 0);
+    }
+    /* a wrong hint is contradicted and not used */
+    if (tp * 2 <= 8 && (dp % 2 == 0)) {
+        p3d_layout_set(&wrong, tp * 2, cp, dp / 2, pp, 1, order);
+        wrong.source = "cmdline";
+        p3d_layout_infer(&job, &wrong, 0, &got);
+        assert_int_equal(got.contradicted, 1);
+        assert_string_equal(got.source, "inferred");
+        assert_int_equal(got.size[P3D_AX_TP], tp);
+    }
+}
+
+static void test_infer_issue3_layouts(void **state)
+{
+    static const char *const orders[] = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
+
+    (void)state;
+    for (int o = 0; o < 2; o++) {
+        check_infer(2, 2, 2, 1, 1, orders[o]);
+        check_infer(1, 4, 2, 1, 1, orders[o]);
+        check_infer(2, 1, 4, 1, 1, orders[o]);
+        check_infer(2, 2, 1, 2, 1, orders[o]);
+        check_infer(4, 2, 1, 1, 1, orders[o]);
+    }
+}
+
+static void test_infer_ep_and_more(void **state)
+{
+    (void)state;
+    check_infer(2, 1, 4, 1, 2, "tp-cp-ep-dp-pp");
+    check_infer(2, 2, 2, 1, 2, "tp-cp-ep-dp-pp");
+    check_infer(2, 2, 2, 1, 2, "tp-cp-ep-pp-dp");
+    check_infer(1, 2, 4, 1, 4, "tp-cp-ep-dp-pp");
+    check_infer(2, 2, 4, 2, 1, "tp-cp-ep-dp-pp");
+    check_infer(1, 2, 8, 1, 1, "tp-cp-ep-pp-dp");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_infer_issue3_layouts),
+        cmocka_unit_test(test_infer_ep_and_more),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
