@@ -1,0 +1,197 @@
+/*
+ * shim_bench.c - host nanoseconds the shim adds per NCCL call and per
+ * allocation call, measured against a do-nothing NCCL and CUDA runtime
+ * (bench/null_nccl.c, bench/null_cudart.c).
+ *
+ * Run under LD_PRELOAD=libp3dtrace.so.  Every scenario alternates rounds
+ * through the shim (the interposed symbol) and straight to the null
+ * library (its own definition, found with dlsym on its handle), in one
+ * process, ABBA order, so both see the same noise.  A round's figure is
+ * its mean per call; the report gives the median and p99 over rounds of
+ * (shim round - neighbouring plain round), in thread CPU time (time the
+ * thread was descheduled does not count) and in wall time.
+ *
+ *   shim_bench [-r ROUNDS] [-n CALLS] [coll|p2p|alloc ...]
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+#include <cuda_runtime_api.h>
+
+typedef ncclResult_t (*ar_fn)(const void *, void *, size_t, ncclDataType_t,
+                              ncclRedOp_t, ncclComm_t, cudaStream_t);
+typedef ncclResult_t (*send_fn)(const void *, size_t, ncclDataType_t, int,
+                                ncclComm_t, cudaStream_t);
+typedef ncclResult_t (*recv_fn)(void *, size_t, ncclDataType_t, int,
+                                ncclComm_t, cudaStream_t);
+typedef ncclResult_t (*grp_fn)(void);
+typedef cudaError_t (*malloc_fn)(void **, size_t);
+typedef cudaError_t (*free_fn)(void *);
+
+/* One way of calling: through the shim or straight to the library. */
+struct path {
+    ar_fn allreduce;
+    send_fn send;
+    recv_fn recv;
+    grp_fn gstart, gend;
+    malloc_fn malloc;
+    free_fn free;
+};
+
+static struct path shim, plain;
+static ncclComm_t comm;
+static float buf[1024];
+
+static double now_ns(clockid_t id)
+{
+    struct timespec t;
+
+    clock_gettime(id, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* Run `n` units of `scen` on `p`; returns the calls made per unit. */
+static int run_units(const char *scen, const struct path *p, int n)
+{
+    int i;
+
+    if (strcmp(scen, "coll") == 0) {
+        for (i = 0; i < n; i++)
+            p->allreduce(buf, buf, 256, ncclFloat32, ncclSum, comm, NULL);
+        return 1;
+    }
+    if (strcmp(scen, "p2p") == 0) {
+        for (i = 0; i < n; i++) {
+            p->gstart();
+            p->send(buf, 256, ncclFloat32, 1, comm, NULL);
+            p->recv(buf, 256, ncclFloat32, 1, comm, NULL);
+            p->gend();
+        }
+        return 4;
+    }
+    for (i = 0; i < n; i++) {
+        void *d = NULL;
+
+        p->malloc(&d, 1 << 20);
+        p->free(d);
+    }
+    return 2;
+}
+
+static void measure(const char *scen, const struct path *p, int n,
+                    double *cpu, double *wall)
+{
+    double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), w0 = now_ns(CLOCK_MONOTONIC);
+    int per = run_units(scen, p, n);
+    double w1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+
+    *cpu = (c1 - c0) / ((double)n * per);
+    *wall = (w1 - w0) / ((double)n * per);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return v[(int)(q * (n - 1) + 0.5)];
+}
+
+static void scenario(const char *scen, int rounds, int n)
+{
+    double *d = calloc((size_t)rounds * 6, sizeof(double));
+    double *dc = d, *dw = d + rounds, *sc = d + 2 * rounds;
+    double *pc = d + 3 * rounds, *sw = d + 4 * rounds, *pw = d + 5 * rounds;
+    int r;
+
+    measure(scen, &shim, n, &sc[0], &sw[0]); /* warm both paths */
+    measure(scen, &plain, n, &pc[0], &pw[0]);
+    for (r = 0; r < rounds; r++) {
+        if (r % 2 == 0) {
+            measure(scen, &shim, n, &sc[r], &sw[r]);
+            measure(scen, &plain, n, &pc[r], &pw[r]);
+        } else {
+            measure(scen, &plain, n, &pc[r], &pw[r]);
+            measure(scen, &shim, n, &sc[r], &sw[r]);
+        }
+        dc[r] = sc[r] - pc[r];
+        dw[r] = sw[r] - pw[r];
+    }
+    printf("%-5s added ns/call: median %6.1f  p99 %7.1f  (thread CPU)  "
+           "median %6.1f  p99 %7.1f  (wall)\n", scen, pct(dc, rounds, 0.5),
+           pct(dc, rounds, 0.99), pct(dw, rounds, 0.5), pct(dw, rounds, 0.99));
+    printf("%-5s plain ns/call: median %6.1f; through shim: median %6.1f "
+           "(thread CPU; %d rounds x %d units)\n", scen, pct(pc, rounds, 0.5),
+           pct(sc, rounds, 0.5), rounds, n);
+    free(d);
+}
+
+static void *sym(void *h, const char *name)
+{
+    void *p = dlsym(h, name);
+
+    if (p == NULL) {
+        fprintf(stderr, "shim_bench: %s not found\n", name);
+        exit(2);
+    }
+    return p;
+}
+
+static void load_path(struct path *p, void *nccl, void *cudart)
+{
+    p->allreduce = (ar_fn)sym(nccl, "ncclAllReduce");
+    p->send = (send_fn)sym(nccl, "ncclSend");
+    p->recv = (recv_fn)sym(nccl, "ncclRecv");
+    p->gstart = (grp_fn)sym(nccl, "ncclGroupStart");
+    p->gend = (grp_fn)sym(nccl, "ncclGroupEnd");
+    p->malloc = (malloc_fn)sym(cudart, "cudaMalloc");
+    p->free = (free_fn)sym(cudart, "cudaFree");
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 200, n = 2000, i, any = 0;
+    void *nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    void *cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+    ncclUniqueId id;
+
+    if (nccl == NULL || cudart == NULL) {
+        fprintf(stderr, "shim_bench: null NCCL/cudart not loaded\n");
+        return 2;
+    }
+    load_path(&shim, RTLD_DEFAULT, RTLD_DEFAULT);
+    load_path(&plain, nccl, cudart);
+    if (shim.allreduce == plain.allreduce)
+        printf("note: no shim preloaded; both paths are the plain library\n");
+    ncclGetUniqueId(&id);
+    if (ncclCommInitRank(&comm, 2, id, 0) != ncclSuccess)
+        return 2;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-r") == 0 && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
+            n = atoi(argv[++i]);
+        else {
+            scenario(argv[i], rounds < 2 ? 2 : rounds, n < 1 ? 1 : n);
+            any = 1;
+        }
+    }
+    if (!any) {
+        scenario("coll", rounds, n);
+        scenario("p2p", rounds, n);
+        scenario("alloc", rounds, n);
+    }
+    return 0;
+}
