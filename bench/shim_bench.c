@@ -11,7 +11,11 @@
  * (shim round - neighbouring plain round), in thread CPU time (time the
  * thread was descheduled does not count) and in wall time.
  *
- *   shim_bench [-r ROUNDS] [-n CALLS] [coll|p2p|alloc ...]
+ *   shim_bench [-r ROUNDS] [-n CALLS] [coll|p2p|alloc|mem ...]
+ *
+ * "mem" makes ROUNDS x CALLS all-reduces through the shim and prints, at
+ * eight points, the process's resident memory and what the trace file's
+ * mappings hold (/proc/self/status, /proc/self/smaps): it must not grow.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -94,6 +98,67 @@ static void measure(const char *scen, const struct path *p, int n,
 
     *cpu = (c1 - c0) / ((double)n * per);
     *wall = (w1 - w0) / ((double)n * per);
+}
+
+/* Sum of field `key` (kB) over smaps entries whose path has `sub`. */
+static long smaps_kb(const char *sub, const char *key, int *nmaps)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[4096], perms[8];
+    unsigned long lo, hi;
+    int in = 0;
+    long kb = 0, v;
+
+    *nmaps = 0;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) {
+            in = strstr(line, sub) != NULL;
+            *nmaps += in;
+        } else if (in && strncmp(line, key, strlen(key)) == 0 &&
+                   sscanf(line + strlen(key), " %ld", &v) == 1) {
+            kb += v;
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+static long status_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, key, strlen(key)) == 0)
+            sscanf(line + strlen(key), " %ld", &v);
+    fclose(f);
+    return v;
+}
+
+static void memory(int rounds, int n)
+{
+    long long done = 0;
+    int r, maps;
+    long rss0 = status_kb("VmRSS:");
+
+    printf("mem   VmRSS %ld KiB before the first traced call\n", rss0);
+    for (r = 1; r <= rounds; r++) {
+        run_units("coll", &shim, n);
+        done += n;
+        if (r % (rounds / 8 > 0 ? rounds / 8 : 1) == 0 || r == rounds) {
+            long tr = smaps_kb(".p3d", "Rss:", &maps);
+
+            printf("mem   after %9lld calls: VmRSS %6ld KiB (anon %6ld, "
+                   "file %6ld); trace file: %d mappings, %ld KiB "
+                   "resident\n", done, status_kb("VmRSS:"),
+                   status_kb("RssAnon:"), status_kb("RssFile:"), maps, tr);
+        }
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -183,7 +248,10 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
             n = atoi(argv[++i]);
-        else {
+        else if (strcmp(argv[i], "mem") == 0) {
+            memory(rounds, n);
+            any = 1;
+        } else {
             scenario(argv[i], rounds < 2 ? 2 : rounds, n < 1 ? 1 : n);
             any = 1;
         }

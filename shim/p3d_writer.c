@@ -12,6 +12,13 @@
  * whose chunks are all finished are unmapped, so the memory held does not
  * grow with run length.  The kernel owns the dirty pages: after kill -9
  * every committed record is in the file.
+ *
+ * Fresh pages are the real cost of a record (a page fault, zeroing, and
+ * on some VMs a host fault: 10-60 us per 4 KiB page, i.e. several hundred
+ * ns per 96-byte record; bench/mmap_probe.c).  So a helper thread
+ * ("p3d-writer") maps the next window before it is needed and touches its
+ * pages, off the application's threads.  Claimers fall back to mapping a
+ * window themselves when the helper is late or could not be started.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +28,7 @@
 #include <nccl.h> /* its ncclGroupStart() has no (void) */
 #pragma GCC diagnostic pop
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +44,12 @@
 #define P3D_MAX_WIN 16384                         /* 64 GiB of trace */
 #define P3D_CHUNK_ROOM (P3D_CHUNK_BYTES - sizeof(struct p3d_chunk_hdr))
 #define P3D_MAX_PENDING 4
+#define P3D_PAGE 4096u
+#define P3D_AHEAD_WAIT_NS 100000000 /* helper re-checks every 100 ms */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 enum { P3D_W_UNOPENED, P3D_W_OPEN, P3D_W_FAILED, P3D_W_CLOSED };
 
@@ -56,6 +70,14 @@ struct p3d_wthr {
 };
 
 static pthread_mutex_t p3d_w_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Map-ahead helper: wake-up, and "left the pages it was touching". */
+static pthread_cond_t p3d_w_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t p3d_w_idle = PTHREAD_COND_INITIALIZER;
+enum { P3D_AHEAD_NONE, P3D_AHEAD_RUN, P3D_AHEAD_STOP };
+static int p3d_w_ahead;          /* P3D_AHEAD_*, under the lock */
+static char *p3d_w_ahead_base;   /* window being touched, outside the lock */
+static int p3d_w_ahead_unmap;    /* it was finished meanwhile: unmap after */
+static int p3d_w_ahead_failed;   /* growing failed: leave it to claimers */
 static pthread_once_t p3d_w_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t p3d_w_key;
 static int p3d_w_state;
@@ -78,6 +100,7 @@ static char p3d_w_strbuf[P3D_CHUNK_ROOM - sizeof(struct p3d_rec_str)];
 static P3D_TLS struct p3d_wthr p3d_w_thr;
 
 static void p3d_writer_finish(uint64_t chunk);
+static void p3d_writer_ahead_start(void);
 
 static int p3d_writer_state(void)
 {
@@ -275,6 +298,7 @@ static int p3d_writer_open_file(void)
     p3d_writer_fill_hdr(p3d_w_hdr, cfg);
     p3d_w_max = p3d_writer_cap(cfg);
     __atomic_store_n(&p3d_w_state, P3D_W_OPEN, __ATOMIC_RELEASE);
+    p3d_writer_ahead_start();
     return 0;
 fail_unlink:
     err = errno;
@@ -396,8 +420,7 @@ static int p3d_writer_grow(uint64_t w)
             errno = err;
             return -1;
         }
-        p = mmap(NULL, P3D_WIN_BYTES, PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_POPULATE,
+        p = mmap(NULL, P3D_WIN_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
                  p3d_w_fd, off);
         if (p == MAP_FAILED)
             return -1;
@@ -442,9 +465,133 @@ static void p3d_writer_finish(uint64_t chunk)
     pthread_mutex_lock(&p3d_w_lock);
     base = p3d_w_win[w];
     __atomic_store_n(&p3d_w_win[w], NULL, __ATOMIC_RELEASE);
+    if (base != NULL && base == p3d_w_ahead_base) {
+        p3d_w_ahead_unmap = 1; /* the helper is touching it: its job */
+        base = NULL;
+    }
     pthread_mutex_unlock(&p3d_w_lock);
     if (base != NULL)
         munmap(base, P3D_WIN_BYTES);
+}
+
+/*
+ * Touch the pages of window `w` (mapped at `base`) whose chunks nobody
+ * claimed yet.  The touch is an atomic "or 0": it faults the page in
+ * writable without changing a byte, even if a claimer writes there at the
+ * same moment.  Runs without the lock; stops when the file is closing.
+ */
+static void p3d_writer_touch(char *base, uint64_t w)
+{
+    uint64_t first = w * P3D_CPW, left = p3d_w_max - first, off, len;
+
+    len = left < P3D_CPW ? left * P3D_CHUNK_BYTES : P3D_WIN_BYTES;
+    madvise(base, len, MADV_POPULATE_WRITE); /* one call where supported */
+    for (off = 0; off < len; off += P3D_PAGE) {
+        if (__atomic_load_n(&p3d_w_ahead, __ATOMIC_RELAXED) != P3D_AHEAD_RUN)
+            return;
+        if (first + off / P3D_CHUNK_BYTES <
+            __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED))
+            continue; /* claimed: its owner is writing there */
+        __atomic_fetch_or((uint64_t *)(base + off), 0, __ATOMIC_RELAXED);
+    }
+}
+
+/* Map and touch window `w` ahead of the claimers.  Called locked. */
+static void p3d_writer_ahead_one(uint64_t w)
+{
+    char *base;
+
+    if (p3d_writer_grow(w) != 0) {
+        p3d_w_ahead_failed = 1; /* the claimer that needs it will warn */
+        return;
+    }
+    base = p3d_w_win[w];
+    if (base == NULL)
+        return;
+    p3d_w_ahead_base = base;
+    pthread_mutex_unlock(&p3d_w_lock);
+    p3d_writer_touch(base, w);
+    pthread_mutex_lock(&p3d_w_lock);
+    p3d_w_ahead_base = NULL;
+    if (p3d_w_ahead_unmap)
+        munmap(base, P3D_WIN_BYTES);
+    p3d_w_ahead_unmap = 0;
+    pthread_cond_broadcast(&p3d_w_idle);
+}
+
+/* Window the helper should map next, or UINT64_MAX if none. */
+static uint64_t p3d_writer_ahead_want(void)
+{
+    uint64_t next = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
+    uint64_t w = p3d_w_mapped / P3D_CPW;
+
+    if (p3d_w_ahead_failed || p3d_w_mapped >= p3d_w_max ||
+        w >= P3D_MAX_WIN || w > next / P3D_CPW + 1)
+        return UINT64_MAX;
+    return w;
+}
+
+/* The helper thread: keep one window mapped and touched ahead. */
+static void *p3d_writer_ahead_main(void *arg)
+{
+    struct timespec ts;
+    uint64_t w;
+
+    (void)arg;
+    pthread_mutex_lock(&p3d_w_lock);
+    while (p3d_w_ahead == P3D_AHEAD_RUN &&
+           p3d_writer_state() == P3D_W_OPEN) {
+        w = p3d_writer_ahead_want();
+        if (w != UINT64_MAX) {
+            p3d_writer_ahead_one(w);
+            continue;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += P3D_AHEAD_WAIT_NS;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&p3d_w_wake, &p3d_w_lock, &ts);
+    }
+    p3d_w_ahead = P3D_AHEAD_NONE;
+    pthread_cond_broadcast(&p3d_w_idle);
+    pthread_mutex_unlock(&p3d_w_lock);
+    return NULL;
+}
+
+/* Start the helper (called locked, at open).  No helper is no error. */
+static void p3d_writer_ahead_start(void)
+{
+    pthread_attr_t attr;
+    sigset_t all, old;
+    pthread_t th;
+
+    if (p3d_w_ahead != P3D_AHEAD_NONE || pthread_attr_init(&attr) != 0)
+        return;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    sigfillset(&all); /* the application's signals are not for us */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    p3d_w_ahead_failed = 0;
+    p3d_w_ahead = P3D_AHEAD_RUN;
+    if (pthread_create(&th, &attr, p3d_writer_ahead_main, NULL) != 0)
+        p3d_w_ahead = P3D_AHEAD_NONE;
+    else
+        pthread_setname_np(th, "p3d-writer");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+}
+
+/* Ask the helper to stop; wait until it left the pages.  Locked. */
+static void p3d_writer_ahead_stop(int wait_exit)
+{
+    if (p3d_w_ahead == P3D_AHEAD_RUN)
+        p3d_w_ahead = P3D_AHEAD_STOP;
+    pthread_cond_broadcast(&p3d_w_wake);
+    while (p3d_w_ahead_base != NULL ||
+           (wait_exit && p3d_w_ahead != P3D_AHEAD_NONE))
+        pthread_cond_wait(&p3d_w_idle, &p3d_w_lock);
 }
 
 static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
@@ -468,6 +615,9 @@ static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
     __atomic_store_n((uint32_t *)&ch->h,
                      P3D_REC_CHUNK | ((uint32_t)sizeof(*ch) << 16),
                      __ATOMIC_RELEASE);
+    if (c % P3D_CPW == 0 &&
+        __atomic_load_n(&p3d_w_ahead, __ATOMIC_RELAXED) == P3D_AHEAD_RUN)
+        pthread_cond_signal(&p3d_w_wake); /* time to map the next one */
     t->pos = (char *)(ch + 1);
     t->end = (char *)ch + P3D_CHUNK_BYTES;
     t->chunk = c;
@@ -581,6 +731,7 @@ void p3d_writer_close(void)
     }
     __atomic_store_n(&p3d_w_state, P3D_W_CLOSED, __ATOMIC_RELEASE);
     __atomic_add_fetch(&p3d_w_gen, 1, __ATOMIC_ACQ_REL);
+    p3d_writer_ahead_stop(0); /* no page touched past the trim below */
     used = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
     if (used > p3d_w_mapped)
         used = p3d_w_mapped;
@@ -602,7 +753,17 @@ void p3d_writer_reset(int forked)
 {
     uint64_t w;
 
+    if (!forked) { /* the helper lives: stop it; in a child it is gone */
+        pthread_mutex_lock(&p3d_w_lock);
+        p3d_writer_ahead_stop(1);
+        pthread_mutex_unlock(&p3d_w_lock);
+    }
+    p3d_w_ahead = P3D_AHEAD_NONE;
+    p3d_w_ahead_base = NULL;
+    p3d_w_ahead_unmap = 0;
     pthread_mutex_init(&p3d_w_lock, NULL);
+    pthread_cond_init(&p3d_w_wake, NULL);
+    pthread_cond_init(&p3d_w_idle, NULL);
     for (w = 0; w < P3D_MAX_WIN; w++) {
         if (p3d_w_win[w] != NULL)
             munmap(p3d_w_win[w], P3D_WIN_BYTES);

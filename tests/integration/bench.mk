@@ -42,7 +42,7 @@ bench-shim: $(LIB) $(BENCH_NULL)/shim_bench
 bench-probe: $(BENCH)/mmap_probe
 	$(Q)BUILD=$(abspath $(BUILD)) sh bench/probe.sh
 
-bench-volume: $(LIB) $(SIM) $(SIM_RANK_LIB) $(ANALYZE)
+bench-volume: $(LIB) $(SIM) $(SIM_RANK_LIB) $(BENCH_NULL)/shim_bench
 	$(Q)BUILD=$(abspath $(BUILD)) sh bench/volume.sh
 
 bench-analyzer: $(ANALYZE) $(BENCH)/p3d-gen-bench
