@@ -89,15 +89,19 @@ static int run_units(const char *scen, const struct path *p, int n)
     return 2;
 }
 
+/* Per call: thread CPU, wall, process CPU (helper threads included). */
 static void measure(const char *scen, const struct path *p, int n,
-                    double *cpu, double *wall)
+                    double *cpu, double *wall, double *proc)
 {
+    double q0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
     double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), w0 = now_ns(CLOCK_MONOTONIC);
     int per = run_units(scen, p, n);
     double w1 = now_ns(CLOCK_MONOTONIC), c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    double q1 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 
     *cpu = (c1 - c0) / ((double)n * per);
     *wall = (w1 - w0) / ((double)n * per);
+    *proc = (q1 - q0) / ((double)n * per);
 }
 
 /* Sum of field `key` (kB) over smaps entries whose path has `sub`. */
@@ -161,6 +165,16 @@ static void memory(int rounds, int n)
     }
 }
 
+static double mean(const double *v, int n)
+{
+    double s = 0;
+    int i;
+
+    for (i = 0; i < n; i++)
+        s += v[i];
+    return s / n;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -176,30 +190,36 @@ static double pct(double *v, int n, double q)
 
 static void scenario(const char *scen, int rounds, int n)
 {
-    double *d = calloc((size_t)rounds * 6, sizeof(double));
-    double *dc = d, *dw = d + rounds, *sc = d + 2 * rounds;
-    double *pc = d + 3 * rounds, *sw = d + 4 * rounds, *pw = d + 5 * rounds;
+    double *d = calloc((size_t)rounds * 9, sizeof(double));
+    double *dc = d, *dw = d + rounds, *dq = d + 2 * rounds;
+    double *sc = d + 3 * rounds, *sw = d + 4 * rounds, *sq = d + 5 * rounds;
+    double *pc = d + 6 * rounds, *pw = d + 7 * rounds, *pq = d + 8 * rounds;
     int r;
 
-    measure(scen, &shim, n, &sc[0], &sw[0]); /* warm both paths */
-    measure(scen, &plain, n, &pc[0], &pw[0]);
+    measure(scen, &shim, n, &sc[0], &sw[0], &sq[0]); /* warm both paths */
+    measure(scen, &plain, n, &pc[0], &pw[0], &pq[0]);
     for (r = 0; r < rounds; r++) {
         if (r % 2 == 0) {
-            measure(scen, &shim, n, &sc[r], &sw[r]);
-            measure(scen, &plain, n, &pc[r], &pw[r]);
+            measure(scen, &shim, n, &sc[r], &sw[r], &sq[r]);
+            measure(scen, &plain, n, &pc[r], &pw[r], &pq[r]);
         } else {
-            measure(scen, &plain, n, &pc[r], &pw[r]);
-            measure(scen, &shim, n, &sc[r], &sw[r]);
+            measure(scen, &plain, n, &pc[r], &pw[r], &pq[r]);
+            measure(scen, &shim, n, &sc[r], &sw[r], &sq[r]);
         }
         dc[r] = sc[r] - pc[r];
         dw[r] = sw[r] - pw[r];
+        dq[r] = sq[r] - pq[r];
     }
-    printf("%-5s added ns/call: median %6.1f  p99 %7.1f  (thread CPU)  "
-           "median %6.1f  p99 %7.1f  (wall)\n", scen, pct(dc, rounds, 0.5),
-           pct(dc, rounds, 0.99), pct(dw, rounds, 0.5), pct(dw, rounds, 0.99));
-    printf("%-5s plain ns/call: median %6.1f; through shim: median %6.1f "
-           "(thread CPU; %d rounds x %d units)\n", scen, pct(pc, rounds, 0.5),
-           pct(sc, rounds, 0.5), rounds, n);
+    printf("%-5s added ns/call, median / p99 of %d rounds x %d: "
+           "thread CPU %6.1f / %7.1f   wall %6.1f / %7.1f   "
+           "process CPU %6.1f / %7.1f\n", scen, rounds, n,
+           pct(dc, rounds, 0.5), pct(dc, rounds, 0.99),
+           pct(dw, rounds, 0.5), pct(dw, rounds, 0.99),
+           pct(dq, rounds, 0.5), pct(dq, rounds, 0.99));
+    printf("%-5s means: thread CPU %.1f, process CPU %.1f (helper threads "
+           "included); plain call %.1f ns, through the shim %.1f ns\n", scen,
+           mean(dc, rounds), mean(dq, rounds), pct(pc, rounds, 0.5),
+           pct(sc, rounds, 0.5));
     free(d);
 }
 

@@ -35,7 +35,7 @@ $(BENCH)/p3d-gen-bench: tests/gen/p3d_gen.c include/p3d_format.h
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) $(P3D_CFLAGS) -o $@ $<
 
-.PHONY: bench bench-shim bench-probe bench-volume bench-analyzer
+.PHONY: bench bench-shim bench-icount bench-probe bench-volume bench-analyzer
 bench-shim: $(LIB) $(BENCH_NULL)/shim_bench
 	$(Q)BUILD=$(abspath $(BUILD)) sh bench/shim.sh
 
@@ -48,4 +48,7 @@ bench-volume: $(LIB) $(SIM) $(SIM_RANK_LIB) $(BENCH_NULL)/shim_bench
 bench-analyzer: $(ANALYZE) $(BENCH)/p3d-gen-bench
 	$(Q)BUILD=$(abspath $(BUILD)) sh bench/analyzer.sh
 
-bench: bench-shim bench-probe bench-volume bench-analyzer
+bench: bench-shim bench-icount bench-probe bench-volume bench-analyzer
+
+bench-icount: $(LIB) $(BENCH_NULL)/shim_bench
+	$(Q)BUILD=$(abspath $(BUILD)) sh bench/icount.sh
