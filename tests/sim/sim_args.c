@@ -14,7 +14,8 @@
 
 static const char sim_usage[] =
 "usage: p3d-sim [options]\n"
-"layout:  --tp N --pp N --dp N --cp N  --order tp-cp-ep-dp-pp|tp-cp-ep-pp-dp|titan\n"
+"layout:  --tp N --pp N --dp N --cp N\n"
+"         --order tp-cp-ep-dp-pp|tp-cp-ep-pp-dp|titan (or any permutation)\n"
 "         --hosts H (ranks split evenly over H simulated hosts)\n"
 "schedule: -m/--micro-batches M --vpp V --iters N --layers L (per stage)\n"
 "         --fwd-ms A[,B..] --bwd-ms A[,B..] (per stage and micro-batch)\n"
