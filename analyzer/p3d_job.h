@@ -66,6 +66,7 @@ struct p3d_gcomm { /* a communicator joined across ranks */
     int inferred_members; /* missing slots filled in from the layout */
     uint32_t order; /* lowest creation index on any member */
     int bad_size;   /* members disagree on nranks */
+    int size_unknown; /* no comm record: members = ranks that used it */
     struct p3d_opstat st[P3D_OP_COUNT];
     uint64_t hist[P3D_HIST_N];
     struct p3d_usage use;

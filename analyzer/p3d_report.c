@@ -167,7 +167,10 @@ static void p3d_report_comms(FILE *f, const struct p3d_job *job)
                 "%" PRIu64 " calls, %s  (labels %s)%s%s\n", g->hash,
                 p3d_label_name[g->label], g->size, m, p3d_sum_calls(g->st),
                 b, lb, g->role ? "; " : "", g->role ? g->role : "");
-        if (g->n_missing)
+        if (g->size_unknown)
+            fprintf(f, "    no member recorded its creation: size unknown, "
+                    "members are the ranks that used it\n");
+        else if (g->n_missing)
             fprintf(f, "    %d of %d members have no trace file\n",
                     g->n_missing, g->size);
         if (g->inferred_members)
@@ -237,8 +240,12 @@ static void p3d_report_rank(FILE *f, const struct p3d_job *job,
                             const struct p3d_rank *r)
 {
     fprintf(f, "  rank %d: %" PRIu64 " records, %" PRIu64 " ops, %d "
-            "communicators%s\n", r->rank, r->n_records, r->n_ops, r->n_comms,
+            "communicators%s", r->rank, r->n_records, r->n_ops, r->n_comms,
             r->closed ? "" : " (not closed cleanly)");
+    if (r->n_nocolor)
+        fprintf(f, ", %" PRIu64 " NCCL_SPLIT_NOCOLOR splits (no comm)",
+                r->n_nocolor);
+    fputc('\n', f);
     for (int k = 0; k < r->n_comms; k++) {
         const struct p3d_rcomm *c = &r->comms[k];
         const struct p3d_gcomm *g = c->gcomm >= 0 ? &job->comms[c->gcomm]
