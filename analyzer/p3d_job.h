@@ -52,6 +52,7 @@ struct p3d_rank {
     int n_comms;
     size_t cap;
     struct p3d_map idx; /* comm hash -> comms index */
+    struct p3d_matcher *matcher; /* fed while scanning, NULL: no matching */
     char err[768];      /* problem found while reading, "" if none */
     char warn[512];
 };
@@ -95,6 +96,7 @@ struct p3d_layout {
 };
 
 struct p3d_mismatch;
+struct p3d_matcher;
 
 struct p3d_job {
     char job_id[P3D_JOB_ID_LEN + 1];
