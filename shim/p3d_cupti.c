@@ -431,19 +431,26 @@ void p3d_cupti_pop(void)
     cu.Pop(CUPTI_EXT_KIND, &last);
 }
 
+/* Per-thread cache of stream -> CUPTI id (a job has a few NCCL streams). */
+#define CUPTI_SID_CACHE 8
+
 uint32_t p3d_cupti_stream_id(void *stream)
 {
-    static __thread void *last_stream;
-    static __thread uint32_t last_id;
+    static __thread void *c_stream[CUPTI_SID_CACHE];
+    static __thread uint32_t c_id[CUPTI_SID_CACHE];
+    static __thread unsigned c_next;
     uint32_t id = 0;
+    unsigned i;
 
-    if (last_id && stream == last_stream)
-        return last_id;
+    for (i = 0; i < CUPTI_SID_CACHE; i++)
+        if (c_id[i] && c_stream[i] == stream)
+            return c_id[i];
     if (!cu.GetStreamIdEx ||
         cu.GetStreamIdEx(NULL, (CUstream)stream, 0, &id) != CUPTI_SUCCESS)
         return 0;
-    last_stream = stream;
-    last_id = id;
+    i = c_next++ % CUPTI_SID_CACHE;
+    c_stream[i] = stream;
+    c_id[i] = id;
     return id;
 }
 
