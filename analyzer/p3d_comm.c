@@ -97,7 +97,8 @@ static void p3d_gcomm_finish(struct p3d_gcomm *g)
         else
             g->n_missing++;
     }
-    qsort(g->members, (size_t)g->n_members, sizeof(int), p3d_cmp_int);
+    if (g->n_members)
+        qsort(g->members, (size_t)g->n_members, sizeof(int), p3d_cmp_int);
 }
 
 static int p3d_cmp_order(const void *a, const void *b)
@@ -132,8 +133,9 @@ void p3d_comm_join(struct p3d_job *job)
         }
         p3d_gcomm_finish(g);
     }
-    qsort(job->comms, (size_t)job->n_comms, sizeof(*job->comms),
-          p3d_cmp_order);
+    if (job->n_comms)
+        qsort(job->comms, (size_t)job->n_comms, sizeof(*job->comms),
+              p3d_cmp_order);
     p3d_map_free(&job->comm_idx);
     for (int i = 0; i < job->n_comms; i++)
         p3d_map_put(&job->comm_idx, job->comms[i].hash, i);

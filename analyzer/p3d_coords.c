@@ -30,18 +30,20 @@ static int p3d_group_of(const struct p3d_layout *l, int w, int r,
     return n;
 }
 
+/* Groups of `mask`; only those on pipeline stage `stage` unless -1. */
 static void p3d_groups_line(FILE *f, const struct p3d_layout *l, int w,
-                            const char *name, unsigned mask)
+                            const char *name, unsigned mask, int stage)
 {
     int *m = malloc(sizeof(int) * (size_t)w);
     char *done = calloc((size_t)w, 1);
     int shown = 0;
 
-    fprintf(f, "  %s groups:", name);
+    fprintf(f, stage < 0 ? "  %s groups:" : "    %s:", name);
     for (int r = 0; m && done && r < w; r++) {
         char buf[128];
-        int n;
-        if (done[r])
+        int n, c[P3D_AX_N];
+        p3d_layout_coords(l, r, c);
+        if (done[r] || (stage >= 0 && c[P3D_AX_PP] != stage))
             continue;
         n = p3d_group_of(l, w, r, mask, m);
         for (int i = 0; i < n; i++)
@@ -70,7 +72,7 @@ static void p3d_stage_grid(FILE *f, const struct p3d_layout *l, int w,
         if (c[P3D_AX_PP] == stage)
             grid[(c[P3D_AX_DP] * cp + c[P3D_AX_CP]) * tp + c[P3D_AX_TP]] = r;
     }
-    fprintf(f, "  stage %d%*s", stage, 10, "");
+    fprintf(f, "  stage %-3d%*s", stage, 7, "");
     for (int t = 0; t < tp; t++)
         fprintf(f, " %5s%d", "tp", t);
     fputc('\n', f);
@@ -97,14 +99,19 @@ void p3d_report_coords(FILE *f, const struct p3d_job *job)
         return;
     fprintf(f, "\ncoordinate map (global ranks; order %s, first axis "
             "fastest):\n", l->order);
-    for (int s = 0; w <= P3D_MAP_MAX_WORLD && s < l->size[P3D_AX_PP]; s++)
+    for (int s = 0; w <= P3D_MAP_MAX_WORLD && s < l->size[P3D_AX_PP]; s++) {
         p3d_stage_grid(f, l, w, s);
-    p3d_groups_line(f, l, w, "TP", 1u << P3D_AX_TP);
-    p3d_groups_line(f, l, w, "PP", 1u << P3D_AX_PP);
-    p3d_groups_line(f, l, w, "DP", 1u << P3D_AX_DP);
+        p3d_groups_line(f, l, w, "TP groups", 1u << P3D_AX_TP, s);
+        p3d_groups_line(f, l, w, "DP groups", 1u << P3D_AX_DP, s);
+        if (l->size[P3D_AX_CP] > 1)
+            p3d_groups_line(f, l, w, "CP groups", 1u << P3D_AX_CP, s);
+    }
+    p3d_groups_line(f, l, w, "TP", 1u << P3D_AX_TP, -1);
+    p3d_groups_line(f, l, w, "PP", 1u << P3D_AX_PP, -1);
+    p3d_groups_line(f, l, w, "DP", 1u << P3D_AX_DP, -1);
     if (l->size[P3D_AX_CP] > 1) {
-        p3d_groups_line(f, l, w, "CP", 1u << P3D_AX_CP);
+        p3d_groups_line(f, l, w, "CP", 1u << P3D_AX_CP, -1);
         p3d_groups_line(f, l, w, "DP-CP",
-                        1u << P3D_AX_DP | 1u << P3D_AX_CP);
+                        1u << P3D_AX_DP | 1u << P3D_AX_CP, -1);
     }
 }

@@ -5,8 +5,10 @@
  * walked two levels deep (traces/ -> traces/<job>/), following symlinks
  * but never entering a folder twice (loops).  Files are grouped by job id;
  * within one id, a start more than P3D_RUN_GAP_S after the previous file,
- * or a rank seen again more than P3D_DUP_GAP_S later, starts a new run
- * (torchrun's job id "none" is shared by every run on a machine).
+ * or a rank seen again from another process (the shim names a rerun's
+ * file rank-N.<pid>.p3d), starts a new run (torchrun's job id "none" is
+ * shared by every run on a machine).  A forked child's file of a rank is
+ * skipped; a byte copy (same pid and start) is a duplicate.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -129,7 +131,8 @@ static void p3d_walk_dir(struct p3d_walk *w, const char *dir, int depth)
         snprintf(names[n++], len, "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), p3d_cmp_str);
+    if (n)
+        qsort(names, n, sizeof(*names), p3d_cmp_str);
     for (size_t i = 0; i < n; i++) {
         p3d_walk_entry(w, names[i], depth);
         free(names[i]);
@@ -181,6 +184,13 @@ static struct p3d_rank *p3d_find(struct p3d_job *j, int rank)
     return NULL;
 }
 
+/* Two files of one rank from the same process: a copy, not a rerun. */
+static int p3d_same_process(const struct p3d_file_hdr *a,
+                            const struct p3d_file_hdr *b)
+{
+    return a->pid == b->pid && a->start_realtime_ns == b->start_realtime_ns;
+}
+
 static int p3d_starts_run(struct p3d_job *j, const struct p3d_cand *c,
                           uint64_t prev_start)
 {
@@ -191,14 +201,20 @@ static int p3d_starts_run(struct p3d_job *j, const struct p3d_cand *c,
     if (c->hdr.start_realtime_ns > prev_start + P3D_RUN_GAP_S * P3D_NS)
         return 1;
     old = p3d_find(j, c->hdr.rank);
-    return old && c->hdr.start_realtime_ns >
-        old->hdr.start_realtime_ns + P3D_DUP_GAP_S * P3D_NS;
+    return old && !(c->hdr.flags & P3D_F_FORKED) &&
+           !p3d_same_process(&old->hdr, &c->hdr);
 }
 
 static void p3d_add_rank(struct p3d_job *j, size_t *cap, struct p3d_cand *c)
 {
     struct p3d_rank *old = p3d_find(j, c->hdr.rank), *r;
 
+    if (old && (c->hdr.flags & P3D_F_FORKED)) {
+        p3d_note("skipping '%s': written by a forked child of rank %d",
+                 c->path, c->hdr.rank);
+        free(c->path);
+        return;
+    }
     if (old) {
         p3d_warning("rank %d has two trace files, '%s' and '%s'; using the "
                     "first", c->hdr.rank, old->path, c->path);
@@ -222,7 +238,8 @@ static void p3d_group(struct p3d_walk *w, struct p3d_jobset *set)
     size_t cap = 0, rcap = 0;
     uint64_t prev = 0;
 
-    qsort(w->c, w->n, sizeof(*w->c), p3d_cmp_cand);
+    if (w->n)
+        qsort(w->c, w->n, sizeof(*w->c), p3d_cmp_cand);
     for (size_t i = 0; i < w->n; i++) {
         if (p3d_starts_run(j, &w->c[i], prev)) {
             j = p3d_new_job(set, &cap, &w->c[i]);
@@ -265,7 +282,8 @@ int p3d_discover(char **paths, int n, struct p3d_jobset *set)
         }
     }
     p3d_group(&w, set);
-    qsort(set->jobs, (size_t)set->n, sizeof(*set->jobs), p3d_cmp_job);
+    if (set->n)
+        qsort(set->jobs, (size_t)set->n, sizeof(*set->jobs), p3d_cmp_job);
     free(w.c);
     return ret;
 }

@@ -21,7 +21,5 @@ int p3d_discover(char **paths, int n, struct p3d_jobset *set);
 
 /* Seconds between two files' starts that make them separate runs. */
 #define P3D_RUN_GAP_S 600
-/* A repeated rank this much later starts a new run, else a duplicate. */
-#define P3D_DUP_GAP_S 60
 
 #endif /* P3D_DISCOVER_H */

@@ -12,6 +12,7 @@
  * default order, then larger dp, then smaller cp, ep, pp: axes nothing
  * observed needs are not invented.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,10 @@ static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
             if (o == 1 && (pp == 1 || dp == 1))
                 continue; /* same groups as the default order */
             sc = p3d_score(s->job, &l, s->use);
+            if (getenv("P3D_DEBUG_LAYOUT"))
+                fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d %s: "
+                        "explained %d usage %d primary %d\n", tp, cp, dp,
+                        pp, ep, l.order, sc.explained, sc.usage, sc.primary);
             if (!s->best.valid ||
                 p3d_better(&l, sc, &s->best, s->best_s) > 0) {
                 s->best = l;

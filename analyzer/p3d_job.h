@@ -70,7 +70,8 @@ struct p3d_gcomm { /* a communicator joined across ranks */
     uint64_t hist[P3D_HIST_N];
     struct p3d_usage use;
     unsigned labels; /* P3D_LBL_* bits that match */
-    int label;       /* the one it is used as */
+    int label_first; /* the most specific of them ("label" in JSON) */
+    int label;       /* the one it is used as ("used_as" in JSON) */
     const char *role;
 };
 

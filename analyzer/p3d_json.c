@@ -1,6 +1,10 @@
 /*
  * p3d_json.c - the report as JSON, schema "p3d-analyze/1" (DESIGN.md).
- * Fields may be added, never renamed.  Added here: job.id,
+ * Fields may be added, never renamed.  "label" is the most specific label
+ * of the member set, "labels" all of them (most specific first),
+ * "used_as" the one usage shows the communicator serves as (e.g. label
+ * "PP", used_as "EMB" for the embedding group at PP = 2).  Added here:
+ * communicators[].used_as, job.id,
  * job.missing_ranks, layout.explained/total/contradicted,
  * communicators[].by_op, .per_rank, .role, .missing_members,
  * ranks[].file/records/ops/closed/truncated, matching.  Later issues fill
@@ -168,7 +172,8 @@ static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
         bytes += g->st[k].bytes;
     }
     fprintf(f, "    {\"id\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
-            "\"labels\": [", g->hash, p3d_label_name[g->label]);
+            "\"used_as\": \"%s\", \"labels\": [", g->hash,
+            p3d_label_name[g->label_first], p3d_label_name[g->label]);
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         if (g->labels & (1u << l))
             fprintf(f, "%s\"%s\"", n++ ? ", " : "", p3d_label_name[l]);
@@ -222,8 +227,9 @@ static void p3d_json_match(FILE *f, const struct p3d_job *job)
     }
     fprintf(f, "  \"matching\": {\"collectives\": %" PRIu64 ", \"p2p\": %"
             PRIu64 ", \"mismatch_count\": %" PRIu64 ", \"unmatched_p2p\": %"
-            PRIu64 ", \"mismatches\": [", m->n_coll, m->n_p2p, m->n_mismatch,
-            m->n_unmatched_p2p);
+            PRIu64 ", \"members_behind\": %" PRIu64 ", \"mismatches\": [",
+            m->n_coll, m->n_p2p, m->n_mismatch, m->n_unmatched_p2p,
+            m->n_short);
     for (int i = 0; i < m->n_kept; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
         fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"op\": \"%s\", "

@@ -21,14 +21,14 @@
 static const int p3d_pref[][4] = {
     [P3D_USE_NONE] = {-1},
     [P3D_USE_MIXED] = {-1},
-    [P3D_USE_P2P] = {P3D_LBL_PP, P3D_LBL_P2P, P3D_LBL_CP, -1},
+    [P3D_USE_P2P] = {P3D_LBL_PP, P3D_LBL_CP, P3D_LBL_P2P, -1},
     [P3D_USE_A2A] = {P3D_LBL_EP, P3D_LBL_CP, -1},
-    [P3D_USE_RSAG] = {P3D_LBL_DP, P3D_LBL_DP_CP, P3D_LBL_EXPERT_DP, -1},
+    [P3D_USE_RSAG] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP, -1},
     [P3D_USE_LAYER] = {P3D_LBL_CP, P3D_LBL_TP, -1},
     [P3D_USE_BCAST] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_AR] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_TINY] = {P3D_LBL_MP, P3D_LBL_WORLD, -1},
-    [P3D_USE_BIGAR] = {P3D_LBL_EMB, P3D_LBL_DP, P3D_LBL_DP_CP, -1},
+    [P3D_USE_BIGAR] = {P3D_LBL_EMB, P3D_LBL_DP_CP, P3D_LBL_DP, -1},
 };
 
 static int p3d_first(unsigned bits)
@@ -46,6 +46,8 @@ int p3d_label_pick(unsigned bits, enum p3d_use use, const struct p3d_gcomm *g,
 
     if (!bits)
         return P3D_LBL_OTHER;
+    if ((bits & B(P3D_LBL_WORLD)) && g->order == 0 && dup_label < 0)
+        return P3D_LBL_WORLD; /* the first communicator of every rank */
     if (use == P3D_USE_TINY && (bits & B(P3D_LBL_WORLD)) &&
         !(tiny_int && (bits & B(P3D_LBL_MP))))
         return P3D_LBL_WORLD;
@@ -214,9 +216,14 @@ void p3d_label_all(struct p3d_job *job)
             p3d_complete(&job->layout, g, use);
         g->labels = g->n_missing ? 0 :
             p3d_layout_match(&job->layout, g->members, g->n_members);
+        if (use != P3D_USE_P2P) /* a pair is a P2P comm only if used so */
+            g->labels &= ~B(P3D_LBL_P2P);
+        if (job->layout.ep == 1) /* expert groups only exist with EP */
+            g->labels &= ~(B(P3D_LBL_EP) | B(P3D_LBL_EXPERT_DP));
         g->label = p3d_label_pick(g->labels, use, g, dup);
         if (!g->labels)
             g->labels = B(P3D_LBL_OTHER);
+        g->label_first = p3d_first(g->labels);
         g->role = p3d_role(g, dup, use);
     }
 }

@@ -16,7 +16,7 @@
 #include "p3d_util.h"
 
 const char *const p3d_mm_field_name[] = {"op", "count", "datatype", "root",
-                                         "redop", "unmatched"};
+                                         "redop", "unmatched", "issued"};
 
 struct p3d_ref {
     uint64_t count;
@@ -47,7 +47,7 @@ struct p3d_mstate {
 
 static void p3d_mm_add(struct p3d_match_res *res, const struct p3d_mismatch *m)
 {
-    if (m->field != P3D_MM_UNMATCHED)
+    if (m->field < P3D_MM_UNMATCHED)
         res->n_mismatch++;
     if (res->n_kept < P3D_MM_KEEP)
         res->mm[res->n_kept++] = *m;
@@ -230,6 +230,51 @@ static void p3d_unmatched(struct p3d_mstate *s)
     }
 }
 
+static uint64_t p3d_n_coll(const struct p3d_rcomm *c)
+{
+    uint64_t n = 0;
+
+    for (int k = 0; k < P3D_OP_COUNT; k++)
+        if (!P3D_OP_IS_P2P(k))
+            n += c->st[k].calls;
+    return n;
+}
+
+/*
+ * Members that issued fewer collectives on a communicator than another
+ * member: a killed or hung rank, or a desynchronised schedule.
+ */
+static void p3d_short_members(struct p3d_job *job, struct p3d_match_res *res)
+{
+    uint64_t *max = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(*max));
+    int *who = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(*who));
+
+    for (int i = 0; i < job->n_ranks; i++)
+        for (int k = 0; k < job->ranks[i].n_comms; k++) {
+            const struct p3d_rcomm *c = &job->ranks[i].comms[k];
+            if (c->gcomm >= 0 && p3d_n_coll(c) > max[c->gcomm]) {
+                max[c->gcomm] = p3d_n_coll(c);
+                who[c->gcomm] = job->ranks[i].rank;
+            }
+        }
+    for (int i = 0; i < job->n_ranks; i++)
+        for (int k = 0; k < job->ranks[i].n_comms; k++) {
+            const struct p3d_rcomm *c = &job->ranks[i].comms[k];
+            struct p3d_mismatch m = {c->hash, 0, P3D_MM_ISSUED, 0, 0, 0, 0,
+                                     0, -1, -1};
+            if (c->gcomm < 0 || p3d_n_coll(c) >= max[c->gcomm])
+                continue;
+            m.rank_a = who[c->gcomm];
+            m.va = (int64_t)max[c->gcomm];
+            m.rank_b = job->ranks[i].rank;
+            m.vb = (int64_t)p3d_n_coll(c);
+            res->n_short++;
+            p3d_mm_add(res, &m);
+        }
+    free(max);
+    free(who);
+}
+
 void p3d_match_job(struct p3d_job *job)
 {
     struct p3d_mstate s;
@@ -241,6 +286,7 @@ void p3d_match_job(struct p3d_job *job)
     for (int i = 0; i < job->n_ranks; i++)
         p3d_match_rank(&s, &job->ranks[i]);
     p3d_unmatched(&s);
+    p3d_short_members(job, s.res);
     for (int i = 0; i < job->n_comms; i++)
         free(s.cref[i].v);
     free(s.cref);

@@ -11,7 +11,7 @@
 #include "p3d_job.h"
 
 enum p3d_mm_field { P3D_MM_OP, P3D_MM_COUNT, P3D_MM_DTYPE, P3D_MM_ROOT,
-                    P3D_MM_REDOP, P3D_MM_UNMATCHED };
+                    P3D_MM_REDOP, P3D_MM_UNMATCHED, P3D_MM_ISSUED };
 
 struct p3d_mismatch {
     uint64_t comm, seq;
@@ -28,6 +28,7 @@ struct p3d_match_res {
     uint64_t n_coll, n_p2p;       /* instances matched */
     uint64_t n_mismatch;          /* all found */
     uint64_t n_unmatched_p2p;     /* sends/recvs without a partner */
+    uint64_t n_short;             /* members that issued fewer collectives */
     struct p3d_mismatch mm[P3D_MM_KEEP];
     int n_kept;
 };

@@ -20,7 +20,8 @@
 #include "p3d_reader.h"
 #include "p3d_util.h"
 
-#define P3D_CORRUPT(rd, off, ...) p3d_corrupt((rd), (off), __LINE__, __VA_ARGS__)
+#define P3D_CORRUPT(rd, off, ...)                                             \
+    p3d_corrupt((rd), (off), __LINE__, __VA_ARGS__)
 
 static int p3d_corrupt(struct p3d_reader *rd, size_t off, int line,
                        const char *fmt, ...) P3D_PRINTF(4, 5);

@@ -257,13 +257,19 @@ static void p3d_report_match(FILE *f, const struct p3d_job *job)
         return;
     fprintf(f, "\ncross-rank matching: %" PRIu64 " collective instances, "
             "%" PRIu64 " send/recv pairs, %" PRIu64 " mismatches, %" PRIu64
-            " unmatched sends/recvs\n", m->n_coll, m->n_p2p, m->n_mismatch,
-            m->n_unmatched_p2p);
+            " unmatched sends/recvs, %" PRIu64 " members behind\n", m->n_coll,
+            m->n_p2p, m->n_mismatch, m->n_unmatched_p2p, m->n_short);
     for (int i = 0; i < m->n_kept; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
         int gi = p3d_map_get(&job->comm_idx, x->comm);
         const char *lab = gi >= 0 ? p3d_label_name[job->comms[gi].label]
                                   : "?";
+        if (x->field == P3D_MM_ISSUED) {
+            fprintf(f, "  incomplete: comm 0x%016" PRIx64 " (%s): rank %d "
+                    "issued %" PRId64 " collectives, rank %d issued %" PRId64
+                    "\n", x->comm, lab, x->rank_b, x->vb, x->rank_a, x->va);
+            continue;
+        }
         if (x->field == P3D_MM_UNMATCHED) {
             fprintf(f, "  unmatched: comm 0x%016" PRIx64 " (%s) %d -> %d: %"
                     PRId64 " sends never received, %" PRId64 " receives "
@@ -277,7 +283,7 @@ static void p3d_report_match(FILE *f, const struct p3d_job *job)
                 x->seq, p3d_mm_field_name[x->field], x->rank_a, x->va,
                 x->rank_b, x->vb);
     }
-    if (m->n_mismatch + (m->n_unmatched_p2p ? 1 : 0) > (uint64_t)m->n_kept)
+    if (m->n_kept == P3D_MM_KEEP)
         fprintf(f, "  ... (only the first %d shown)\n", m->n_kept);
 }
 

@@ -41,16 +41,17 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
         return P3D_USE_P2P;
     if (a2a * 2 >= total)
         return P3D_USE_A2A;
-    if (rsag * 2 >= total)
-        return frequent ? P3D_USE_LAYER : P3D_USE_RSAG;
+    if (rsag * 2 >= total) /* per layer (CP, TP+SP) or per step (DP) */
+        return rsag / (uint64_t)(g->n_members ? g->n_members : 1) * 4 >=
+               max_cpm ? P3D_USE_LAYER : P3D_USE_RSAG;
     if (g->use.tiny_ar == total)
         return P3D_USE_TINY;
     if (bc && frequent && (bc + ar) * 10 >= total * 9)
         return P3D_USE_BCAST;
     if (ar == total && frequent)
         return P3D_USE_AR;
-    if (ar == total && g->use.big_ar * 2 >= ar)
-        return P3D_USE_BIGAR;
+    if (ar == total && (g->use.big_ar * 2 >= ar || !frequent))
+        return P3D_USE_BIGAR; /* few, not tiny: EMB, or DP without dist-opt */
     return P3D_USE_MIXED;
 }
 

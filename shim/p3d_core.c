@@ -25,12 +25,13 @@ static uint64_t p3d_op_ids;
 static uint64_t p3d_polls;
 static const char *p3d_warn_keys[P3D_WARN_KEYS];
 
-static __thread int p3d_depth;
-static __thread uint32_t p3d_tid_cache;
+static P3D_TLS int p3d_depth;
+static P3D_TLS uint32_t p3d_tid_cache;
 
 static void p3d_core_fork_child(void)
 {
     p3d_tid_cache = 0;
+    p3d_writer_fork_parent(); /* release the lock the prepare took */
     p3d_writer_reset(1);
 }
 

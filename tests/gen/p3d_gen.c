@@ -12,7 +12,7 @@
  *   --no-cmdline | --cmd "ARGS"          Megatron flags in the cmdline record
  *   --p2p            micro-batches after the first send/recv on 2-rank comms
  *   --gpu            write gpu_op records
- *   --truth FILE     write "0xHASH LABEL m0,m1,..." per communicator
+ *   --truth FILE     write "0xHASH USED_AS m0,m1,..." per communicator
  *   bad input (R = rank): --truncate R --killed R --bad-magic R
  *   --future-major R --huge-len R --unknown-tag R --missing R
  *   --duplicate R --empty R --mismatch R
@@ -422,8 +422,7 @@ static void write_truth(struct rank_ctx *x, const struct comm *c)
     if (!x->truth || c->members[0] != x->r)
         return;
     fprintf(x->truth, "0x%016llx %s ", (unsigned long long)c->hash,
-            c->fam == F_DPCP && g.size[AX_CP] == 1 ? "DP"
-                                                    : fam_label[c->fam]);
+            fam_label[c->fam]);
     for (int i = 0; i < c->n; i++)
         fprintf(x->truth, "%s%d", i ? "," : "", c->members[i]);
     fputc('\n', x->truth);
@@ -677,7 +676,10 @@ static void parse(int argc, char **argv)
         if (!strcmp(o, "--p2p")) { g.p2p = 1; continue; }
         if (!strcmp(o, "--gpu")) { g.gpu = 1; continue; }
         if (o[0] != '-') { g.out = o; continue; }
-        if (!v) { fprintf(stderr, "p3d-gen: '%s' needs a value\n", o); exit(2); }
+        if (!v) {
+            fprintf(stderr, "p3d-gen: '%s' needs a value\n", o);
+            exit(2);
+        }
         i++;
         if (parse_int_opt(o, v)) continue;
         if (!strcmp(o, "--order")) g.order_pp_dp = !strcmp(v, "tp-cp-ep-pp-dp");

@@ -41,6 +41,14 @@ grep -q "found traces of 2 jobs" "$T/err" || fail "runs not separated"
 grep -q "tp=2 cp=1 ep=1 dp=4 pp=1" "$T/out" || fail "newest run not chosen"
 grep -q "rank 3 has two trace files" "$T/err" && fail "runs mixed up"
 
+# a rerun 10 s later (the shim names its files rank-N.<pid>.p3d)
+"$G" --tp 2 --pp 1 --dp 2 --job none --start 1800000000 "$T/rerun" || exit 1
+"$G" --tp 1 --pp 1 --dp 4 --job none --start 1800000010 --suffix .999 \
+    "$T/rerun" || exit 1
+"$A" "$T/rerun" > "$T/out" 2> "$T/err" || fail "rc=$? on a rerun"
+grep -q "found traces of 2 jobs" "$T/err" || fail "rerun not separated"
+grep -q "tp=1 cp=1 ep=1 dp=4 pp=1" "$T/out" || fail "rerun not chosen"
+
 # JSON for several jobs is an array
 "$A" -q --all --json "$T/all.json" "$T/same" > /dev/null || fail "json all"
 head -c 1 "$T/all.json" | grep -q '\[' || fail "--all JSON is not an array"

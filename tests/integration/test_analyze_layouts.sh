@@ -26,7 +26,7 @@ check() { # tp pp dp cp ep order extra...
     rc=$?
     name="tp=$tp pp=$pp dp=$dp cp=$cp ep=$ep $ord $*"
     [ $rc -eq 0 ] || { echo "FAIL $name: rc=$rc"; cat "$T/err"; fails=$((fails+1)); return; }
-    sed -n 's/.*{"id": "\(0x[0-9a-f]*\)", "label": "\([A-Z0-9-]*\)".*/\1 \2/p' \
+    sed -n 's/.*{"id": "\(0x[0-9a-f]*\)", "label": "[A-Z0-9-]*", "used_as": "\([A-Z0-9-]*\)".*/\1 \2/p' \
         "$T/out.json" | sort > "$T/got"
     awk '{print $1, $2}' "$T/truth" | sort > "$T/want"
     [ -s "$T/want" ] || { echo "FAIL $name: empty truth"; fails=$((fails+1)); return; }

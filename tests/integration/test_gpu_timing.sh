@@ -3,21 +3,27 @@
 # the fake CUPTI: 2 ranks of gpu_driver nccl.  Every NCCL kernel the fake
 # ran (its truth log) must appear as the GPU_OP of its op (grouped ops:
 # of every op of the group) within 5 us; 100 compute kernels must be
-# merged into few spans whose busy time equals the kernels' sum.
+# merged into few spans whose busy time equals the kernels' sum.  Run
+# twice: kernels linked by external correlation ids, and (NO_EXT) without
+# them, as NCCL's own launch thread does for non-blocking communicators,
+# where launch order per stream must link them.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 drv="$P3D_BUILD/tests/gpu_driver"
 [ -x "$drv" ] || { echo "no $drv"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/truth" \
-P3D_TRACE_DIR="$tmp" P3D_JOB_ID=t LD_LIBRARY_PATH="$P3D_BUILD/fakes" \
-LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" timeout 60 "$drv" nccl 2 \
-    2> "$tmp/err"
+for job in ext noext; do
+noext=; [ $job = noext ] && noext=1
+P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
+P3D_FAKE_CUPTI_NO_EXT=$noext P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
+LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
+    timeout 60 "$drv" nccl 2 2> "$tmp/err"
 if grep -q "p3dtrace: warning" "$tmp/err"; then
     cat "$tmp/err"; echo "unexpected warning"; exit 1
 fi
-python3 - "$tmp/truth" "$tmp/t" "$P3D_SRC/tests/tools" <<'PY'
+echo "-- $job"
+python3 - "$tmp/$job.truth" "$tmp/$job" "$P3D_SRC/tests/tools" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[3])
 import p3d_trace
@@ -83,3 +89,4 @@ for rank, t in sorted(traces.items()):
 if fail:
     sys.exit("FAIL: " + "; ".join(fail))
 PY
+done

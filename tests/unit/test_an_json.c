@@ -74,7 +74,8 @@ static void test_json_comm(void **state)
     g.size = g.n_members = 2;
     g.members = members;
     g.labels = 1u << P3D_LBL_DP | 1u << P3D_LBL_DP_CP;
-    g.label = P3D_LBL_DP;
+    g.label = P3D_LBL_DP_CP;
+    g.label_first = P3D_LBL_DP;
     g.st[P3D_OP_REDUCESCATTER].calls = 4;
     g.st[P3D_OP_REDUCESCATTER].bytes = 4096;
     job.comms = &g;
@@ -84,8 +85,9 @@ static void test_json_comm(void **state)
     fclose(f);
     assert_non_null(strstr(out, "\"schema\": \"p3d-analyze/1\""));
     assert_non_null(strstr(out, "\"id\": \"j\\\"1\""));
-    assert_non_null(strstr(out, "{\"id\": \"0x00000000000000ab\", \"label\": "
-                           "\"DP\", \"labels\": [\"DP\", \"DP-CP\"], \"size\": "
+    assert_non_null(strstr(out, "{\"id\": \"0x00000000000000ab\", "
+                           "\"label\": \"DP\", \"used_as\": \"DP-CP\", "
+                           "\"labels\": [\"DP\", \"DP-CP\"], \"size\": "
                            "2, \"members\": [1, 3], "));
     assert_non_null(strstr(out, "\"ops\": 4, \"bytes\": 4096"));
     assert_non_null(strstr(out, "\"by_op\": {\"ReduceScatter\": {\"calls\": "

@@ -85,7 +85,7 @@ static void test_dp_cp(void **state)
     (void)state;
     assert_int_equal(p3d_usage_class(&dp, 100), P3D_USE_RSAG);
     assert_int_equal(p3d_label_pick(bits, P3D_USE_RSAG, &dp, -1),
-                     P3D_LBL_DP);
+                     P3D_LBL_DP_CP); /* Megatron's dist-opt group */
     assert_int_equal(p3d_label_pick(B(P3D_LBL_DP_CP), P3D_USE_RSAG, &dp, -1),
                      P3D_LBL_DP_CP);
     assert_int_equal(p3d_usage_class(&cp, 100), P3D_USE_LAYER);
