@@ -212,6 +212,8 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
             fputs(i + 1 < set.n ? ",\n" : "]\n", js);
         p3d_job_free(&set.jobs[i]);
     }
+    for (int i = 0; i < first; i++)
+        p3d_job_free(&set.jobs[i]);
     if (js && js != stdout && fclose(js))
         p3d_error("cannot write '%s'", o->json);
     free(set.jobs);

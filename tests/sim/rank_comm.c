@@ -141,6 +141,8 @@ static ncclResult_t rank_call(struct rank_ctx *x, const struct rank_op *o,
         return ncclAllGather(s, r, o->count, o->dt, c, st);
     case SK_BROADCAST:
         return ncclBroadcast(s, r, o->count, o->dt, o->peer, c, st);
+    case SK_ALLTOALL:
+        return ncclAlltoAll(s, r, o->count, o->dt, c, st);
     case SK_SEND:
         return ncclSend(s, o->count, o->dt, o->peer, c, st);
     case SK_RECV:
