@@ -72,7 +72,9 @@
 #define P3D_JOB_ID_LEN 64
 #define P3D_HOST_LEN 64
 #define P3D_REC_ALIGN 8
-#define P3D_REC_MAX_LEN 65528u       /* largest len that is a multiple of 8 */
+#define P3D_REC_MAX_LEN 65528u       /* largest len that is a multiple of 8;
+                                      * a record must also fit in a chunk
+                                      * after its header: chunk_bytes - 16 */
 
 /* Header flags. */
 #define P3D_F_CLOSED 0x0001u         /* finalized by a clean process exit */
@@ -228,17 +230,21 @@ enum p3d_op {
  *   7  1  flags (P3D_OPF_*)
  *   8  8  op_id: unique in the file, increasing in call order
  *   16 8  comm_hash: NCCL commHash of the communicator
- *   24 8  seq: collectives: per-communicator count of collectives before
- *         this one (0-based, all collective kinds together);
+ *   24 8  seq: collectives: per-communicator count of collective calls
+ *         before this one (0-based, all collective kinds together, calls
+ *         that returned an error included);
  *         Send: per (comm, peer) count of earlier sends to peer;
  *         Recv: per (comm, peer) count of earlier receives from peer
  *   32 8  count as passed to NCCL (per rank for AllGather/ReduceScatter)
  *   40 8  bytes: count * sizeof(dtype)
  *   48 8  stream (cudaStream_t value)
  *   56 8  t_enter
- *   64 8  t_exit
+ *   64 8  t_exit; 0 = the call had not returned when the trace ended
+ *         (a shim may write the record before the real call and fill
+ *         t_exit and ret in place after it returns)
  *   72 4  peer: root of rooted collectives, peer of Send/Recv, else -1
- *   76 4  ret: ncclResult_t the real call returned
+ *   76 4  ret: ncclResult_t the real call returned (meaningless while
+ *         t_exit == 0)
  *   80 4  tid
  *   84 4  group_id: id of the outermost open group, 0 outside groups
  *   88 4  stack_id: call-site stack (P3D_REC_STACK), 0 if none

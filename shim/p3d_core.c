@@ -25,8 +25,8 @@ static uint64_t p3d_op_ids;
 static uint64_t p3d_polls;
 static const char *p3d_warn_keys[P3D_WARN_KEYS];
 
-static __thread int p3d_depth;
-static __thread uint32_t p3d_tid_cache;
+static P3D_TLS int p3d_depth;
+static P3D_TLS uint32_t p3d_tid_cache;
 
 static void p3d_core_fork_child(void)
 {

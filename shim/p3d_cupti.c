@@ -10,12 +10,18 @@
  *
  * Flow: cuptiSubscribe claims CUPTI (it fails if torch.profiler, Nsight or
  * another tool holds it: then the caller falls back to CUDA events);
- * CONCURRENT_KERNEL, MEMCPY, MEMSET and EXTERNAL_CORRELATION are enabled;
+ * CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION and DRIVER (the
+ * API records external correlation attaches to) are enabled;
  * buffers come from a fixed pool mapped once.  The hooks push the op's id
  * (or its group's key) as external correlation id around the NCCL call;
  * CUPTI then emits (correlationId -> external id) records, and each NCCL
  * kernel (name contains ncclDevKernel_ or ncclKernel_) becomes a GPU_OP
- * record for its op(s).  Other kernels and copies feed the span merger.
+ * record for its op(s).  Kernels NCCL launches from its own thread
+ * (non-blocking communicators) carry no id: they are linked by launch
+ * order per stream (p3d_cupti_order.c); NCCL kernels linked to nothing
+ * (e.g. replayed CUDA graphs) become P3D_SPAN_NCCL spans.  An op whose
+ * group launched several kernels (several communicators) gets one GPU_OP
+ * per kernel: readers take the earliest start and the latest end.  Other kernels and copies feed the span merger.
  * Buffers are processed on CUPTI's thread (or the flushing thread) under
  * one lock, never on the application's NCCL call path.  Times are put on
  * CLOCK_MONOTONIC with p3d_gpu_clock.c (device -1 in CLOCK_SYNC = the
@@ -52,6 +58,7 @@ struct cupti_api {
     CUptiResult (*Pop)(CUpti_ExternalCorrelationKind, uint64_t *);
     CUptiResult (*GetTimestamp)(uint64_t *);
     CUptiResult (*GetNumDropped)(CUcontext, uint32_t, size_t *);
+    CUptiResult (*GetStreamIdEx)(CUcontext, CUstream, uint8_t, uint32_t *);
 };
 
 struct cupti_corr {
@@ -71,6 +78,38 @@ static struct p3d_span_set cupti_spans;
 static struct p3d_clock_map cupti_clock;
 static uint64_t cupti_clock_at;
 
+/*
+ * libcupti.so.13 next to the process's libcudart (CUDA toolkit layout) or
+ * in the sibling wheel directory (pip: nvidia/cu13/lib, or
+ * nvidia/cuda_runtime/lib next to nvidia/cuda_cupti/lib).
+ */
+static void *cupti_open_near_cudart(void)
+{
+    static const char *rel[] = {"libcupti.so.13",
+                                "../../cuda_cupti/lib/libcupti.so.13",
+                                "../extras/CUPTI/lib64/libcupti.so.13"};
+    void *sym = p3d_resolve("cudaGetDevice", NULL);
+    char path[4096];
+    Dl_info info;
+    size_t i;
+    char *slash;
+    void *h;
+
+    if (!sym || !dladdr(sym, &info) || !info.dli_fname ||
+        strlen(info.dli_fname) >= sizeof(path) - 64)
+        return NULL;
+    strcpy(path, info.dli_fname);
+    slash = strrchr(path, '/');
+    if (!slash)
+        return NULL;
+    for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        strcpy(slash + 1, rel[i]);
+        if ((h = dlopen(path, RTLD_LAZY | RTLD_LOCAL)))
+            return h;
+    }
+    return NULL;
+}
+
 /* Find the process's libcupti, loading it only as a last resort. */
 static void *cupti_open(void)
 {
@@ -86,6 +125,8 @@ static void *cupti_open(void)
     sym = p3d_resolve("cuptiActivityEnable", NULL);
     if (sym && dladdr(sym, &info) && info.dli_fname &&
         (h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+        return h;
+    if ((h = cupti_open_near_cudart()))
         return h;
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if ((h = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL)))
@@ -113,6 +154,7 @@ static int cupti_resolve(void)
     P3D_CUPTI_SYM(Pop, "cuptiActivityPopExternalCorrelationId");
     P3D_CUPTI_SYM(GetTimestamp, "cuptiGetTimestamp");
     P3D_CUPTI_SYM(GetNumDropped, "cuptiActivityGetNumDroppedRecords");
+    P3D_CUPTI_SYM(GetStreamIdEx, "cuptiGetStreamIdEx");
     if (!cu.Subscribe || !cu.Enable || !cu.RegisterCallbacks ||
         !cu.GetNextRecord || !cu.FlushAll || !cu.Push || !cu.Pop ||
         !cu.GetTimestamp)
@@ -187,6 +229,7 @@ static void cupti_kernel(const CUpti_ActivityKernel10 *k)
     uint64_t s = p3d_clock_to_host(&cupti_clock, k->start);
     uint64_t e = p3d_clock_to_host(&cupti_clock, k->end);
     const struct cupti_corr *c;
+    uint64_t key;
 
     if (!cupti_is_nccl(k->name)) {
         p3d_span_add(&cupti_spans, (uint16_t)k->deviceId, k->streamId,
@@ -196,7 +239,12 @@ static void cupti_kernel(const CUpti_ActivityKernel10 *k)
     p3d_span_cut(&cupti_spans, (uint16_t)k->deviceId, k->streamId);
     c = &cupti_corr_map[k->correlationId % CUPTI_CORR_SLOTS];
     if (c->corr == k->correlationId && c->ext) {
+        p3d_cupti_order_linked(k->streamId, c->ext);
         cupti_nccl_op(c->ext, s, e);
+        return;
+    }
+    if (p3d_cupti_order_match(k->streamId, &key)) {
+        cupti_nccl_op(key, s, e);     /* launched from NCCL's own thread */
         return;
     }
     /* Not linked to an op (e.g. replayed from a CUDA graph). */
@@ -302,6 +350,16 @@ static int cupti_enable_all(void)
             cupti_busy(r);
             return -1;
         }
+    /*
+     * External correlation records accompany API activity records only,
+     * so the driver API kind must be on: NCCL launches with cuLaunchKernel*
+     * through driver entry points.  Its own records are ignored.  Without
+     * it, launch order per stream still links the kernels.
+     */
+    if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
+        p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
+                      "unavailable: NCCL kernels are linked to ops by "
+                      "launch order only");
     if (cu.Enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
         cu.Enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS)
         p3d_warn_once("cupti_memcpy", "CUPTI copy tracing unavailable: "
@@ -316,6 +374,7 @@ static void cupti_undo(void)
         cu.Disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
         cu.Disable(CUPTI_ACTIVITY_KIND_MEMCPY);
         cu.Disable(CUPTI_ACTIVITY_KIND_MEMSET);
+        cu.Disable(CUPTI_ACTIVITY_KIND_DRIVER);
     }
     if (cu.Unsubscribe && cupti_sub)
         cu.Unsubscribe(cupti_sub);
@@ -370,6 +429,29 @@ void p3d_cupti_pop(void)
     uint64_t last;
 
     cu.Pop(CUPTI_EXT_KIND, &last);
+}
+
+/* Per-thread cache of stream -> CUPTI id (a job has a few NCCL streams). */
+#define CUPTI_SID_CACHE 8
+
+uint32_t p3d_cupti_stream_id(void *stream)
+{
+    static __thread void *c_stream[CUPTI_SID_CACHE];
+    static __thread uint32_t c_id[CUPTI_SID_CACHE];
+    static __thread unsigned c_next;
+    uint32_t id = 0;
+    unsigned i;
+
+    for (i = 0; i < CUPTI_SID_CACHE; i++)
+        if (c_id[i] && c_stream[i] == stream)
+            return c_id[i];
+    if (!cu.GetStreamIdEx ||
+        cu.GetStreamIdEx(NULL, (CUstream)stream, 0, &id) != CUPTI_SUCCESS)
+        return 0;
+    i = c_next++ % CUPTI_SID_CACHE;
+    c_stream[i] = stream;
+    c_id[i] = id;
+    return id;
 }
 
 void p3d_cupti_tick(void)

@@ -127,6 +127,13 @@ void p3d_gpu_op_write(uint8_t source, uint64_t op_id, uint64_t start,
 int p3d_cupti_start(int required);
 void p3d_cupti_push(uint64_t key);
 void p3d_cupti_pop(void);
+/* CUPTI stream id of a cudaStream_t (cached per thread); 0 if unknown. */
+uint32_t p3d_cupti_stream_id(void *stream);
+
+/* Launch order per stream (p3d_cupti_order.c), see there. */
+void p3d_cupti_order_push(uint32_t stream, uint64_t key, uint32_t kernels);
+int p3d_cupti_order_match(uint32_t stream, uint64_t *key);
+void p3d_cupti_order_linked(uint32_t stream, uint64_t key);
 void p3d_cupti_tick(void);          /* background thread: flush, clock */
 void p3d_cupti_fini(void);
 

@@ -161,12 +161,21 @@ static int ev_ref_update(const struct p3d_cuda_api *c)
     uint64_t h0, h1;
 
     if (!ev_ref_stream) {
-        if (c->SetDevice)
+        int old = -1, bad;
+
+        /* May run on an app thread (drain): keep its current device. */
+        if (c->GetDevice && c->SetDevice && c->GetDevice(&old) == cudaSuccess)
             c->SetDevice(ev_device);
-        if (c->StreamCreateWithFlags(&ev_ref_stream,
-                                     cudaStreamNonBlocking) != cudaSuccess ||
-            c->EventCreateWithFlags(&ev_ref, cudaEventDefault) != cudaSuccess)
+        bad = c->StreamCreateWithFlags(&ev_ref_stream,
+                                       cudaStreamNonBlocking) != cudaSuccess ||
+              c->EventCreateWithFlags(&ev_ref, cudaEventDefault) !=
+                  cudaSuccess;
+        if (old >= 0 && old != ev_device)
+            c->SetDevice(old);
+        if (bad) {
+            ev_ref_stream = NULL;
             return -1;
+        }
     }
     h0 = p3d_now();
     if (c->EventRecord(ev_ref, ev_ref_stream) != cudaSuccess ||

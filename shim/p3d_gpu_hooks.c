@@ -32,6 +32,8 @@ static __thread struct {
     uint32_t n;
     uint32_t lost;
     uint64_t op_id[P3D_GPU_GROUP_OPS];
+    uint64_t comm[P3D_GPU_GROUP_OPS];
+    uint32_t stream[P3D_GPU_GROUP_OPS];   /* CUPTI stream ids */
 } gpu_tls_group;
 static __thread uint8_t gpu_tls_pushed;
 
@@ -50,6 +52,22 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s)
     return P3D_GPU_AUTO;
 }
 
+/*
+ * Registered once a backend runs, i.e. after the CUDA runtime initialised:
+ * atexit handlers run in reverse order, so this runs before the runtime's
+ * own teardown and may still query CUDA/CUPTI (unlike p3d_hook_fini).
+ */
+static void gpu_atexit(void)
+{
+    int mode = atomic_load(&gpu_mode);
+
+    p3d_gpu_thread_stop();
+    if (mode == P3D_GPU_CUPTI)
+        p3d_cupti_fini();
+    else if (mode == P3D_GPU_EVENTS)
+        p3d_events_drain(20000000ull);
+}
+
 static void gpu_init(void)
 {
     enum p3d_gpu_mode want = p3d_gpu_mode_parse(getenv(P3D_ENV_GPU_TIMING));
@@ -65,6 +83,8 @@ static void gpu_init(void)
         p3d_warn_once("gpu_none", "no GPU timing: neither CUPTI nor CUDA "
                       "events are available");
     atomic_store(&gpu_mode, mode);
+    if (mode != P3D_GPU_OFF)
+        atexit(gpu_atexit);
     p3d_gpu_thread_start();
 }
 
@@ -132,10 +152,16 @@ void p3d_hook_op_before(const struct p3d_op_ctx *op)
     int mode = gpu_mode_get();
 
     if (mode == P3D_GPU_CUPTI) {
+        uint32_t sid = p3d_cupti_stream_id(op->stream);
+
         if (!op->in_group) {
+            if (sid)
+                p3d_cupti_order_push(sid, op->op_id, 1);
             p3d_cupti_push(op->op_id);
             gpu_tls_pushed = 1;
         } else if (gpu_tls_group.n < P3D_GPU_GROUP_OPS) {
+            gpu_tls_group.comm[gpu_tls_group.n] = op->comm_hash;
+            gpu_tls_group.stream[gpu_tls_group.n] = sid;
             gpu_tls_group.op_id[gpu_tls_group.n++] = op->op_id;
         } else {
             gpu_tls_group.lost++;
@@ -159,6 +185,31 @@ void p3d_hook_op_after(const struct p3d_op_ctx *op, int ret)
     }
 }
 
+/* Queue the group's launch units: per stream, one kernel per comm. */
+static void gpu_group_order(uint64_t key)
+{
+    uint32_t n = gpu_tls_group.n, i, j, k;
+
+    for (i = 0; i < n; i++) {
+        uint32_t sid = gpu_tls_group.stream[i], comms = 0;
+
+        for (j = 0; j < i && gpu_tls_group.stream[j] != sid; j++)
+            ;
+        if (!sid || j < i)
+            continue;               /* unknown, or stream already queued */
+        for (j = i; j < n; j++) {
+            if (gpu_tls_group.stream[j] != sid)
+                continue;
+            for (k = i; k < j; k++)
+                if (gpu_tls_group.stream[k] == sid &&
+                    gpu_tls_group.comm[k] == gpu_tls_group.comm[j])
+                    break;
+            comms += k == j;
+        }
+        p3d_cupti_order_push(sid, key, comms);
+    }
+}
+
 void p3d_hook_group_end_before(uint32_t group_id)
 {
     uint64_t key;
@@ -170,6 +221,8 @@ void p3d_hook_group_end_before(uint32_t group_id)
         p3d_warn_once("gpu_group_ops", "a group had more than %d ops; the "
                       "rest get no GPU times", P3D_GPU_GROUP_OPS);
     key = gpu_group_publish();
+    if (key)
+        gpu_group_order(key);
     gpu_tls_group.n = 0;
     gpu_tls_group.lost = 0;
     if (key) {
@@ -208,14 +261,12 @@ void p3d_hook_comm_end(uint64_t comm_hash, int how)
         p3d_cupti_flush();
 }
 
+/* No CUDA here (the runtime may be gone): only what gpu_atexit missed. */
 void p3d_hook_fini(void)
 {
-    int mode = atomic_load(&gpu_mode);
-
     if (atomic_exchange(&gpu_done, 1))
         return;
     p3d_gpu_thread_stop();
-    if (mode == P3D_GPU_CUPTI)
-        p3d_cupti_fini();
+    p3d_cupti_fini();     /* no-op unless gpu_atexit did not run */
     p3d_mem_emit_final();
 }

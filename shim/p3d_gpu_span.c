@@ -92,14 +92,34 @@ void p3d_span_add(struct p3d_span_set *set, uint16_t device, uint64_t stream,
     s->n++;
 }
 
-void p3d_span_cut(struct p3d_span_set *set, uint16_t device, uint64_t stream)
+/* The open slot of (device, stream, kind), or NULL; claims nothing. */
+static struct p3d_span_open *span_find(struct p3d_span_set *set,
+                                       uint16_t device, uint64_t stream,
+                                       uint8_t kind)
 {
+    uint32_t h = span_hash(device, stream, kind);
     int i;
 
     for (i = 0; i < P3D_SPAN_STREAMS; i++) {
-        struct p3d_span_open *s = &set->slot[i];
+        struct p3d_span_open *s = &set->slot[(h + i) % P3D_SPAN_STREAMS];
 
-        if (s->used && s->n && s->device == device && s->stream == stream)
+        if (!s->used)
+            return NULL;       /* slots are never released: end of probe */
+        if (s->device == device && s->stream == stream && s->kind == kind)
+            return s;
+    }
+    return NULL;
+}
+
+void p3d_span_cut(struct p3d_span_set *set, uint16_t device, uint64_t stream)
+{
+    static const uint8_t kinds[] = {P3D_SPAN_COMPUTE, P3D_SPAN_COPY};
+    size_t k;
+
+    for (k = 0; k < sizeof(kinds); k++) {
+        struct p3d_span_open *s = span_find(set, device, stream, kinds[k]);
+
+        if (s && s->n)
             span_close(set, s);
     }
 }

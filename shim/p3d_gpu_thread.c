@@ -12,6 +12,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -107,6 +108,12 @@ static void thr_atfork(void)
     pthread_atfork(NULL, NULL, thr_atfork_child);
 }
 
+/* Stop before the CUDA runtime's own exit handlers (see gpu_atexit). */
+static void thr_atexit(void)
+{
+    p3d_gpu_thread_stop();
+}
+
 void p3d_gpu_thread_start(void)
 {
     sigset_t all, old;
@@ -117,6 +124,7 @@ void p3d_gpu_thread_start(void)
         !atomic_compare_exchange_strong(&thr_started, &expect, 1))
         return;
     pthread_once(&thr_atfork_once, thr_atfork);
+    atexit(thr_atexit);
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     atomic_store(&thr_running, 1);

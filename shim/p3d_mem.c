@@ -166,7 +166,9 @@ int p3d_mem_track(uint64_t key, uint64_t bytes, int cls, int dev)
             continue;
         atomic_store_explicit(&s->val, mem_pack(bytes, cls, dev),
                               memory_order_release);
-        atomic_fetch_or(&mem_dev_mask, 1u << dev);
+        if (!(atomic_load_explicit(&mem_dev_mask, memory_order_relaxed) &
+              (1u << dev)))
+            atomic_fetch_or(&mem_dev_mask, 1u << dev);
         mem_count(cls, dev, bytes, 1);
         return 0;
     }
@@ -228,7 +230,10 @@ uint64_t p3d_mem_untrack(uint64_t key, int *cls, int *dev)
 
 void p3d_mem_pool_note(int dev)
 {
-    atomic_fetch_or(&mem_pool_mask, 1u << mem_dev_index(dev));
+    uint32_t bit = 1u << mem_dev_index(dev);
+
+    if (!(atomic_load_explicit(&mem_pool_mask, memory_order_relaxed) & bit))
+        atomic_fetch_or(&mem_pool_mask, bit);
 }
 
 void p3d_mem_pool_sample(int dev, uint64_t reserved, uint64_t high)

@@ -27,9 +27,9 @@ struct p3d_opcall {
 };
 
 /* Per-thread group state, mirroring NCCL's own group depth. */
-static __thread uint32_t p3d_group_depth;
-static __thread uint32_t p3d_group_id;
-static __thread uint32_t p3d_group_ops;
+static P3D_TLS uint32_t p3d_group_depth;
+static P3D_TLS uint32_t p3d_group_id;
+static P3D_TLS uint32_t p3d_group_ops;
 static uint32_t p3d_group_ids;
 
 static const uint8_t p3d_dtype_size[] = {
@@ -143,12 +143,16 @@ static void p3d_op_args(struct p3d_opcall *oc, size_t count,
         oc->flags |= P3D_OPF_IN_PLACE;
 }
 
-/* `a` == `b` + rank * count elements (AllGather/ReduceScatter style). */
-static int p3d_at_rank(const void *a, const void *b, const struct p3d_opcall *oc,
-                       size_t count, ncclDataType_t dtype)
+/*
+ * `a` == `b` + rank * count elements (AllGather/ReduceScatter style);
+ * 0 when this rank's position in the comm is not known yet.
+ */
+static int p3d_at_rank(const void *a, const void *b,
+                       const struct p3d_opcall *oc, size_t count,
+                       ncclDataType_t dtype)
 {
     if (oc->comm_rank < 0)
-        return a == b && oc->comm_rank == 0;
+        return 0;
     return (const char *)a ==
            (const char *)b + p3d_nccl_bytes(count, dtype) * oc->comm_rank;
 }

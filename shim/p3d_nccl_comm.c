@@ -21,9 +21,9 @@
 #define P3D_CONFIG_MAGIC 0xcafebeef
 
 /* ncclCommInitAll makes its own unique id: caught from ncclGetUniqueId. */
-static __thread int p3d_in_init_all;
-static __thread int p3d_init_all_have_id;
-static __thread ncclUniqueId p3d_init_all_id;
+static P3D_TLS int p3d_in_init_all;
+static P3D_TLS int p3d_init_all_have_id;
+static P3D_TLS ncclUniqueId p3d_init_all_id;
 
 static int p3d_comm_created(ncclResult_t ret)
 {

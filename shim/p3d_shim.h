@@ -29,6 +29,13 @@
 #define P3D_LIKELY(x) __builtin_expect(!!(x), 1)
 #define P3D_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define P3D_PRINTF(f, a) __attribute__((format(printf, f, a)))
+/*
+ * Thread-local storage of the shim.  initial-exec: a plain %fs-relative
+ * access instead of a __tls_get_addr call per use (the shim is preloaded,
+ * so its TLS is in the static block; glibc keeps surplus static TLS for
+ * the rare dlopen of it).
+ */
+#define P3D_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /*
  * Initialise once (thread-safe, idempotent, cheap after the first call).

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +66,7 @@ static struct p3d_file_hdr *p3d_w_hdr;
 static uint64_t p3d_w_next;     /* next chunk index to claim */
 static uint64_t p3d_w_mapped;   /* chunks covered by mapped windows */
 static uint64_t p3d_w_max;      /* chunk cap */
+static int p3d_w_full;          /* the cap was reached: drop quickly */
 static char *p3d_w_win[P3D_MAX_WIN];
 static uint16_t p3d_w_done[P3D_MAX_WIN];
 static uint64_t p3d_w_records;
@@ -73,7 +75,7 @@ static uint64_t p3d_w_dropped;
 static char p3d_w_path[P3D_PATH_MAX + P3D_JOB_ID_LEN + 64];
 static char p3d_w_strbuf[P3D_CHUNK_ROOM - sizeof(struct p3d_rec_str)];
 
-static __thread struct p3d_wthr p3d_w_thr;
+static P3D_TLS struct p3d_wthr p3d_w_thr;
 
 static void p3d_writer_finish(uint64_t chunk);
 
@@ -229,13 +231,25 @@ static void p3d_writer_fill_hdr(struct p3d_file_hdr *h,
     h->nccl_version_compile = NCCL_VERSION_CODE;
 }
 
+/*
+ * Chunk cap: P3D_MAX_MB, and RLIMIT_FSIZE (growing past it would raise
+ * SIGXFSZ, which kills the process).  0 = record nothing.
+ */
 static uint64_t p3d_writer_cap(const struct p3d_cfg *cfg)
 {
     uint64_t max = (uint64_t)P3D_MAX_WIN * P3D_CPW;
+    struct rlimit rl;
 
     if (cfg->max_bytes != 0 && cfg->max_bytes / P3D_CHUNK_BYTES < max)
         max = cfg->max_bytes / P3D_CHUNK_BYTES;
-    return max ? max : 1;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        uint64_t room = rl.rlim_cur > P3D_DATA_OFFSET
+                            ? (rl.rlim_cur - P3D_DATA_OFFSET) / P3D_CHUNK_BYTES
+                            : 0;
+        if (room < max)
+            max = room;
+    }
+    return max;
 }
 
 /* Create and map the file header.  Called with the lock held. */
@@ -371,8 +385,11 @@ static int p3d_writer_grow(uint64_t w)
 {
     while (p3d_w_mapped / P3D_CPW <= w) {
         uint64_t nw = p3d_w_mapped / P3D_CPW;
+        uint64_t left = p3d_w_max - p3d_w_mapped;   /* chunks under cap */
         off_t off = (off_t)P3D_DATA_OFFSET + (off_t)nw * P3D_WIN_BYTES;
-        int err = posix_fallocate(p3d_w_fd, off, P3D_WIN_BYTES);
+        off_t len = left < P3D_CPW ? (off_t)left * P3D_CHUNK_BYTES
+                                   : (off_t)P3D_WIN_BYTES;
+        int err = posix_fallocate(p3d_w_fd, off, len);
         void *p;
 
         if (err != 0) {
@@ -437,6 +454,7 @@ static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
     char *base;
 
     if (c >= p3d_w_max) {
+        __atomic_store_n(&p3d_w_full, 1, __ATOMIC_RELAXED);
         p3d_warn_once("cap", "trace file '%s' reached its size cap; "
                              "later records are dropped", p3d_w_path);
         return -1;
@@ -467,7 +485,8 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
 {
     uint32_t gen;
 
-    if (t->in_open || !p3d_core_enabled())
+    if (t->in_open || !p3d_core_enabled() ||
+        __atomic_load_n(&p3d_w_full, __ATOMIC_RELAXED))
         return -1;
     if (p3d_writer_state() == P3D_W_UNOPENED && p3d_writer_open_once(t)) {
         p3d_writer_cmdline();
@@ -565,6 +584,8 @@ void p3d_writer_close(void)
     used = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
     if (used > p3d_w_mapped)
         used = p3d_w_mapped;
+    if (used > p3d_w_max)
+        used = p3d_w_max;
     p3d_w_hdr->end_mono_ns = p3d_now();
     p3d_w_hdr->n_records = __atomic_load_n(&p3d_w_records, __ATOMIC_RELAXED);
     p3d_w_hdr->dropped_records = p3d_writer_dropped();
@@ -595,6 +616,7 @@ void p3d_writer_reset(int forked)
     p3d_w_hdr = NULL;
     p3d_w_fd = -1;
     p3d_w_next = p3d_w_mapped = 0;
+    p3d_w_full = 0;
     p3d_w_records = p3d_w_ops = p3d_w_dropped = 0;
     p3d_w_path[0] = '\0';
     p3d_w_forked = forked;

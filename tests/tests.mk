@@ -19,10 +19,12 @@ SIM_RANK_SRC := $(sort $(wildcard tests/sim/rank_*.c)) tests/sim/sim_layout.c
 SIM_DRV_SRC := $(sort $(wildcard tests/sim/sim_*.c))
 SIM_HDR := $(wildcard tests/sim/*.h) tests/fakes/p3dfake.h
 
-$(FAKE_CUDART): tests/fakes/fake_cudart.c tests/fakes/p3dfake.h
+$(FAKE_CUDART): tests/fakes/fake_cudart.c tests/fakes/fake_stream.c \
+		tests/fakes/fake_stream.h tests/fakes/p3dfake.h
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -fPIC -shared \
-		-Wl,-soname,libcudart.so.13 -o $@ $< $(P3D_LDFLAGS) -ldl -pthread
+		-Wl,-soname,libcudart.so.13 -o $@ tests/fakes/fake_cudart.c \
+		tests/fakes/fake_stream.c $(P3D_LDFLAGS) -ldl -pthread
 
 $(FAKE_NCCL): tests/fakes/fake_nccl.c tests/fakes/p3dfake.h $(FAKE_CUDART)
 	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -fPIC -shared \

@@ -6,6 +6,7 @@
  * (the first kernel argument points to a duration in ns; the kernel sleeps
  * that long on the calling thread).  Work is synchronous, so an event's
  * time is the time it was recorded.  See p3dfake.h for the listener.
+ * With P3D_FAKE_ASYNC=1 streams are asynchronous instead (fake_stream.c).
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "fake_stream.h"
 #include "p3dfake.h"
 
 #define FAKE_API __attribute__((visibility("default")))
@@ -32,12 +34,7 @@ struct fake_stream {
     unsigned int flags;
     int priority;
     int device;
-};
-
-struct fake_event {
-    uint32_t magic;
-    unsigned int flags;
-    _Atomic uint64_t t_ns;   /* 0 = never recorded */
+    struct fake_queue *q;    /* async mode only */
 };
 
 struct alloc_hdr {
@@ -47,6 +44,8 @@ struct alloc_hdr {
 };
 
 static _Atomic(p3dfake_kernel_listener_fn) fake_listener;
+static _Atomic(p3dfake_kernel_listener_fn) fake_observer;
+static struct fake_queue *fake_default_q;
 static _Atomic uint64_t fake_used;
 static __thread int fake_device;
 static __thread cudaError_t fake_last_error;
@@ -64,14 +63,22 @@ FAKE_API void p3dfake_set_kernel_listener(p3dfake_kernel_listener_fn fn)
     atomic_store(&fake_listener, fn);
 }
 
+FAKE_API void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn)
+{
+    atomic_store(&fake_observer, fn);
+}
+
 FAKE_API void p3dfake_report_kernel(const char *name, void *stream,
                                     uint64_t start_ns, uint64_t end_ns,
                                     int is_nccl)
 {
     p3dfake_kernel_listener_fn fn = atomic_load(&fake_listener);
+    p3dfake_kernel_listener_fn ob = atomic_load(&fake_observer);
 
     if (fn)
         fn(name, stream, start_ns, end_ns, is_nccl);
+    if (ob)
+        ob(name, stream, start_ns, end_ns, is_nccl);
 }
 
 FAKE_API uint64_t p3dfake_device_used(void)
@@ -94,14 +101,6 @@ static int fake_ndev(void)
     return n > 0 ? n : 8;
 }
 
-static void fake_sleep_ns(uint64_t ns)
-{
-    struct timespec ts = { (time_t)(ns / 1000000000ull),
-                           (long)(ns % 1000000000ull) };
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* ---- devices ---- */
 
@@ -131,6 +130,8 @@ FAKE_API cudaError_t cudaSetDevice(int device)
 
 FAKE_API cudaError_t cudaDeviceSynchronize(void)
 {
+    if (fake_async())
+        fake_queue_sync_all();
     return cudaSuccess;
 }
 
@@ -156,6 +157,32 @@ static int fake_stream_ok(cudaStream_t s)
     if (v <= 2)   /* 0, cudaStreamLegacy, cudaStreamPerThread */
         return 1;
     return ((struct fake_stream *)s)->magic == STREAM_MAGIC;
+}
+
+/* The stream's work queue in async mode, else NULL (synchronous). */
+static struct fake_queue *fake_q(cudaStream_t s)
+{
+    if (!fake_async())
+        return NULL;
+    if ((uintptr_t)s <= 2)
+        return fake_queue_get(&fake_default_q, NULL);
+    return fake_queue_get(&((struct fake_stream *)s)->q, s);
+}
+
+FAKE_API int p3dfake_async(void)
+{
+    return fake_async();
+}
+
+FAKE_API int p3dfake_stream_enqueue(void *stream, void (*fn)(void *),
+                                    void *arg)
+{
+    struct fake_queue *q = fake_stream_ok(stream) ? fake_q(stream) : NULL;
+
+    if (!q)
+        return -1;
+    fake_queue_fn(q, fn, arg);
+    return 0;
 }
 
 FAKE_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s,
@@ -192,6 +219,8 @@ FAKE_API cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
     if ((uintptr_t)s <= 2 || !fake_stream_ok(s))
         return fake_ret(cudaErrorInvalidResourceHandle);
+    if (((struct fake_stream *)s)->q)
+        fake_queue_destroy(((struct fake_stream *)s)->q);
     ((struct fake_stream *)s)->magic = 0;
     free(s);
     return cudaSuccess;
@@ -199,13 +228,23 @@ FAKE_API cudaError_t cudaStreamDestroy(cudaStream_t s)
 
 FAKE_API cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-    return fake_stream_ok(s) ? cudaSuccess
-                             : fake_ret(cudaErrorInvalidResourceHandle);
+    struct fake_queue *q;
+
+    if (!fake_stream_ok(s))
+        return fake_ret(cudaErrorInvalidResourceHandle);
+    if ((q = fake_q(s)))
+        fake_queue_sync(q);
+    return cudaSuccess;
 }
 
 FAKE_API cudaError_t cudaStreamQuery(cudaStream_t s)
 {
-    return cudaStreamSynchronize(s);
+    struct fake_queue *q;
+
+    if (!fake_stream_ok(s))
+        return fake_ret(cudaErrorInvalidResourceHandle);
+    q = fake_q(s);
+    return q && !fake_queue_idle(q) ? cudaErrorNotReady : cudaSuccess;
 }
 
 FAKE_API cudaError_t cudaStreamIsCapturing(cudaStream_t s,
@@ -235,12 +274,21 @@ FAKE_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least,
     return cudaSuccess;
 }
 
+static struct fake_event *fake_event_get(cudaEvent_t e);
+
 FAKE_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
                                          unsigned int flags)
 {
-    (void)e;
+    struct fake_event *fe = fake_event_get(e);
+    struct fake_queue *q;
+
     (void)flags;
-    return cudaStreamSynchronize(s);
+    if (!fe || !fake_stream_ok(s))
+        return fake_ret(cudaErrorInvalidResourceHandle);
+    if ((q = fake_q(s)) &&
+        atomic_load(&fe->completed) < atomic_load(&fe->recorded))
+        fake_queue_wait(q, fe);
+    return cudaSuccess;
 }
 
 /* ---- events ---- */
@@ -289,10 +337,18 @@ FAKE_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s,
 {
     struct fake_event *fe = fake_event_get(e);
 
+    struct fake_queue *q;
+
     (void)flags;
     if (!fe || !fake_stream_ok(s))
         return fake_ret(cudaErrorInvalidResourceHandle);
+    q = fake_q(s);
+    if (q && !fake_queue_idle(q)) {
+        fake_queue_event(q, fe);   /* completes when the stream gets there */
+        return cudaSuccess;
+    }
     atomic_store(&fe->t_ns, p3dfake_now_ns());
+    atomic_store(&fe->completed, atomic_fetch_add(&fe->recorded, 1) + 1);
     return cudaSuccess;
 }
 
@@ -303,13 +359,22 @@ FAKE_API cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 
 FAKE_API cudaError_t cudaEventQuery(cudaEvent_t e)
 {
-    return fake_event_get(e) ? cudaSuccess
-                             : fake_ret(cudaErrorInvalidResourceHandle);
+    struct fake_event *fe = fake_event_get(e);
+
+    if (!fe)
+        return fake_ret(cudaErrorInvalidResourceHandle);
+    return atomic_load(&fe->completed) < atomic_load(&fe->recorded)
+               ? cudaErrorNotReady : cudaSuccess;
 }
 
 FAKE_API cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-    return cudaEventQuery(e);
+    struct fake_event *fe = fake_event_get(e);
+
+    if (!fe)
+        return fake_ret(cudaErrorInvalidResourceHandle);
+    fake_event_sync(fe);
+    return cudaSuccess;
 }
 
 FAKE_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
@@ -321,6 +386,9 @@ FAKE_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
 
     if (!ms || !a || !b)
         return fake_ret(cudaErrorInvalidResourceHandle);
+    if (cudaEventQuery(start) == cudaErrorNotReady ||
+        cudaEventQuery(end) == cudaErrorNotReady)
+        return cudaErrorNotReady;
     ta = atomic_load(&a->t_ns);
     tb = atomic_load(&b->t_ns);
     if (!ta || !tb)
@@ -387,7 +455,44 @@ FAKE_API cudaError_t cudaMalloc(void **p, size_t size)
 
 FAKE_API cudaError_t cudaFree(void *p)
 {
+    if (fake_async())   /* cudaFree synchronizes the device */
+        fake_queue_sync_all();
     return fake_free(p);
+}
+
+struct fake_copy {
+    void *dst;
+    const void *src;   /* NULL: memset with value */
+    int value;
+    size_t n;
+};
+
+static void fake_copy_run(void *arg)
+{
+    struct fake_copy *c = arg;
+
+    if (c->src)
+        memmove(c->dst, c->src, c->n);
+    else
+        memset(c->dst, c->value, c->n);
+    free(c);
+}
+
+/* Async mode: run a copy/memset on the stream; 0 if queued. */
+static int fake_copy_queue(cudaStream_t s, void *dst, const void *src,
+                           int value, size_t n)
+{
+    struct fake_queue *q = fake_q(s);
+    struct fake_copy *c;
+
+    if (!q || !(c = malloc(sizeof(*c))))
+        return -1;
+    c->dst = dst;
+    c->src = src;
+    c->value = value;
+    c->n = n;
+    fake_queue_fn(q, fake_copy_run, c);
+    return 0;
 }
 
 FAKE_API cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t s)
@@ -401,6 +506,8 @@ FAKE_API cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
 {
     if (!fake_stream_ok(s))
         return fake_ret(cudaErrorInvalidResourceHandle);
+    if (fake_async())
+        fake_queue_sync_all();   /* keep it simple: free now, in order */
     return fake_free(p);
 }
 
@@ -452,6 +559,8 @@ FAKE_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
     (void)kind;
     if (n && (!dst || !src))
         return fake_ret(cudaErrorInvalidValue);
+    if (fake_async())
+        fake_queue_sync_all();
     if (n)
         memmove(dst, src, n);
     return cudaSuccess;
@@ -462,6 +571,8 @@ FAKE_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
 {
     if (!fake_stream_ok(s))
         return fake_ret(cudaErrorInvalidResourceHandle);
+    if (n && dst && src && fake_copy_queue(s, dst, src, 0, n) == 0)
+        return cudaSuccess;
     return cudaMemcpy(dst, src, n, kind);
 }
 
@@ -469,6 +580,8 @@ FAKE_API cudaError_t cudaMemset(void *p, int value, size_t n)
 {
     if (n && !p)
         return fake_ret(cudaErrorInvalidValue);
+    if (fake_async())
+        fake_queue_sync_all();
     if (n)
         memset(p, value, n);
     return cudaSuccess;
@@ -479,6 +592,8 @@ FAKE_API cudaError_t cudaMemsetAsync(void *p, int value, size_t n,
 {
     if (!fake_stream_ok(s))
         return fake_ret(cudaErrorInvalidResourceHandle);
+    if (n && p && fake_copy_queue(s, p, NULL, value, n) == 0)
+        return cudaSuccess;
     return cudaMemset(p, value, n);
 }
 
@@ -500,6 +615,7 @@ FAKE_API cudaError_t cudaLaunchKernel(const void *func, dim3 grid,
 {
     char name[256];
     uint64_t t0, dur = 0;
+    struct fake_queue *q;
 
     (void)grid;
     (void)block;
@@ -508,6 +624,11 @@ FAKE_API cudaError_t cudaLaunchKernel(const void *func, dim3 grid,
         return fake_ret(cudaErrorInvalidValue);
     if (args && args[0])
         memcpy(&dur, args[0], sizeof(dur));
+    if ((q = fake_q(s))) {
+        fake_kernel_name(func, name, sizeof(name));
+        fake_queue_kernel(q, name, dur);
+        return cudaSuccess;
+    }
     t0 = p3dfake_now_ns();
     if (dur)
         fake_sleep_ns(dur);

@@ -7,8 +7,9 @@
  * Every kernel the fakes report becomes a CUpti_ActivityKernel10 record
  * (timestamps = host CLOCK_MONOTONIC + P3DFAKE_CUPTI_OFFSET, the same
  * offset cuptiGetTimestamp adds, so the shim must convert); if an external
- * correlation id is pushed on the reporting thread, an
- * CUpti_ActivityExternalCorrelation record precedes it.  Buffers come from
+ * correlation id is pushed on the reporting thread and the driver or
+ * runtime API kind is enabled (CUPTI attaches external correlation to API
+ * records), a CUpti_ActivityExternalCorrelation record precedes it.  Buffers come from
  * the client's request callback and are handed back when full or at
  * cuptiActivityFlushAll, on the flushing thread.
  *
@@ -16,6 +17,9 @@
  *   P3D_FAKE_CUPTI_BUSY=1   cuptiSubscribe fails with
  *                           CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
  *                           (another tool holds CUPTI)
+ *   P3D_FAKE_CUPTI_NO_EXT=1 no external correlation records, as for
+ *                           kernels NCCL launches from its own thread
+ *                           (non-blocking communicators)
  *   P3D_FAKE_CUPTI_LOG=F    append "kernel <pid> <is_nccl> <ext> <start>
  *                           <end> <name>" per kernel (host ns, the truth the
  *                           tests compare the trace with)
@@ -56,6 +60,13 @@ static int fk_log_fd = -2;
 
 static __thread uint64_t fk_stack[FAKE_STACK];
 static __thread int fk_depth;
+
+static int fk_env_on(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v && !strcmp(v, "1");
+}
 
 static uint64_t fk_now(void)
 {
@@ -171,8 +182,11 @@ static void fk_listener(const char *name, void *stream, uint64_t start,
     pthread_mutex_lock(&fk_lock);
     fk_log(is_nccl, ext, start, end, name);
     fk_corr++;
-    with_ext = ext &&
-               ((fk_enabled >> CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) & 1);
+    /* As in CUPTI: only next to API records (driver/runtime kinds). */
+    with_ext = ext && !fk_env_on("P3D_FAKE_CUPTI_NO_EXT") &&
+               ((fk_enabled >> CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) & 1) &&
+               ((fk_enabled >> CUPTI_ACTIVITY_KIND_DRIVER) & 1 ||
+                (fk_enabled >> CUPTI_ACTIVITY_KIND_RUNTIME) & 1);
     p = fk_room(ks + (with_ext ? xs : 0), &full, &fsize, &fvalid);
     if (p && with_ext) {
         CUpti_ActivityExternalCorrelation *x = (void *)p;
@@ -217,13 +231,11 @@ static void fk_listen(p3dfake_kernel_listener_fn fn)
 FAKE_API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub,
                                     CUpti_CallbackFunc cb, void *ud)
 {
-    const char *busy = getenv("P3D_FAKE_CUPTI_BUSY");
-
     (void)cb;
     (void)ud;
     if (!sub)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    if ((busy && !strcmp(busy, "1")) || fk_subscribed)
+    if (fk_env_on("P3D_FAKE_CUPTI_BUSY") || fk_subscribed)
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     fk_subscribed = 1;
     *sub = (CUpti_SubscriberHandle)&fk_subscribed;
@@ -346,5 +358,16 @@ FAKE_API CUptiResult cuptiGetTimestamp(uint64_t *t)
     if (!t)
         return CUPTI_ERROR_INVALID_PARAMETER;
     *t = fk_now() + P3DFAKE_CUPTI_OFFSET;
+    return CUPTI_SUCCESS;
+}
+
+FAKE_API CUptiResult cuptiGetStreamIdEx(CUcontext ctx, CUstream stream,
+                                        uint8_t per_thread, uint32_t *id)
+{
+    (void)ctx;
+    (void)per_thread;
+    if (!id)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *id = fk_stream_id(stream);
     return CUPTI_SUCCESS;
 }

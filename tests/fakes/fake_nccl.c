@@ -16,7 +16,8 @@
  * spins.  Ops between ncclGroupStart/End run at the outermost ncclGroupEnd
  * through one progress loop, so grouped send/recv pairs cannot deadlock.
  * Every op's execution interval is reported as a kernel through the fake
- * cudart's listener (see p3dfake.h).
+ * cudart's listener (see p3dfake.h).  With P3D_FAKE_ASYNC=1 a launch is
+ * queued on the stream and runs on its worker thread, as on a GPU.
  */
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -101,6 +102,7 @@ struct ncclComm {
     int shrink_count;
     _Atomic int aborted;
     _Atomic int async_err;
+    _Atomic int pending;        /* launches queued on a stream (async) */
 };
 
 struct fake_op {
@@ -815,7 +817,7 @@ static void fake_report(const struct fake_op *ops, size_t n, uint64_t t0)
     }
 }
 
-static ncclResult_t fake_launch(struct fake_op *ops, size_t n)
+static ncclResult_t fake_launch_now(struct fake_op *ops, size_t n)
 {
     uint64_t t0 = p3dfake_now_ns();
     ncclResult_t r = fake_run(ops, n);
@@ -825,6 +827,54 @@ static ncclResult_t fake_launch(struct fake_op *ops, size_t n)
         if (ops[i].ret != ncclSuccess)
             atomic_store(&ops[i].comm->async_err, ops[i].ret);
     return r;
+}
+
+struct fake_launch_rec {
+    size_t n;
+    struct fake_op ops[];
+};
+
+/* Async mode: the launch, run by the stream's worker thread. */
+static void fake_launch_async(void *arg)
+{
+    struct fake_launch_rec *l = arg;
+
+    fake_launch_now(l->ops, l->n);
+    for (size_t i = 0; i < l->n; i++)
+        atomic_fetch_sub(&l->ops[i].comm->pending, 1);
+    free(l);
+}
+
+/* Run now, or (P3D_FAKE_ASYNC=1) enqueue on the first op's stream. */
+static ncclResult_t fake_launch(struct fake_op *ops, size_t n)
+{
+    struct fake_launch_rec *l;
+
+    if (!p3dfake_async())
+        return fake_launch_now(ops, n);
+    l = malloc(sizeof(*l) + n * sizeof(*ops));
+    if (!l)
+        return fake_err(ncclSystemError, "out of memory");
+    l->n = n;
+    memcpy(l->ops, ops, n * sizeof(*ops));
+    for (size_t i = 0; i < n; i++)
+        atomic_fetch_add(&ops[i].comm->pending, 1);
+    if (p3dfake_stream_enqueue((void *)ops[0].stream, fake_launch_async, l)
+        == 0)
+        return ncclSuccess;
+    for (size_t i = 0; i < n; i++)
+        atomic_fetch_sub(&ops[i].comm->pending, 1);
+    free(l);
+    return fake_launch_now(ops, n);
+}
+
+/* Async mode: wait until the comm's queued launches ran (or it aborted). */
+static void fake_drain(ncclComm_t c)
+{
+    struct timespec ts = { 0, 1000000 };
+
+    while (atomic_load(&c->pending) > 0 && !atomic_load(&c->aborted))
+        nanosleep(&ts, NULL);
 }
 
 /* Queue inside a group, else run now. */
@@ -1188,6 +1238,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key,
 
     if (r != ncclSuccess || !newcomm)
         return r != ncclSuccess ? r : fake_err(ncclInvalidArgument, "NULL");
+    fake_drain(comm);
     all = calloc((size_t)comm->nranks * 2, sizeof(*all));
     if (!all)
         return fake_err(ncclSystemError, "out of memory");
@@ -1219,6 +1270,7 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int *excludeRanksList,
     (void)shrinkFlags;
     if (r != ncclSuccess || !newcomm || excludeRanksCount < 0)
         return r != ncclSuccess ? r : fake_err(ncclInvalidArgument, "args");
+    fake_drain(comm);
     n = comm->nranks - excludeRanksCount;
     for (int i = 0; i < excludeRanksCount; i++) {
         if (excludeRanksList[i] == comm->rank)
@@ -1234,8 +1286,10 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int *excludeRanksList,
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm)
 {
-    return fake_comm_ok(comm) ? ncclSuccess
-                              : fake_err(ncclInvalidArgument, "bad comm");
+    if (!fake_comm_ok(comm))
+        return fake_err(ncclInvalidArgument, "bad comm");
+    fake_drain(comm);
+    return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm)
@@ -1244,6 +1298,9 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm)
         return ncclSuccess;
     if (!fake_comm_ok(comm))
         return fake_err(ncclInvalidArgument, "bad comm");
+    fake_drain(comm);
+    if (atomic_load(&comm->pending) > 0)
+        return ncclSuccess;   /* aborted with work queued: leak it */
     comm->magic = 0;
     munmap(comm->base, comm->bytes);
     free(comm);

@@ -30,8 +30,21 @@
  * the stream's work up to that point is complete; work is synchronous, so
  * that is the time of the record call.
  *
+ * Asynchronous mode (P3D_FAKE_ASYNC=1, off by default).  Streams behave
+ * like GPU streams: cudaLaunchKernel, NCCL ops (at the outermost
+ * ncclGroupEnd, on the first op's stream), cudaEventRecord,
+ * cudaStreamWaitEvent and the *Async copies only enqueue; one worker thread
+ * per stream runs them in order, so a rank whose peer never arrives has a
+ * blocked stream, not a blocked host thread: the NCCL call returns and its
+ * completion never comes (cudaEventQuery stays cudaErrorNotReady).
+ * cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize,
+ * cudaMemcpy, cudaMemset and cudaFree wait.  Listeners are then called on
+ * the stream's worker thread, so thread-local state of the launching thread
+ * (e.g. a pushed external correlation id) is not visible to them.
+ *
  * Environment read by the doubles:
  *   P3D_FAKE_NDEV      number of fake devices (default 8)
+ *   P3D_FAKE_ASYNC     "1": asynchronous streams (above)
  *   P3D_FAKE_SHM_DIR   directory of the fake NCCL rendezvous files
  *                      (default /dev/shm); files are unlinked once every
  *                      member has joined
@@ -47,6 +60,22 @@ typedef void (*p3dfake_kernel_listener_fn)(const char *name, void *stream,
 
 /* Exported by libcudart.so.13 (fake).  NULL unregisters. */
 void p3dfake_set_kernel_listener(p3dfake_kernel_listener_fn fn);
+
+/*
+ * Exported by libcudart.so.13 (fake): a second, independent listener slot
+ * for the simulator's ground truth, so it does not displace fake CUPTI.
+ */
+void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn);
+
+/* Exported by libcudart.so.13 (fake): 1 in asynchronous mode. */
+int p3dfake_async(void);
+
+/*
+ * Exported by libcudart.so.13 (fake): run fn(arg) on the stream's worker
+ * after the work already queued there; 0 if queued, -1 in synchronous mode
+ * (the caller runs the work itself).
+ */
+int p3dfake_stream_enqueue(void *stream, void (*fn)(void *), void *arg);
 
 /* Exported by libcudart.so.13 (fake): report one kernel interval. */
 void p3dfake_report_kernel(const char *name, void *stream,

@@ -20,7 +20,7 @@ export P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
 if [ ! -f "$P3D_LIB" ]; then
     (cd "$root" && make build/libp3dtrace.so) || { echo "FAIL build"; exit 1; }
 fi
-"$py" -c 'import torch, sys; assert torch.cuda.is_available(); print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())), torch.cuda.get_device_name(0))' \
+"$py" -c 'import torch, sys; assert torch.cuda.is_available(); print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))' \
     || { echo "FAIL torch with CUDA not importable by $py"; exit 1; }
 mkdir -p "$out"
 parts=${*:-mem timing overhead}

@@ -66,19 +66,23 @@ def files(d):
     return p3d_trace.trace_files(d)
 
 
-def check_all(d, id_dir, polls):
+def check_all(d, id_dir, polls, revoked, stream):
     """Every wrapped call once, with the right fields, on both ranks."""
     tr = p3d_trace.read_dir(d)
     want(sorted(tr) == [0, 1], f"ranks {sorted(tr)} != [0, 1]")
+    stream = stream.split(",")
     world = root_hash(open(os.path.join(id_dir, "world.id"), "rb").read())
     cfgh = root_hash(open(os.path.join(id_dir, "cfg.id"), "rb").read())
     scal = root_hash(open(os.path.join(id_dir, "scal.id"), "rb").read())
     for rank, t in tr.items():
-        check_rank_all(rank, t, world, cfgh, scal, int(polls))
+        want(all(o["stream"] == int(stream[rank]) for o in t.ops()),
+             f"rank {rank}: stream != {stream[rank]}")
+        check_rank_all(rank, t, world, cfgh, scal, int(polls),
+                       int(revoked))
     return "all: 2 ranks ok"
 
 
-def check_rank_all(rank, t, world, cfgh, scal, polls):
+def check_rank_all(rank, t, world, cfgh, scal, polls, revoked):
     h = t.header
     want(h["flags"] & p3d_trace.F_CLOSED, f"rank {rank}: not closed")
     want(h["world_size"] == 2 and h["dropped_records"] == 0, "header")
@@ -91,6 +95,13 @@ def check_rank_all(rank, t, world, cfgh, scal, polls):
          ("ncclCommDestroy", world) in ends and
          ("ncclCommRevoke", cfgh) in ends, f"rank {rank}: ends {ends}")
     want(sum(1 for e in ends if e[0] == "ncclCommAbort") == 1, "abort")
+    d = [e for e in t.of_type("comm_end")
+         if e["comm_hash"] == cfgh and e["how_name"] == "ncclCommDestroy"]
+    want(len(d) == 1 and d[0]["last_async_error"] == revoked,
+         f"rank {rank}: destroy after revoke {d}: want last_async_error "
+         f"{revoked}")
+    failed = [o for o in t.ops() if o["comm_hash"] == cfgh and o["ret"]]
+    want(len(failed) == 1, f"rank {rank}: the op on the revoked comm")
     s = t.of_type("summary")
     want(len(s) == 1, "one summary")
     want(s[0]["async_error_polls"] == 3 + polls,
@@ -153,7 +164,7 @@ def check_ops(rank, t, world):
     for i, (o, e) in enumerate(zip(coll, EXPECT_OPS)):
         got = (o["op_name"], o["count"], o["peer"], o["redop"], o["flags"])
         want(got == e, f"rank {rank}: op {i}: {got} != {e}")
-        want(o["seq"] == i and o["stream"] == 16 and o["dtype"] in (7, 99)
+        want(o["seq"] == i and o["stream"] != 0 and o["dtype"] in (7, 99)
              and o["comm_rank"] == rank and o["t_exit"] >= o["t_enter"],
              f"rank {rank}: op {i} fields {o}")
         want(o["ret"] == (4 if i == 9 else 0), f"ret of op {i}")
@@ -165,7 +176,8 @@ def check_ops(rank, t, world):
     want(p2p == [("Send", 0, peer, 4), ("Recv", 0, peer, 4),
                  ("Send", 1, peer, 2), ("Recv", 1, peer, 2)],
          f"rank {rank}: p2p {p2p}")
-    want(len(ops) == len(w) + 3, f"rank {rank}: {len(ops)} ops in all")
+    # + split child, shrink child, 2 on the config comm (one failed)
+    want(len(ops) == len(w) + 4, f"rank {rank}: {len(ops)} ops in all")
     ids = [o["op_id"] for o in ops]
     want(ids == sorted(set(ids)), "op ids unique")
 

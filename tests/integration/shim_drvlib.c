@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
@@ -50,7 +52,7 @@
     } while (0)
 
 static int drv_rank, drv_world;
-static cudaStream_t drv_stream = (cudaStream_t)0x10;
+static cudaStream_t drv_stream; /* a real (fake-cudart) stream */
 
 static int drv_env_int(const char *name, int dflt)
 {
@@ -173,6 +175,7 @@ static void drv_other_inits(ncclComm_t w)
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     ncclUniqueId id = drv_id("cfg"), sid = drv_id("scal");
     ncclComm_t c, s, all[1];
+    ncclResult_t st;
     float x = 1, y = 0;
     int polls;
 
@@ -185,13 +188,19 @@ static void drv_other_inits(ncclComm_t w)
     /* barrier on the world: the peer is done with c before the revoke */
     OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, w, drv_stream));
     OK(ncclCommRevoke(c, NCCL_REVOKE_DEFAULT));
+    /* an op on the revoked comm fails; the watchdog-style poll sees it */
+    CHECK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, c, drv_stream) !=
+          ncclSuccess);
+    OK(ncclCommGetAsyncError(c, &st));
+    CHECK(st != ncclSuccess && st != ncclInProgress);
     OK(ncclCommDestroy(c));
     OK(ncclCommInitRankScalable(&s, drv_world, drv_rank, 1, &sid, NULL));
     OK(ncclCommFinalize(s));
     OK(ncclCommDestroy(s));
     OK(ncclCommInitAll(all, 1, NULL));
     OK(ncclCommDestroy(all[0]));
-    printf("cfg_polls %d\n", polls);
+    printf("cfg_polls %d\n", polls + 1);
+    printf("revoked_err %d\n", (int)st);
 }
 
 static int drv_all(void)
@@ -353,6 +362,10 @@ __attribute__((visibility("default"))) int shim_drv_main(int argc,
 {
     drv_rank = drv_env_int("RANK", 0);
     drv_world = drv_env_int("WORLD_SIZE", 1);
+    if (drv_stream == NULL && strcmp(argv[0], "noop") != 0)
+        CHECK(cudaStreamCreate(&drv_stream) == cudaSuccess);
+    if (strcmp(argv[0], "all") == 0)
+        printf("stream %lu\n", (unsigned long)(uintptr_t)drv_stream);
     if (argc < 1)
         return 2;
     if (strcmp(argv[0], "all") == 0)

@@ -21,6 +21,8 @@ export P3D_TRACE_DIR=$T/traces P3D_FAKE_SHM_DIR=$T SHIM_ID_DIR=$T/ids
 unset RANK WORLD_SIZE LOCAL_RANK P3D_RANK P3D_DISABLE SLURM_JOB_ID \
     TORCHELASTIC_RUN_ID MASTER_ADDR MASTER_PORT 2>/dev/null
 export P3D_JOB_ID=job
+# these tests are about NCCL recording: GPU timing (and its warnings) off
+export P3D_GPU_TIMING=off
 # under make asan the shim needs the ASan runtime, which cannot come first
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$S/tests/integration/shim_lsan.supp

@@ -10,4 +10,6 @@ wait $p0 || fail "rank 0: $(cat "$T/err0")"
 grep -q p3dtrace "$T/err0" "$T/err1" && fail "unexpected warning"
 polls=$(sed -n 's/^cfg_polls //p' "$T/out0")
 [ "$polls" = "$(sed -n 's/^cfg_polls //p' "$T/out1")" ] || fail "polls"
-$CHECK all "$T/traces/job" "$T/ids" "$polls"
+rev=$(sed -n 's/^revoked_err //p' "$T/out0")
+st="$(sed -n 's/^stream //p' "$T/out0"),$(sed -n 's/^stream //p' "$T/out1")"
+$CHECK all "$T/traces/job" "$T/ids" "$polls" "$rev" "$st"

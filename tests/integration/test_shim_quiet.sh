@@ -22,4 +22,10 @@ grep -q '^missing_ok 1' "$T/out" || fail "wrong error codes"
     "$T/err")" = 1 ] || fail "want one warning for ncclAllReduce"
 [ "$(grep -c '^p3dtrace: warning: ' "$T/err")" = 3 ] ||
     fail "want 3 warnings (one per symbol): $(cat "$T/err")"
+# a file size limit (ulimit -f, 512 or 1024-byte blocks) caps the trace
+# instead of raising SIGXFSZ
+(ulimit -f 4096; SHIM_LOOP_QUIET=1 run_rank 0 1 loop 50000 > /dev/null \
+    2> "$T/err") || fail "job harmed by ulimit -f: $(cat "$T/err")"
+grep -q '^p3dtrace: warning: .*size cap' "$T/err" || fail "no cap warning"
+$CHECK count "$T/traces/job" 10000 44000 || exit 1  # 2 or 4 MiB
 echo "quiet: ok"

@@ -62,18 +62,35 @@ static void rank_tp_out(struct rank_ctx *x)
                  ncclSum, -1);
 }
 
-/* One layer's compute, split by the CP ring steps. */
+/* MoE (--ep > 1): token dispatch or combine, an all-to-all on EP. */
+static void rank_moe_a2a(struct rank_ctx *x)
+{
+    size_t per = x->cfg->tp_bytes / 2 / (size_t)x->cfg->ep;
+
+    rank_one(x, SG_EP, SK_ALLTOALL, per, ncclBfloat16, ncclSum, -1);
+}
+
+/*
+ * One layer: attention (compute split by the CP ring steps), TP out, then
+ * with MoE dispatch all-to-all, expert compute, combine all-to-all.
+ */
 static void rank_layer(struct rank_ctx *x, int kind, int mb, double ms)
 {
-    int cp = x->cfg->size[SA_CP];
+    int cp = x->cfg->size[SA_CP], moe = x->cfg->ep > 1;
+    double attn = moe ? ms / 2 : ms;
 
     rank_tp_in(x);
     for (int s = 0; s < cp; s++) {
         if (s > 0)
             rank_cp_step(x);
-        rank_compute(x, kind, mb, ms / cp);
+        rank_compute(x, kind, mb, attn / cp);
     }
     rank_tp_out(x);
+    if (!moe)
+        return;
+    rank_moe_a2a(x);
+    rank_compute(x, kind, mb, ms / 2);
+    rank_moe_a2a(x);
 }
 
 static void rank_batch_bcast(struct rank_ctx *x, int chunk)
@@ -115,33 +132,47 @@ static void rank_backward(struct rank_ctx *x, int mb)
 
 /*
  * A batched P2P exchange on the PP group, ops in Megatron's order
- * send_prev, recv_prev, send_next, recv_next; empty batches issue nothing.
+ * send_prev, recv_prev, send_next, recv_next; peers wrap around the ring
+ * (the last stage's next is the first stage); empty batches issue nothing.
  */
-static void rank_p2p(struct rank_ctx *x, int send_prev, int recv_prev,
-                     int send_next, int recv_next)
+static void rank_p2p_raw(struct rank_ctx *x, int send_prev, int recv_prev,
+                         int send_next, int recv_next)
 {
     struct rank_op ops[4];
     size_t cnt = x->cfg->pp_bytes / 2;
-    int n = 0, first = x->stage == 0, last = x->stage == x->pp - 1;
+    int n = 0, prev = (x->stage + x->pp - 1) % x->pp;
+    int next = (x->stage + 1) % x->pp;
     uint64_t t0;
 
-    if (send_prev && !first)
+    if (send_prev)
         ops[n++] = (struct rank_op){ SG_PP, SK_SEND, cnt, ncclBfloat16,
-                                     ncclSum, x->stage - 1 };
-    if (recv_prev && !first)
+                                     ncclSum, prev };
+    if (recv_prev)
         ops[n++] = (struct rank_op){ SG_PP, SK_RECV, cnt, ncclBfloat16,
-                                     ncclSum, x->stage - 1 };
-    if (send_next && !last)
+                                     ncclSum, prev };
+    if (send_next)
         ops[n++] = (struct rank_op){ SG_PP, SK_SEND, cnt, ncclBfloat16,
-                                     ncclSum, x->stage + 1 };
-    if (recv_next && !last)
+                                     ncclSum, next };
+    if (recv_next)
         ops[n++] = (struct rank_op){ SG_PP, SK_RECV, cnt, ncclBfloat16,
-                                     ncclSum, x->stage + 1 };
+                                     ncclSum, next };
     if (n == 0)
         return;
     t0 = rank_now();
     rank_submit(x, ops, n, 1);
-    x->t->steps[x->iter].pp_wait_ns += rank_now() - t0;
+    rank_sync(x);   /* batch_p2p_sync: torch.cuda.synchronize() */
+    if (!x->cfg->async)
+        x->t->steps[x->iter].pp_wait_ns += rank_now() - t0;
+}
+
+/* Non-interleaved: the first stage has no prev, the last no next. */
+static void rank_p2p(struct rank_ctx *x, int send_prev, int recv_prev,
+                     int send_next, int recv_next)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+
+    rank_p2p_raw(x, send_prev && !first, recv_prev && !first,
+                 send_next && !last, recv_next && !last);
 }
 
 /* forward_backward_pipelining_without_interleaving. */
@@ -202,6 +233,10 @@ static void rank_finalize_grads(struct rank_ctx *x)
             : (struct rank_op){ SG_DP_CP, SK_ALLREDUCE, bucket, ncclFloat32,
                                 ncclSum, -1 };
     rank_submit(x, ops, nb, 1);
+    if (c->ep > 1)                            /* expert grads on EP-DP */
+        rank_one(x, SG_EPDP, c->dist_opt ? SK_REDUCESCATTER : SK_ALLREDUCE,
+                 c->dist_opt ? bucket / (size_t)(dpcp / c->ep) : bucket,
+                 ncclFloat32, ncclSum, -1);
     if (x->pp > 1 && (x->stage == 0 || x->stage == x->pp - 1))
         rank_one(x, SG_EMB, SK_ALLREDUCE, c->emb_bytes / 4, ncclFloat32,
                  ncclSum, -1);
@@ -217,6 +252,7 @@ static void rank_optimizer(struct rank_ctx *x)
     nb = nb > 16 ? 16 : nb;
     rank_one(x, c->dist_opt ? SG_DISTOPT : SG_MP, SK_ALLREDUCE, 1,
              ncclFloat32, ncclSum, -1);                  /* grad norm^2 */
+    rank_sync(x);                                        /* .item() */
     rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclFloat32, ncclMax, -1);
     rank_compute(x, SB_OPT, 0, c->opt_ms);
     rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclInt32, ncclMin, -1);
@@ -228,6 +264,97 @@ static void rank_optimizer(struct rank_ctx *x)
                                                          : 1,
                                    ncclBfloat16, ncclSum, -1 };
     rank_submit(x, ops, nb, 1);
+    if (c->ep > 1)
+        rank_one(x, SG_EPDP, SK_ALLGATHER, bucket / (size_t)(dpcp / c->ep),
+                 ncclBfloat16, ncclSum, -1);
+}
+
+/* Interleaved schedule helpers (Megatron, microbatch group size = pp). */
+static int rank_vchunk(const struct rank_ctx *x, int k, int forward)
+{
+    int v = x->cfg->vpp, pv = x->pp * v;
+    int c = ((k % pv + pv) % pv) / x->pp;   /* Python's modulo */
+
+    return forward ? c : v - 1 - c;
+}
+
+static int rank_vmb(const struct rank_ctx *x, int k)
+{
+    int pv = x->pp * x->cfg->vpp;
+
+    return (k / pv) * x->pp + (k % pv) % x->pp;
+}
+
+static void rank_vwarmup(struct rank_ctx *x, int warm, int total,
+                         int all_warm)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+
+    if (!first)
+        rank_p2p_raw(x, 0, 1, 0, 0);                 /* recv_forward */
+    for (int k = 0; k < warm; k++) {
+        int c = rank_vchunk(x, k, 1);
+        int out = !(last && c == x->cfg->vpp - 1);
+        int rp = !(first && rank_vchunk(x, k + 1, 1) == 0) && k != total - 1;
+
+        rank_forward(x, rank_vmb(x, k), c);
+        if (k == warm - 1 && !all_warm)
+            rank_p2p_raw(x, 0, rp, out, !last);      /* fwd_bwd exchange */
+        else
+            rank_p2p_raw(x, 0, rp, out, 0);          /* send_fwd_recv_fwd */
+    }
+}
+
+static void rank_vsteady(struct rank_ctx *x, int warm, int rem)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+    int v = x->cfg->vpp;
+
+    for (int k = 0; k < rem; k++) {
+        int fk = k + warm, fc = rank_vchunk(x, fk, 1);
+        int bc = rank_vchunk(x, k, 0), rp = 1, rn = 1;
+
+        rank_forward(x, rank_vmb(x, fk), fc);
+        rank_backward(x, rank_vmb(x, k));
+        if (first && rank_vchunk(x, fk - (x->pp - 1), 1) == v - 1)
+            rp = 0;
+        if (last && rank_vchunk(x, k - (x->pp - 1), 0) == 0)
+            rn = 0;
+        if (k == rem - 1)
+            rp = 0;
+        rank_p2p_raw(x, !(first && bc == 0), rp, !(last && fc == v - 1),
+                     rn);
+    }
+}
+
+static void rank_vcooldown(struct rank_ctx *x, int warm, int total,
+                           int all_warm)
+{
+    int first = x->stage == 0, last = x->stage == x->pp - 1;
+    int v = x->cfg->vpp;
+
+    if (all_warm && !last)
+        rank_p2p_raw(x, 0, 0, 0, 1);                 /* recv_backward */
+    for (int k = total - warm; k < total; k++) {
+        int bc = rank_vchunk(x, k, 0);
+        int rn = !(last && rank_vchunk(x, k + 1, 0) == v - 1) &&
+                 k != total - 1;
+
+        rank_backward(x, rank_vmb(x, k));
+        rank_p2p_raw(x, !(first && bc == 0), 0, 0, rn);
+    }
+}
+
+/* forward_backward_pipelining_with_interleaving, batched P2P. */
+static void rank_interleaved(struct rank_ctx *x)
+{
+    int total = x->cfg->m * x->cfg->vpp, all_warm = x->cfg->m == x->pp;
+    int warm = (x->pp - x->stage - 1) * 2 + (x->cfg->vpp - 1) * x->pp;
+
+    warm = all_warm || warm > total ? total : warm;
+    rank_vwarmup(x, warm, total, all_warm);
+    rank_vsteady(x, warm, total - warm);
+    rank_vcooldown(x, warm, total, all_warm);
 }
 
 int rank_iteration(struct rank_ctx *x)
@@ -237,6 +364,8 @@ int rank_iteration(struct rank_ctx *x)
     s->start = rank_now();
     if (x->pp == 1)
         rank_no_pipe(x);
+    else if (x->cfg->vpp > 1)
+        rank_interleaved(x);
     else
         rank_1f1b(x);
     rank_finalize_grads(x);
@@ -244,6 +373,7 @@ int rank_iteration(struct rank_ctx *x)
     if (x->stage == x->pp - 1)                           /* loss */
         rank_one(x, SG_DP_CP, SK_ALLREDUCE, 2, ncclFloat32, ncclSum, -1);
     rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclFloat32, ncclMax, -1);  /* lr */
+    rank_sync(x);                                        /* loss .item() */
     s->end = rank_now();
     x->t->n_steps = x->iter + 1;
     return 0;

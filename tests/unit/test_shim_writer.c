@@ -252,6 +252,8 @@ static void test_shim_writer_drops_counted(void **state)
     job_file(path, sizeof(path), "cap", "rank-00005.p3d");
     assert_int_equal(tsu_load(&t, path), 0);
     assert_true(t.hdr->flags & P3D_F_DROPPED);
+    /* space is reserved up to the cap, never beyond it */
+    assert_int_equal(t.size, P3D_DATA_OFFSET + (1u << 20));
     assert_int_equal(t.hdr->dropped_records, p3d_writer_dropped());
     tsu_free(&t);
 }
