@@ -79,6 +79,7 @@ struct sim_cfg {
     long kill_n;
     int mismatch_rank, mismatch_grp;
     long mismatch_n;
+    int mismatch_redop;          /* 1: wrong reduction op, else count+1 */
     int n_skew;
     struct sim_skew skew[SIM_MAX_SKEW];
     /* driver */

@@ -23,7 +23,8 @@ static const char sim_usage[] =
 "         --ep N (MoE: all-to-all per layer on EP, expert grads on EP-DP)\n"
 "bytes:   --tp-bytes --pp-bytes --cp-bytes --dp-bytes --emb-bytes (K/M ok)\n"
 "faults:  --straggler R:PCT --hang R:GROUP:N --kill R:N --skew R:NS\n"
-"         --mismatch R:GROUP:N   (GROUP: world dp cp mp tp pp emb distopt\n"
+"         --mismatch R:GROUP:N[:op] (count+1, or :op another reduction;\n"
+"         GROUP: world dp cp mp tp pp emb distopt\n"
 "         ep epdp;\n"
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
@@ -159,6 +160,7 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_HANG: return sim_fault3(a, &c->hang_rank, &c->hang_grp, &c->hang_n);
     case O_KILL: return sim_fault2(a, &c->kill_rank, &c->kill_n);
     case O_MISM:
+        c->mismatch_redop = strstr(a, ":op") != NULL;
         return sim_fault3(a, &c->mismatch_rank, &c->mismatch_grp,
                           &c->mismatch_n);
     case O_SKEW:

@@ -359,6 +359,9 @@ static void sim_json_faults(FILE *f, const struct sim_cfg *c,
     sim_json_fault3(f, "hang", c->hang_rank, c->hang_grp, c->hang_n, c);
     sim_json_fault3(f, "mismatch", c->mismatch_rank, c->mismatch_grp,
                     c->mismatch_n, c);
+    fprintf(f, "\"mismatch_kind\":\"%s\",",
+            c->mismatch_rank < 0 ? "none"
+            : c->mismatch_redop ? "redop" : "count");
     if (c->kill_rank >= 0)
         fprintf(f, "\"kill\":{\"rank\":%d,\"n\":%ld},", c->kill_rank,
                 c->kill_n);
