@@ -41,6 +41,9 @@ static void p3d_usage(FILE *f)
         "                    '-' writes it to stdout instead of the text\n"
         "  --layout SPEC     tp=2,pp=2,cp=1,ep=1,order=tp-cp-ep-dp-pp: use "
         "this layout\n"
+        "                    (order: first axis fastest, Megatron's "
+        "spelling; 'titan'\n"
+        "                    = torchtitan's pp-dp-cp-tp mesh)\n"
         "  --all             analyse every job found, not only the newest\n"
         "  --dump            print the records of trace FILEs as text\n"
         "  --threads N       reader threads (default: online CPUs, max 8)\n"
@@ -137,7 +140,11 @@ static void p3d_world(struct p3d_job *job)
 
 static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
 {
+    struct p3d_matcher *m = o->match ? p3d_matcher_new() : NULL;
+
     p3d_world(job);
+    for (int i = 0; i < job->n_ranks; i++)
+        job->ranks[i].matcher = m;
     p3d_job_scan(job, o->threads);
     p3d_print_rank_msgs(job);
     p3d_comm_join(job);
@@ -145,8 +152,8 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
         job->have_gpu |= job->ranks[i].n_gpu_ops > 0;
     p3d_set_layout(job, o);
     p3d_label_all(job);
-    if (o->match)
-        p3d_match_job(job);
+    if (m)
+        p3d_matcher_finish(m, job);
 }
 
 static void p3d_say_jobs(const struct p3d_jobset *set, int all)
@@ -208,6 +215,8 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
             fputs(i + 1 < set.n ? ",\n" : "]\n", js);
         p3d_job_free(&set.jobs[i]);
     }
+    for (int i = 0; i < first; i++)
+        p3d_job_free(&set.jobs[i]);
     if (js && js != stdout && fclose(js))
         p3d_error("cannot write '%s'", o->json);
     free(set.jobs);

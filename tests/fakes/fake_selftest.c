@@ -233,7 +233,7 @@ static int st_child(const char *idfile)
 
     CHECK(f && fread(&id, sizeof(id), 1, f) == 1);
     fclose(f);
-    p3dfake_set_kernel_listener(st_listener);
+    p3dfake_set_kernel_observer(st_listener);   /* CUPTI may listen */
     CHECK(cudaSetDevice(st_rank % 8) == cudaSuccess);
     CHECK(cudaStreamCreate(&s) == cudaSuccess);
     cfg.blocking = 0;
@@ -297,6 +297,7 @@ int main(int argc, char **argv)
         bad |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     }
     unlink(idfile);
+    free(pids);
     printf("p3dfake-selftest: %d ranks %s\n", st_n, bad ? "FAILED" : "ok");
     return bad;
 }
