@@ -79,6 +79,10 @@ struct p3d_wthr {
     int in_open;
     int key_set;
     int npend;
+    int pins;             /* p3d_rec_pin depth */
+    int deferred;         /* a chunk left while pinned awaits finishing */
+    uint64_t deferred_chunk;
+    uint32_t deferred_gen;
     struct {
         void *rec;
         uint16_t tag;
@@ -220,6 +224,8 @@ static void p3d_writer_thread_exit(void *arg)
     (void)arg;
     if (t->cnt != NULL)
         p3d_writer_cnt_give(t);
+    t->pins = 0;
+    p3d_rec_unpin();
     if (t->has_chunk &&
         t->gen == __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE))
         p3d_writer_finish(t->chunk);
@@ -717,8 +723,13 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
     gen = __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE);
     if (t->has_chunk && t->gen == gen && (size_t)(t->end - t->pos) >= len)
         return 0; /* the preamble just claimed a chunk with room */
-    if (t->has_chunk && t->gen == gen)
+    if (t->has_chunk && t->gen == gen && t->pins > 0 && !t->deferred) {
+        t->deferred = 1;        /* finished at p3d_rec_unpin */
+        t->deferred_chunk = t->chunk;
+        t->deferred_gen = gen;
+    } else if (t->has_chunk && t->gen == gen && t->pins == 0) {
         p3d_writer_finish(t->chunk);
+    }                           /* else: pinned twice, the window stays */
     t->has_chunk = 0;
     return p3d_writer_claim(t, gen);
 }
@@ -752,6 +763,28 @@ void *p3d_rec_reserve(uint16_t tag, size_t len)
     t->pend[t->npend].tag = tag;
     t->npend++;
     return rec;
+}
+
+/*
+ * Pinning (for records updated in place after commit, e.g. an op's t_exit
+ * after the real call returned): while the calling thread holds a pin,
+ * the chunk it leaves is not finished, so its window stays mapped.
+ */
+void p3d_rec_pin(void)
+{
+    p3d_w_thr.pins++;
+}
+
+void p3d_rec_unpin(void)
+{
+    struct p3d_wthr *t = &p3d_w_thr;
+
+    if (t->pins > 0 && --t->pins > 0)
+        return;
+    if (t->deferred &&
+        t->deferred_gen == __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE))
+        p3d_writer_finish(t->deferred_chunk);
+    t->deferred = 0;
 }
 
 void p3d_rec_commit(void *rec)
@@ -864,6 +897,7 @@ void p3d_writer_reset(int forked)
     p3d_w_forked = forked;
     p3d_w_thr.has_chunk = 0;
     p3d_w_thr.npend = 0;
+    p3d_w_thr.deferred = 0;
     __atomic_add_fetch(&p3d_w_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(&p3d_w_state, P3D_W_UNOPENED, __ATOMIC_RELEASE);
 }
