@@ -297,6 +297,7 @@ int main(int argc, char **argv)
         bad |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     }
     unlink(idfile);
+    free(pids);
     printf("p3dfake-selftest: %d ranks %s\n", st_n, bad ? "FAILED" : "ok");
     return bad;
 }

@@ -23,6 +23,7 @@ run l4211 --tp 4 --pp 2 --dp 1 --cp 1 -m 4
 run ppdp --tp 2 --pp 2 --dp 2 --order tp-cp-ep-pp-dp -m 4 --sequence-parallel
 run titan --tp 2 --pp 2 --dp 2 --order titan -m 4 --no-dist-opt
 run vpp --tp 2 --pp 4 --vpp 2 -m 4
+run async --tp 2 --pp 2 --dp 2 -m 4 --cp 1 --async
 # Ground truth itself: Megatron's worked example (megatron.md section 6).
 python3 - "$SIM_OUT" <<'PY' || fail=1
 import json, sys

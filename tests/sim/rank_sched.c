@@ -143,7 +143,9 @@ static void rank_p2p_raw(struct rank_ctx *x, int send_prev, int recv_prev,
         return;
     t0 = rank_now();
     rank_submit(x, ops, n, 1);
-    x->t->steps[x->iter].pp_wait_ns += rank_now() - t0;
+    rank_sync(x);   /* batch_p2p_sync: torch.cuda.synchronize() */
+    if (!x->cfg->async)
+        x->t->steps[x->iter].pp_wait_ns += rank_now() - t0;
 }
 
 /* Non-interleaved: the first stage has no prev, the last no next. */
@@ -229,6 +231,7 @@ static void rank_optimizer(struct rank_ctx *x)
     nb = nb > 16 ? 16 : nb;
     rank_one(x, c->dist_opt ? SG_DISTOPT : SG_MP, SK_ALLREDUCE, 1,
              ncclFloat32, ncclSum, -1);                  /* grad norm^2 */
+    rank_sync(x);                                        /* .item() */
     rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclFloat32, ncclMax, -1);
     rank_compute(x, SB_OPT, 0, c->opt_ms);
     rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclInt32, ncclMin, -1);
@@ -346,6 +349,7 @@ int rank_iteration(struct rank_ctx *x)
     if (x->stage == x->pp - 1)                           /* loss */
         rank_one(x, SG_DP_CP, SK_ALLREDUCE, 2, ncclFloat32, ncclSum, -1);
     rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclFloat32, ncclMax, -1);  /* lr */
+    rank_sync(x);                                        /* loss .item() */
     s->end = rank_now();
     x->t->n_steps = x->iter + 1;
     return 0;

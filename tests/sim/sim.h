@@ -65,6 +65,7 @@ struct sim_cfg {
     int sp;                      /* sequence parallel */
     int dist_opt;                /* distributed optimizer */
     int comm_names;              /* pass commName like newer torch */
+    int async;                   /* P3D_FAKE_ASYNC=1: GPU-like streams */
     int hosts;                   /* simulated hosts (0: one) */
     /* faults; rank -1 = none */
     int straggler_rank;

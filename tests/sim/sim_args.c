@@ -14,7 +14,8 @@
 
 static const char sim_usage[] =
 "usage: p3d-sim [options]\n"
-"layout:  --tp N --pp N --dp N --cp N  --order tp-cp-ep-dp-pp|tp-cp-ep-pp-dp|titan\n"
+"layout:  --tp N --pp N --dp N --cp N\n"
+"         --order tp-cp-ep-dp-pp|tp-cp-ep-pp-dp|titan (or any permutation)\n"
 "         --hosts H (ranks split evenly over H simulated hosts)\n"
 "schedule: -m/--micro-batches M --vpp V --iters N --layers L (per stage)\n"
 "         --fwd-ms A[,B..] --bwd-ms A[,B..] (per stage and micro-batch)\n"
@@ -24,7 +25,7 @@ static const char sim_usage[] =
 "         --mismatch R:GROUP:N   (GROUP: world dp cp mp tp pp emb distopt;\n"
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
-"         --grace S --comm-names --quiet\n";
+"         --grace S --comm-names --async --quiet\n";
 
 static uint64_t sim_bytes(const char *s)
 {
@@ -98,7 +99,8 @@ static void sim_defaults(struct sim_cfg *c)
 enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
        O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
        O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
-       O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET };
+       O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET,
+       O_ASYNC };
 
 static const struct option sim_opts[] = {
     { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
@@ -117,6 +119,7 @@ static const struct option sim_opts[] = {
     { "shim", 1, 0, O_SHIM }, { "out", 1, 0, O_OUT },
     { "job-id", 1, 0, O_JOB }, { "timeout", 1, 0, O_TIMEOUT },
     { "grace", 1, 0, O_GRACE }, { "quiet", 0, 0, O_QUIET },
+    { "async", 0, 0, O_ASYNC },
     { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 };
 
@@ -168,6 +171,7 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_TIMEOUT: c->timeout_s = atof(a); break;
     case O_GRACE: c->grace_s = atof(a); break;
     case O_QUIET: c->quiet = 1; break;
+    case O_ASYNC: c->async = 1; break;
     default: return -1;
     }
     return 0;

@@ -304,11 +304,13 @@ static void sim_json_header(FILE *f, const struct sim_cfg *c,
     fprintf(f, "\"schedule\":{\"name\":\"%s\",\"micro_batches\":%d,"
                "\"vpp\":%d,\"iterations\":%d,\"layers_per_stage\":%d,"
                "\"sequence_parallel\":%s,\"distributed_optimizer\":%s,"
-               "\"buckets\":%d,\"opt_ms\":%g,\"bubble_theory_frac\":%.6f,"
+               "\"buckets\":%d,\"opt_ms\":%g,\"async_streams\":%s,"
+               "\"bubble_theory_frac\":%.6f,"
                "\"fwd_ms\":[",
             p == 1 ? "no_pipelining" : "1f1b", c->m, c->vpp, c->iters,
             c->layers, c->sp ? "true" : "false",
             c->dist_opt ? "true" : "false", c->buckets, c->opt_ms,
+            c->async ? "true" : "false",
             (double)(p - 1) / (double)(c->m + p - 1) / c->vpp);
     for (int s = 0; s < p; s++)
         fprintf(f, "%s%g", s ? "," : "", c->fwd_ms[s]);
