@@ -3,13 +3,16 @@
  *
  * Ranks of one host share CLOCK_MONOTONIC and keep it.  Other hosts are
  * first related through the header's (CLOCK_REALTIME, CLOCK_MONOTONIC)
- * anchors, then corrected from collective instances, whose completions
- * are near-simultaneous on every member: each host's shift is moved by
- * the median difference between the other hosts' mean end and its own,
- * repeated until it settles (Gauss-Seidel over hosts).  Finally no
- * receive may complete before its send started: a host whose receives
- * would is moved forward just enough.  Offsets are reported against the
- * host of the lowest rank, with the standard error of the median.
+ * anchors, then corrected from matched collective instances and
+ * Send/Recv pairs.  Completions of a collective are near-simultaneous,
+ * but a waiting member wakes later than the last arriver, so a plain
+ * average of end times is biased by whoever arrives last; instead the
+ * causality bounds (no completion before every member started, no
+ * receive completion before its send started) bracket each host pair's
+ * offset, and the midpoint of the bracket is taken (the idea of
+ * Scalasca's controlled logical clock, in closed form).  Offsets are
+ * reported against the host of the lowest rank, the half-width of the
+ * bracket as the uncertainty.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -17,19 +20,6 @@
 
 #include "p3d_time.h"
 #include "p3d_util.h"
-
-static int p3d_i64_cmp(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static int64_t p3d_median(int64_t *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), p3d_i64_cmp);
-    return n ? v[n / 2] : 0;
-}
 
 static int p3d_clock_hosts(struct p3d_job *job, struct p3d_time_res *t)
 {
@@ -52,83 +42,111 @@ static int p3d_clock_hosts(struct p3d_job *job, struct p3d_time_res *t)
     return t->n_hosts;
 }
 
-/* One instance's estimate for host h: others' mean end - h's mean end. */
-static int p3d_clock_diff(const struct p3d_time_res *t,
-                          const struct p3d_itab *it, size_t k, int h,
-                          int64_t *d)
+/*
+ * Causality bounds.  No member of a collective completes before every
+ * member started it, and no receive completes before its send started:
+ * with D[h] added to host h, end_j + D[b] >= start_i + D[a], so
+ * D[b] - D[a] >= start_i - end_j.  lo[a * H + b] keeps the largest such
+ * bound over all instances; D[b] - D[a] lies in
+ * [lo[a][b], -lo[b][a]], whose width is the smallest wake-up latency seen.
+ */
+static void p3d_clock_bound(int64_t *lo, int *cnt, int nh, int a, int b,
+                            int64_t v)
 {
-    double in = 0, out = 0;
-    int n_in = 0, n_out = 0;
+    if (a == b)
+        return;
+    if (!cnt[a * nh + b] || v > lo[a * nh + b])
+        lo[a * nh + b] = v;
+    cnt[a * nh + b]++;
+}
+
+static void p3d_clock_inst(const struct p3d_time_res *t,
+                           const struct p3d_itab *it, size_t k,
+                           int64_t *lo, int *cnt)
+{
+    int nh = t->n_hosts;
+    int64_t smax[64], emin[64];
+    unsigned seen = 0;
 
     for (int e = it->inst[k].first; e >= 0; e = it->ents[e].next) {
-        const struct p3d_tl *tl = &t->tl[it->ents[e].r.tl];
-        double end = (double)(P3D_OPP(t, it->ents[e].r)->e +
-                              t->hosts[tl->host].shift);
-        if (tl->host == h) {
-            in += end;
-            n_in++;
-        } else {
-            out += end;
-            n_out++;
-        }
+        const struct p3d_top *o = P3D_OPP(t, it->ents[e].r);
+        int h = t->tl[it->ents[e].r.tl].host;
+        int64_t sh = t->hosts[h].shift;
+        if (h >= 64)
+            return;
+        if (!(seen >> h & 1u) || o->s + sh > smax[h])
+            smax[h] = o->s + sh;
+        if (!(seen >> h & 1u) || o->e + sh < emin[h])
+            emin[h] = o->e + sh;
+        seen |= 1u << h;
     }
-    if (!n_in || !n_out)
-        return 0;
-    *d = (int64_t)llround(out / n_out - in / n_in);
-    return 1;
+    for (int a = 0; a < nh && a < 64; a++)
+        for (int b = 0; b < nh && b < 64; b++)
+            if ((seen >> a & 1u) && (seen >> b & 1u))
+                p3d_clock_bound(lo, cnt, nh, a, b, smax[a] - emin[b]);
 }
 
-static void p3d_clock_round(struct p3d_time_res *t, const struct p3d_itab *it,
-                            int64_t *buf, int last)
+static void p3d_clock_pairs(const struct p3d_time_res *t,
+                            const struct p3d_itab *it, int64_t *lo, int *cnt)
 {
-    for (int h = 1; h < t->n_hosts; h++) {
-        size_t n = 0;
-        int64_t med, mad;
-        for (size_t k = 0; k < it->n_inst; k++)
-            n += (size_t)p3d_clock_diff(t, it, k, h, &buf[n]);
-        if (!n)
-            continue;
-        med = p3d_median(buf, n);
-        t->hosts[h].shift += med;
-        t->hosts[h].n_inst = (int)n;
-        if (!last)
-            continue;
-        for (size_t i = 0; i < n; i++)
-            buf[i] = llabs(buf[i] - med);
-        mad = p3d_median(buf, n);
-        t->hosts[h].uncert_ns =
-            (int64_t)(1.4826 * (double)mad / sqrt((double)n)) + 1;
-    }
-}
-
-/* Receives completing before their send started: count, and move the
- * receiving host forward by the largest violation. */
-static void p3d_clock_p2p(struct p3d_time_res *t, const struct p3d_itab *it)
-{
-    int64_t *need = p3d_xcalloc((size_t)t->n_hosts, sizeof(*need));
-
     for (size_t k = 0; k < it->n_pairs; k++) {
         const struct p3d_pair2 *p = &it->pairs[k];
         int hs, hr;
-        int64_t s, e;
         if (p->have != 3)
             continue;
         hs = t->tl[p->send.tl].host;
         hr = t->tl[p->recv.tl].host;
-        s = P3D_OPP(t, p->send)->s + t->hosts[hs].shift;
-        e = P3D_OPP(t, p->recv)->e + t->hosts[hr].shift;
-        if (hs != hr && e < s) {
-            t->clock_violations++;
-            if (s - e > need[hr])
-                need[hr] = s - e;
-        }
+        p3d_clock_bound(lo, cnt, t->n_hosts, hs, hr,
+                        P3D_OPP(t, p->send)->s + t->hosts[hs].shift -
+                            P3D_OPP(t, p->recv)->e - t->hosts[hr].shift);
     }
-    for (int h = 1; h < t->n_hosts; h++)
-        if (need[h]) {
-            t->hosts[h].shift += need[h];
-            t->clock_fixed++;
+}
+
+/*
+ * D from the pairwise intervals: each host pair with bounds both ways
+ * gives the midpoint; hosts are placed by weighted Gauss-Seidel over
+ * those midpoints, host 0 fixed.
+ */
+static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
+                            const int *cnt, int64_t *d)
+{
+    int nh = t->n_hosts;
+
+    for (int round = 0; round < 50; round++)
+        for (int b = 1; b < nh; b++) {
+            double sum = 0, w = 0;
+            for (int a = 0; a < nh; a++) {
+                int ab = a * nh + b, ba = b * nh + a;
+                double mid;
+                if (a == b || !cnt[ab] || !cnt[ba])
+                    continue;
+                mid = ((double)lo[ab] - (double)lo[ba]) / 2;
+                sum += ((double)d[a] + mid) * (cnt[ab] + cnt[ba]);
+                w += cnt[ab] + cnt[ba];
+                if (round == 49 && a == 0) {
+                    t->hosts[b].uncert_ns = (-lo[ba] - lo[ab]) / 2;
+                    t->hosts[b].n_inst = cnt[ab];
+                }
+            }
+            if (w > 0)
+                d[b] = (int64_t)llround(sum / w);
         }
-    free(need);
+}
+
+/* Receives completing before their send started, after correction. */
+static void p3d_clock_check(struct p3d_time_res *t, const struct p3d_itab *it)
+{
+    for (size_t k = 0; k < it->n_pairs; k++) {
+        const struct p3d_pair2 *p = &it->pairs[k];
+        int hs, hr;
+        if (p->have != 3)
+            continue;
+        hs = t->tl[p->send.tl].host;
+        hr = t->tl[p->recv.tl].host;
+        if (hs != hr && P3D_OPP(t, p->recv)->e + t->hosts[hr].shift <
+                            P3D_OPP(t, p->send)->s + t->hosts[hs].shift)
+            t->clock_violations++;
+    }
 }
 
 static void p3d_clock_apply(struct p3d_time_res *t)
@@ -156,18 +174,28 @@ static void p3d_clock_apply(struct p3d_time_res *t)
 void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t)
 {
     struct p3d_itab it;
-    int64_t *buf;
+    int nh;
+    int64_t *lo, *d;
+    int *cnt;
 
-    if (p3d_clock_hosts(job, t) < 2)
+    if ((nh = p3d_clock_hosts(job, t)) < 2)
         return;
     p3d_itab_build(t, &it);
-    buf = p3d_xcalloc(it.n_inst + 1, sizeof(*buf));
-    for (int r = 0; r < 12; r++)
-        p3d_clock_round(t, &it, buf, r == 11);
-    p3d_clock_p2p(t, &it);
-    for (int h = 0; h < t->n_hosts; h++)
+    lo = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*lo));
+    cnt = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*cnt));
+    d = p3d_xcalloc((size_t)nh, sizeof(*d));
+    for (size_t k = 0; k < it.n_inst; k++)
+        p3d_clock_inst(t, &it, k, lo, cnt);
+    p3d_clock_pairs(t, &it, lo, cnt);
+    p3d_clock_solve(t, lo, cnt, d);
+    for (int h = 0; h < nh; h++) {
+        t->hosts[h].shift += d[h];
         t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
+    }
+    p3d_clock_check(t, &it);
     p3d_clock_apply(t);
-    free(buf);
+    free(lo);
+    free(cnt);
+    free(d);
     p3d_itab_free(&it);
 }

@@ -76,7 +76,8 @@ struct p3d_tl { /* one rank */
     int first_it;   /* this rank's iteration matching job iteration 0 */
     size_t period;
     struct p3d_tbreak *br; /* [job n_iter] */
-    int64_t caused_wait, suffered_wait, late_count;
+    int64_t caused_wait, suffered_wait, late_count; /* layer groups */
+    int64_t caused_p2p; /* Late Sender / Late Receiver on pipeline P2P */
 };
 
 struct p3d_thost {
@@ -95,7 +96,7 @@ struct p3d_tstage {
 
 struct p3d_tstrag {
     int rank;
-    double caused_ms, suffered_ms;
+    double caused_ms, suffered_ms, p2p_ms;
     int64_t late_count;
 };
 

@@ -155,9 +155,10 @@ static void p3d_tj_wait(FILE *f, const struct p3d_time_res *t)
     fputs("}, \"stragglers\": [", f);
     for (int i = 0; i < t->n_strag; i++)
         fprintf(f, "%s{\"rank\": %d, \"caused_ms\": %.6g, \"suffered_ms\": "
-                   "%.6g, \"late_count\": %" PRId64 "}", i ? ", " : "",
-                t->strag[i].rank, t->strag[i].caused_ms,
-                t->strag[i].suffered_ms, t->strag[i].late_count);
+                   "%.6g, \"late_count\": %" PRId64 ", \"p2p_caused_ms\": "
+                   "%.6g}", i ? ", " : "", t->strag[i].rank,
+                t->strag[i].caused_ms, t->strag[i].suffered_ms,
+                t->strag[i].late_count, t->strag[i].p2p_ms);
     fputs("]},\n", f);
 }
 

@@ -4,11 +4,12 @@
  *
  * Per collective instance of the steady iterations: wait at NxN of member
  * i = latest start - own start, the late rank = the argmax of the starts,
- * charged with the waiting it caused.  Per pipeline Send/Recv pair: Late
+ * charged with the waiting it caused (layer groups only, see
+ * p3d_wait_layer).  Per pipeline Send/Recv pair: Late
  * Sender (send start - recv start) charged to the sender, Late Receiver
  * (recv start - send start) to the receiver.  Starts are GPU kernel starts
  * when known, else host call entries.  Stragglers are ranks ordered by
- * the waiting they caused others.
+ * the waiting they caused others (p3d_wait_rank_list).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,18 @@ static int64_t p3d_wait_steady_start(const struct p3d_time_res *t)
             m = s;
     }
     return m;
+}
+
+/*
+ * Groups synchronised inside the layers (TP, CP, EP).  Waits at the
+ * step-level collectives (DP gradients, optimizer, MP/WORLD) mostly show
+ * a rank's place in the pipeline schedule, not its speed, so they are
+ * reported per group but not charged to stragglers.
+ */
+static int p3d_wait_layer(int lbl)
+{
+    return lbl == P3D_LBL_TP || lbl == P3D_LBL_CP || lbl == P3D_LBL_EP ||
+           lbl == P3D_LBL_TP_CP;
 }
 
 static void p3d_wait_inst(const struct p3d_job *job, struct p3d_time_res *t,
@@ -49,11 +62,14 @@ static void p3d_wait_inst(const struct p3d_job *job, struct p3d_time_res *t,
     }
     for (int e = in->first; e >= 0; e = it->ents[e].next) {
         int64_t w = last - P3D_OPP(t, it->ents[e].r)->s;
-        t->tl[it->ents[e].r.tl].suffered_wait += w;
+        if (p3d_wait_layer(lbl))
+            t->tl[it->ents[e].r.tl].suffered_wait += w;
         sum += w;
     }
-    t->tl[late].caused_wait += sum;
-    t->tl[late].late_count++;
+    if (p3d_wait_layer(lbl)) {
+        t->tl[late].caused_wait += sum;
+        t->tl[late].late_count++;
+    }
     t->nxn_ms[lbl] += (double)sum / 1e6;
     late_n[lbl * t->n + late]++;
     t->n_wait_inst++;
@@ -76,12 +92,10 @@ static void p3d_wait_pair(const struct p3d_job *job, struct p3d_time_res *t,
     d = sd->s - rv->s;
     t->n_p2p++;
     if (d > 0) {
-        t->tl[p->send.tl].caused_wait += d;
-        t->tl[p->recv.tl].suffered_wait += d;
+        t->tl[p->send.tl].caused_p2p += d;
         t->late_sender_ms += (double)d / 1e6;
     } else if (d < 0) {
-        t->tl[p->recv.tl].caused_wait -= d;
-        t->tl[p->send.tl].suffered_wait -= d;
+        t->tl[p->recv.tl].caused_p2p -= d;
         t->late_receiver_ms -= (double)d / 1e6;
     }
 }
@@ -95,13 +109,24 @@ static int p3d_strag_cmp(const void *a, const void *b)
     return x->rank - y->rank;
 }
 
+/*
+ * Rank by waiting caused in layer groups, where the slow member of a
+ * group is seen directly; pipeline waits pass a slow rank's delay on to
+ * every rank of its stage, so they rank only jobs without layer groups.
+ */
 static void p3d_wait_rank_list(struct p3d_time_res *t)
 {
+    int64_t layer = 0;
+
+    for (int i = 0; i < t->n; i++)
+        layer += t->tl[i].caused_wait;
     t->strag = p3d_xcalloc((size_t)t->n + 1, sizeof(*t->strag));
     for (int i = 0; i < t->n; i++) {
         struct p3d_tstrag *s = &t->strag[t->n_strag++];
         s->rank = t->tl[i].rank;
-        s->caused_ms = (double)t->tl[i].caused_wait / 1e6;
+        s->p2p_ms = (double)t->tl[i].caused_p2p / 1e6;
+        s->caused_ms = (double)(layer ? t->tl[i].caused_wait
+                                      : t->tl[i].caused_p2p) / 1e6;
         s->suffered_ms = (double)t->tl[i].suffered_wait / 1e6;
         s->late_count = t->tl[i].late_count;
     }
