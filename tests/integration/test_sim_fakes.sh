@@ -15,7 +15,8 @@ for n in 2 8; do
     P3D_FAKE_ASYNC=1 "$st" $n
 done
 python3 "$P3D_SRC/tests/tools/p3d_trace_selftest.py"
-# under the shim (when built): splits, NOCOLOR, InitAll and abort recorded
+# under the shim (when built): splits, NOCOLOR, InitAll, InitRankScalable,
+# shrink and abort recorded
 shim="$P3D_BUILD/libp3dtrace.so"
 [ -f "$shim" ] || exit 0
 tmp=$(mktemp -d)
@@ -32,6 +33,8 @@ hows = {r: [c["how_name"] for c in t.comms()] for r, t in tr.items()}
 assert all(h[0] == "ncclCommInitRankConfig" for h in hows.values()), hows
 assert all("ncclCommSplit" in h for h in hows.values()), hows
 assert hows[0].count("ncclCommInitAll") == 2, hows[0]
+assert all("ncclCommInitRankScalable" in h for h in hows.values()), hows
+assert ["ncclCommShrink" in hows[r] for r in range(4)] == [1, 1, 1, 0], hows
 nocolor = [c for c in tr[3].comms() if "nocolor" in c["flag_names"]]
 assert len(nocolor) == 1, tr[3].comms()
 ends = [e["how_name"] for e in tr[0].of_type("comm_end")]
