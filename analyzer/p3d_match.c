@@ -30,6 +30,7 @@ struct p3d_ref {
 struct p3d_pair {
     struct p3d_ref *v; /* by seq: the op of whichever side came first */
     size_t cap;
+    uint64_t n_seen;   /* ops taken (bounds the seqs believed) */
     int src, dst;      /* comm ranks */
 };
 
@@ -37,6 +38,7 @@ struct p3d_mcomm { /* one communicator's instances */
     uint64_t hash;
     struct p3d_ref *v; /* collectives by seq */
     size_t cap;
+    uint64_t n_seen; /* ops taken (bounds the seqs believed) */
     struct p3d_map pair_idx; /* src << 32 | dst -> pairs index */
     struct p3d_pair *pairs;
     size_t n_pairs, pairs_cap;
@@ -118,6 +120,12 @@ static void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o,
 }
 
 #define P3D_MAX_SEQ (1ull << 28)
+/*
+ * Instances are indexed by seq, so a damaged seq would size an array: a
+ * seq more than P3D_SEQ_SLACK past the number of ops taken so far on the
+ * comm (or pair) is not matched.  Real seqs are dense from 0.
+ */
+#define P3D_SEQ_SLACK (1ull << 16)
 
 struct p3d_matcher *p3d_matcher_new(void)
 {
@@ -159,6 +167,9 @@ static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
     struct p3d_ref *r;
     struct p3d_rec_op a;
 
+    if (o->seq >= c->n_seen + P3D_SEQ_SLACK)
+        return;
+    c->n_seen++;
     c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)o->seq, sizeof(*c->v));
     r = &c->v[o->seq];
     if (!r->set) {
@@ -203,6 +214,9 @@ static void p3d_on_p2p(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
     struct p3d_mismatch m = {o->comm_hash, o->seq, 0, 0, 0, 0, 0,
                              P3D_OP_SEND, src, dst};
 
+    if (o->seq >= p->n_seen + P3D_SEQ_SLACK)
+        return;
+    p->n_seen++;
     p->cap = p3d_grow((void **)&p->v, p->cap, (size_t)o->seq, sizeof(*p->v));
     r = &p->v[o->seq];
     if (!r->set) {

@@ -19,6 +19,9 @@
 #include "p3d_util.h"
 
 #define P3D_MAX_OP_INDEX (1u << 26) /* op_ids beyond this get no GPU time */
+/* nor do op_ids this far past the ops read so far (a damaged op_id would
+ * size the index) */
+#define P3D_OP_SLACK (1u << 16)
 
 const char *const p3d_op_name[P3D_OP_COUNT] = {
 #define P3D_X_OPNAME(name, text) text,
@@ -67,7 +70,7 @@ static void p3d_on_comm(struct p3d_rank *r, const struct p3d_rec_comm *rc)
     c->how = rc->how;
     c->flags = rc->flags;
     c->t_create = rc->t_exit;
-    if (rc->nranks > 0)
+    if (rc->nranks > 0 && rc->nranks <= P3D_MAX_RANKS)
         c->nranks = rc->nranks;
     if (rc->rank >= 0)
         c->rank = rc->rank;
@@ -78,7 +81,7 @@ static void p3d_on_info(struct p3d_rank *r, const struct p3d_rec_comm_info *i)
 {
     struct p3d_rcomm *c = p3d_rcomm_get(r, i->comm_hash);
 
-    if (i->nranks > 0)
+    if (i->nranks > 0 && i->nranks <= P3D_MAX_RANKS)
         c->nranks = i->nranks;
     if (i->rank >= 0)
         c->rank = i->rank;
@@ -115,7 +118,7 @@ static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
     if (r->matcher)
         p3d_matcher_op(r->matcher, r->rank,
                        o->comm_rank >= 0 ? o->comm_rank : c->rank, o);
-    if (o->op_id < P3D_MAX_OP_INDEX) {
+    if (o->op_id < P3D_MAX_OP_INDEX && o->op_id < r->n_ops + P3D_OP_SLACK) {
         s->op_cap = p3d_grow((void **)&s->op_ref, s->op_cap,
                              (size_t)o->op_id, sizeof(*s->op_ref));
         s->op_ref[o->op_id] = (uint32_t)(c - r->comms + 1) << 4 | op;

@@ -89,6 +89,11 @@ static int p3d_check_geometry(struct p3d_reader *rd, size_t size)
         return p3d_hdr_fail(rd, "bad chunk size %u", h->chunk_bytes);
     if (h->data_off < h->hdr_len || h->data_off % P3D_REC_ALIGN)
         return p3d_hdr_fail(rd, "bad data offset %u", h->data_off);
+    if (h->rank < -1 || h->rank >= P3D_MAX_RANKS)
+        return p3d_hdr_fail(rd, "bad rank %d in the header", h->rank);
+    if (h->world_size < -1 || h->world_size > P3D_MAX_RANKS)
+        return p3d_hdr_fail(rd, "bad world size %d in the header",
+                            h->world_size);
     if (h->data_off > size && size > P3D_FILE_HDR_BYTES)
         return p3d_hdr_fail(rd, "data offset %u past the end of the file "
                             "(%zu bytes)", h->data_off, size);

@@ -28,8 +28,12 @@ struct p3d_reader {
     int truncated;            /* the file ends inside a chunk */
     int corrupt;              /* walking stopped at bad data */
     int keep_unknown;         /* hand out unknown optional records */
+    int borrowed;             /* base is the caller's memory, not a map */
     char msg[512];            /* last problem, "" if none */
 };
+
+/* Largest world or communicator size believed (bounds allocations). */
+#define P3D_MAX_RANKS (1 << 18)
 
 /* Returned by p3d_reader_open for a zero-length file. */
 #define P3D_READ_EMPTY 1
