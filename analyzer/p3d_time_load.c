@@ -15,6 +15,21 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
+/*
+ * Times at or past P3D_TIME_MAX (year 2116 as CLOCK_REALTIME) and
+ * intervals longer than P3D_DUR_MAX (13 days) can only come from a
+ * damaged file: such records are left out, so the int64 arithmetic of the
+ * time analysis (offsets, sums of durations) cannot overflow.
+ */
+#define P3D_TIME_MAX (1ull << 62)
+#define P3D_DUR_MAX (1ull << 50)
+
+static int p3d_tl_sane(uint64_t s, uint64_t e)
+{
+    return s < P3D_TIME_MAX && e < P3D_TIME_MAX &&
+           (e <= s || e - s <= P3D_DUR_MAX);
+}
+
 struct p3d_gpuref {
     uint64_t op_id, s, e;
 };
@@ -32,14 +47,14 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
     struct p3d_top *t;
     int gi = p3d_map_get(&job->comm_idx, o->comm_hash);
 
-    if (o->op >= P3D_OP_COUNT)
+    if (o->op >= P3D_OP_COUNT || !p3d_tl_sane(o->t_enter, o->t_exit))
         return;
     tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
                            sizeof(*tl->ops));
     t = &tl->ops[tl->n_ops];
     memset(t, 0, sizeof(*t));
     t->h0 = (int64_t)o->t_enter;
-    t->h1 = o->t_exit ? (int64_t)o->t_exit : t->h0;
+    t->h1 = o->t_exit > o->t_enter ? (int64_t)o->t_exit : t->h0;
     t->op_id = o->op_id;
     t->seq = o->seq;
     t->bytes = o->bytes;
@@ -56,6 +71,8 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
 
 static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
 {
+    if (!p3d_tl_sane(g->gpu_start, g->gpu_end))
+        return;
     ld->cap_g = p3d_grow((void **)&ld->g, ld->cap_g, ld->n_g, sizeof(*ld->g));
     ld->g[ld->n_g].op_id = g->op_id;
     ld->g[ld->n_g].s = g->gpu_start;
@@ -65,7 +82,7 @@ static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
 
 static void p3d_tl_span(struct p3d_tl *tl, const struct p3d_rec_gpu_span *s)
 {
-    if (s->end <= s->start)
+    if (s->end <= s->start || !p3d_tl_sane(s->start, s->end))
         return;
     if (s->kind == P3D_SPAN_COMPUTE) {
         p3d_ivs_add(&tl->compute, (int64_t)s->start, (int64_t)s->end);
@@ -167,8 +184,10 @@ static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
 
     memset(&ld, 0, sizeof(ld));
     tl->rank = rk->rank;
-    tl->rt_anchor = (int64_t)rk->hdr.start_realtime_ns -
-                    (int64_t)rk->hdr.start_mono_ns;
+    if (p3d_tl_sane(rk->hdr.start_realtime_ns, 0) &&
+        p3d_tl_sane(rk->hdr.start_mono_ns, 0))
+        tl->rt_anchor = (int64_t)rk->hdr.start_realtime_ns -
+                        (int64_t)rk->hdr.start_mono_ns;
     if (rk->failed || p3d_reader_open(&rd, rk->path) != 0)
         return;
     while (p3d_reader_next(&rd, &h) > 0)
