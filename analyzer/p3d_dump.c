@@ -275,23 +275,31 @@ static void p3d_dump_rec(FILE *f, const struct p3d_reader *rd,
     fputc('\n', f);
 }
 
+int p3d_dump_reader(FILE *f, struct p3d_reader *rd)
+{
+    const struct p3d_rec_hdr *r;
+    int ret = 0, n;
+
+    rd->keep_unknown = 1;
+    p3d_dump_hdr(f, &rd->hdr);
+    while ((n = p3d_reader_next(rd, &r)) > 0)
+        p3d_dump_rec(f, rd, r);
+    if (n < 0)
+        ret = p3d_error("%s", rd->msg);
+    else if (rd->truncated)
+        p3d_warning("'%s': truncated tail; dumped %" PRIu64 " records",
+                    rd->path, rd->n_records);
+    return ret;
+}
+
 int p3d_dump_file(FILE *f, const char *path)
 {
     struct p3d_reader rd;
-    const struct p3d_rec_hdr *r;
-    int ret = p3d_reader_open(&rd, path), n;
+    int ret = p3d_reader_open(&rd, path);
 
     if (ret != 0)
         return p3d_error("%s", rd.msg);
-    rd.keep_unknown = 1;
-    p3d_dump_hdr(f, &rd.hdr);
-    while ((n = p3d_reader_next(&rd, &r)) > 0)
-        p3d_dump_rec(f, &rd, r);
-    if (n < 0)
-        ret = p3d_error("%s", rd.msg);
-    else if (rd.truncated)
-        p3d_warning("'%s': truncated tail; dumped %" PRIu64 " records", path,
-                    rd.n_records);
+    ret = p3d_dump_reader(f, &rd);
     p3d_reader_close(&rd);
     return ret;
 }

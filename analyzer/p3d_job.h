@@ -128,6 +128,9 @@ static inline int p3d_hist_bucket(uint64_t bytes)
 void p3d_job_scan(struct p3d_job *job, int threads);
 /* Scan one rank file.  Returns 0, -1 if unusable (r->err set). */
 int p3d_rank_scan(struct p3d_rank *r);
+struct p3d_reader;
+/* The same over an open reader (rewound first; not closed). */
+int p3d_rank_scan_reader(struct p3d_rank *r, struct p3d_reader *rd);
 void p3d_rank_free(struct p3d_rank *r);
 /* Join rank communicators by hash into job->comms. */
 void p3d_comm_join(struct p3d_job *job);

@@ -190,33 +190,42 @@ static void p3d_rank_note_tail(struct p3d_rank *r, const struct p3d_reader *rd)
                  : "not closed cleanly (process killed?)", r->n_records);
 }
 
+int p3d_rank_scan_reader(struct p3d_rank *r, struct p3d_reader *rd)
+{
+    struct p3d_scan s = {r, NULL, 0, NULL, 0, 0};
+    const struct p3d_rec_hdr *h;
+    int n;
+
+    p3d_reader_rewind(rd);
+    r->hdr = rd->hdr;
+    while ((n = p3d_reader_next(rd, &h)) > 0) {
+        if (h->tag != P3D_REC_CHUNK)
+            r->n_records++;
+        p3d_dispatch(&s, h);
+    }
+    r->corrupt = n < 0;
+    if (n < 0 && rd->bad_off < rd->hdr.data_off + 64 && r->n_records == 0)
+        r->failed = 1;
+    p3d_resolve_gpu(&s);
+    p3d_rank_note_tail(r, rd);
+    free(s.op_ref);
+    free(s.gpu);
+    return r->failed ? -1 : 0;
+}
+
 int p3d_rank_scan(struct p3d_rank *r)
 {
     struct p3d_reader rd;
-    struct p3d_scan s = {r, NULL, 0, NULL, 0, 0};
-    const struct p3d_rec_hdr *h;
-    int n, ret = p3d_reader_open(&rd, r->path);
+    int ret = p3d_reader_open(&rd, r->path);
 
     if (ret != 0) {
         r->failed = 1;
         snprintf(r->err, sizeof(r->err), "%s", rd.msg);
         return -1;
     }
-    r->hdr = rd.hdr;
-    while ((n = p3d_reader_next(&rd, &h)) > 0) {
-        if (h->tag != P3D_REC_CHUNK)
-            r->n_records++;
-        p3d_dispatch(&s, h);
-    }
-    r->corrupt = n < 0;
-    if (n < 0 && rd.bad_off < rd.hdr.data_off + 64 && r->n_records == 0)
-        r->failed = 1;
-    p3d_resolve_gpu(&s);
-    p3d_rank_note_tail(r, &rd);
+    ret = p3d_rank_scan_reader(r, &rd);
     p3d_reader_close(&rd);
-    free(s.op_ref);
-    free(s.gpu);
-    return r->failed ? -1 : 0;
+    return ret;
 }
 
 void p3d_rank_free(struct p3d_rank *r)

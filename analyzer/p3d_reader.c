@@ -151,6 +151,26 @@ int p3d_reader_open(struct p3d_reader *rd, const char *path)
     return 0;
 }
 
+int p3d_reader_open_mem(struct p3d_reader *rd, const char *name,
+                        const void *buf, size_t size)
+{
+    memset(rd, 0, sizeof(*rd));
+    rd->path = name;
+    rd->borrowed = 1;
+    if (size == 0) {
+        snprintf(rd->msg, sizeof(rd->msg), "'%s': empty file", name);
+        return P3D_READ_EMPTY;
+    }
+    rd->base = buf;
+    rd->size = size;
+    if (p3d_reader_check_hdr(rd, rd->base, rd->size) < 0) {
+        p3d_reader_close(rd);
+        return -1;
+    }
+    p3d_reader_rewind(rd);
+    return 0;
+}
+
 void p3d_reader_rewind(struct p3d_reader *rd)
 {
     rd->chunk = rd->hdr.data_off;
@@ -163,7 +183,7 @@ void p3d_reader_rewind(struct p3d_reader *rd)
 
 void p3d_reader_close(struct p3d_reader *rd)
 {
-    if (rd->base)
+    if (rd->base && !rd->borrowed)
         munmap((void *)rd->base, rd->size);
     rd->base = NULL;
 }

@@ -45,6 +45,14 @@ struct p3d_reader {
 int p3d_reader_open(struct p3d_reader *rd, const char *path);
 
 /*
+ * Like p3d_reader_open over `size` bytes at `buf` (kept by the caller
+ * until p3d_reader_close); `name` is used in messages.  For fuzzing and
+ * tests.
+ */
+int p3d_reader_open_mem(struct p3d_reader *rd, const char *name,
+                        const void *buf, size_t size);
+
+/*
  * Check a file header held in memory (size = file size).
  * Returns 0 or -1 with rd->msg set.
  */
