@@ -1,0 +1,30 @@
+# Reliability tools (issue 11): libFuzzer harness, sanitizer/checker runs.
+# Included by tests/tests.mk.  Nothing here is in TEST_DEPS: the fuzzer
+# needs clang's fuzzer runtime, which a machine may lack.
+#
+#   make fuzz-build       $(BUILD)/fuzz/fuzz_{reader,analyze} (clang,
+#                         ASan+UBSan)
+#   make fuzz FUZZ_S=30   a short fuzz run over tests/fuzz/corpus
+#   make rel-check        ASan/UBSan suite, TSan, valgrind (scripts)
+
+FUZZ_CC ?= clang
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_reader $(FUZZ_DIR)/fuzz_analyze
+FUZZ_S ?= 30
+FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(ANALYZER_SRC) \
+		$(wildcard analyzer/*.h) include/p3d_format.h
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(FUZZ_CC) $(CPPFLAGS_ALL) -Ianalyzer $(STD) $(FUZZ_FLAGS) \
+		-pthread -o $@ $< $(ANALYZER_SRC) -lm
+
+.PHONY: fuzz-build fuzz rel-check
+fuzz-build: $(FUZZ_BIN)
+
+fuzz:
+	$(Q)P3D_BUILD=$(abspath $(BUILD)) FUZZ_S=$(FUZZ_S) sh tests/fuzz/run.sh
+
+rel-check:
+	$(Q)sh tests/rel/check.sh
