@@ -10,6 +10,12 @@
  *      (NCCL's strong pnccl aliases);
  * skipping any hit inside libp3dtrace.so itself.  Failure is reported
  * once per symbol and returned as NULL; callers return an error code.
+ *
+ * Resolved pointers are cached in slots.  A program may dlclose the
+ * library that held NCCL (and NCCL with it) and load it again elsewhere:
+ * the shim's dlclose notices that an object was unloaded and empties
+ * every slot, so the next call resolves again instead of jumping into
+ * unmapped memory.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -19,6 +25,11 @@
 
 #define P3D_SCAN_MAX 1024
 #define P3D_RESOLVE_FAILED ((void *)1)
+#define P3D_SLOTS_MAX 512
+
+static void **p3d_slots[P3D_SLOTS_MAX]; /* every slot ever filled */
+static int p3d_n_slots;
+static unsigned long long p3d_unloads; /* dlpi_subs last seen */
 
 struct p3d_scan {
     const char *names[P3D_SCAN_MAX];
@@ -48,6 +59,55 @@ static int p3d_resolve_collect(struct dl_phdr_info *info, size_t size,
     return 0;
 }
 
+static int p3d_real_dlclose(void *h)
+{
+    static int (*real)(void *);
+
+    if (real == NULL)
+        real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    return real != NULL ? real(h) : -1;
+}
+
+static int p3d_read_unloads(struct dl_phdr_info *info, size_t size,
+                            void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_subs;
+    return 1; /* the first object tells */
+}
+
+/* Remember a filled slot (once) so a dlclose can empty it. */
+static void p3d_slot_note(void **slot)
+{
+    int n = __atomic_load_n(&p3d_n_slots, __ATOMIC_ACQUIRE), i;
+
+    for (i = 0; i < n && i < P3D_SLOTS_MAX; i++)
+        if (p3d_slots[i] == slot)
+            return;
+    i = __atomic_fetch_add(&p3d_n_slots, 1, __ATOMIC_ACQ_REL);
+    if (i < P3D_SLOTS_MAX)
+        __atomic_store_n(&p3d_slots[i], slot, __ATOMIC_RELEASE);
+}
+
+/* dlclose of the application: if an object went away, forget pointers. */
+P3D_EXPORT int dlclose(void *handle)
+{
+    unsigned long long subs = 0;
+    int rc = p3d_real_dlclose(handle), n, i;
+
+    dl_iterate_phdr(p3d_read_unloads, &subs);
+    if (subs == __atomic_load_n(&p3d_unloads, __ATOMIC_RELAXED))
+        return rc;
+    __atomic_store_n(&p3d_unloads, subs, __ATOMIC_RELAXED);
+    n = __atomic_load_n(&p3d_n_slots, __ATOMIC_ACQUIRE);
+    for (i = 0; i < n && i < P3D_SLOTS_MAX; i++) {
+        void **slot = __atomic_load_n(&p3d_slots[i], __ATOMIC_ACQUIRE);
+        if (slot != NULL)
+            __atomic_store_n(slot, NULL, __ATOMIC_RELEASE);
+    }
+    return rc;
+}
+
 static void *p3d_resolve_in(const char *path, const char *name,
                             const char *alt)
 {
@@ -61,7 +121,7 @@ static void *p3d_resolve_in(const char *path, const char *name,
         p = dlsym(h, alt);
     if (p != NULL && p3d_resolve_is_self(p))
         p = NULL;
-    dlclose(h);
+    p3d_real_dlclose(h);
     return p;
 }
 
@@ -104,5 +164,6 @@ void *p3d_resolve_cached(void **slot, const char *name, const char *alt)
         return NULL;
     }
     __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    p3d_slot_note(slot);
     return p;
 }
