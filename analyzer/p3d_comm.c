@@ -42,7 +42,8 @@ static struct p3d_gcomm *p3d_gcomm_get(struct p3d_job *job, size_t *cap,
 static void p3d_slot_claim(struct p3d_gcomm *g, const struct p3d_rcomm *rc,
                            int rank)
 {
-    if (rc->nranks <= 0 || rc->rank < 0 || rc->rank >= rc->nranks)
+    if (rc->nranks <= 0 || rc->rank < 0 || rc->rank >= rc->nranks ||
+        rank < 0) /* a file of unknown rank claims no slot */
         return;
     if (!g->size) {
         g->size = rc->nranks;
@@ -58,9 +59,11 @@ static void p3d_slot_claim(struct p3d_gcomm *g, const struct p3d_rcomm *rc,
         return;
     }
     for (int i = 0; i < g->size; i++)
-        if (g->slot[i] == rank && i != rc->rank)
+        if (g->slot[i] == rank && i != rc->rank) {
             p3d_warning("communicator 0x%016" PRIx64 ": rank %d claims "
                         "slots %d and %d", g->hash, rank, i, rc->rank);
+            break;
+        }
     if (g->slot[rc->rank] >= 0 && g->slot[rc->rank] != rank)
         p3d_warning("communicator 0x%016" PRIx64 ": ranks %d and %d both "
                     "claim slot %d", g->hash, g->slot[rc->rank], rank,
