@@ -28,3 +28,21 @@ fuzz:
 
 rel-check:
 	$(Q)sh tests/rel/check.sh
+
+# Fault injection (tests/integration/test_rel_*.sh): rel_driver opens
+# librel_drv.so (links the fake NCCL) with dlopen(RTLD_LOCAL).
+REL_DRV := $(BUILD)/fakes/rel_driver
+REL_DRV_LIB := $(BUILD)/fakes/librel_drv.so
+
+$(REL_DRV): tests/integration/rel_driver.c
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) $(P3D_CFLAGS) -o $@ $< \
+		$(P3D_LDFLAGS) -ldl
+
+$(REL_DRV_LIB): tests/integration/rel_drvlib.c $(BUILD)/fakes/libnccl.so.2
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) $(P3D_CFLAGS) -fPIC -shared -o $@ \
+		$< -L$(BUILD)/fakes -l:libnccl.so.2 -l:libcudart.so.13 \
+		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
+
+TEST_DEPS += $(REL_DRV) $(REL_DRV_LIB)

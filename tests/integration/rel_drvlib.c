@@ -1,0 +1,325 @@
+/*
+ * rel_drvlib.c - the "framework" of the reliability tests: links the fake
+ * libnccl.so.2 and is opened by rel_driver with dlopen(RTLD_LOCAL).  Each
+ * scenario injects one fault while NCCL calls are being recorded and
+ * prints only what must not depend on the shim: the tests run it with and
+ * without the shim and compare output and exit status.
+ *
+ *   loop N          N 1-rank all-reduces (REL_SLEEP_US between calls)
+ *   forkmid T N     T threads in all-reduce loops; meanwhile N forks: a
+ *                   child that calls nothing, one that calls NCCL, one
+ *                   that execs rel_driver ... loop 5
+ *   signals N       SIGTERM, SIGINT, SIGUSR1 handlers of the application;
+ *                   a thread sends N of each while all-reduces run
+ *   sigterm N       no handler: N all-reduces, then raise(SIGTERM)
+ *   exitthread T    T threads in all-reduce loops; another calls exit(7)
+ *   abort           2 ranks: rank 0 blocks in an all-reduce rank 1 never
+ *                   joins, another thread calls ncclCommAbort
+ * Results of the calls are checked; exit status 0 means they were right.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+#define CHECK(x)                                                              \
+    do {                                                                      \
+        if (!(x)) {                                                           \
+            fprintf(stderr, "rel_drvlib: %s:%d: check failed: %s\n",          \
+                    __FILE__, __LINE__, #x);                                  \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+#define OK(x) CHECK((x) == ncclSuccess)
+
+static cudaStream_t rel_stream;
+static volatile int rel_stop;
+static const char *rel_self; /* rel_driver path, for exec */
+static const char *rel_lib;
+
+static ncclComm_t rel_solo(void)
+{
+    ncclUniqueId id;
+    ncclComm_t c;
+
+    OK(ncclGetUniqueId(&id));
+    OK(ncclCommInitRank(&c, 1, id, 0));
+    return c;
+}
+
+/* One all-reduce whose result is checked. */
+static void rel_ar(ncclComm_t c, float v)
+{
+    float x = v, y = 0;
+
+    OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, c, rel_stream));
+    CHECK(y == v);
+}
+
+static int rel_loop(int n)
+{
+    ncclComm_t c = rel_solo();
+    const char *s = getenv("REL_SLEEP_US");
+
+    for (int i = 0; i < n; i++) {
+        rel_ar(c, (float)i);
+        if (s != NULL)
+            usleep((useconds_t)atoi(s));
+        if (i == 0 && getenv("REL_SAY_FIRST")) {
+            printf("first call done\n");
+            fflush(stdout);
+        }
+    }
+    OK(ncclCommDestroy(c));
+    printf("loop %d ok\n", n);
+    return 0;
+}
+
+static void *rel_spin(void *arg)
+{
+    ncclComm_t c = rel_solo();
+    long n = 0;
+
+    (void)arg;
+    while (!rel_stop) {
+        rel_ar(c, (float)(n++ & 1023));
+        usleep(20); /* keep the traces small */
+    }
+    OK(ncclCommDestroy(c));
+    return (void *)n;
+}
+
+static int rel_wait(pid_t p)
+{
+    int st;
+
+    CHECK(waitpid(p, &st, 0) == p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void rel_child(int kind)
+{
+    if (kind == 0)
+        _exit(0);
+    if (kind == 1) {
+        ncclComm_t c = rel_solo();
+        for (int i = 0; i < 3; i++)
+            rel_ar(c, 2.0f);
+        exit(0);
+    }
+    execl(rel_self, rel_self, rel_lib, "loop", "5", (char *)NULL);
+    _exit(127);
+}
+
+static int rel_forkmid(int t, int n)
+{
+    pthread_t th[16];
+
+    CHECK(t > 0 && t <= 16);
+    for (int i = 0; i < t; i++)
+        CHECK(pthread_create(&th[i], NULL, rel_spin, NULL) == 0);
+    usleep(20000);
+    for (int i = 0; i < n; i++) {
+        pid_t p;
+        fflush(stdout);
+        p = fork();
+        CHECK(p >= 0);
+        if (p == 0) {
+            alarm(20); /* a deadlocked child dies, the test sees it */
+            rel_child(i % 3);
+        }
+        CHECK(rel_wait(p) == 0);
+    }
+    rel_stop = 1;
+    for (int i = 0; i < t; i++)
+        pthread_join(th[i], NULL);
+    printf("forkmid %d children ok\n", n);
+    return 0;
+}
+
+static volatile sig_atomic_t rel_got[3];
+
+static void rel_on_sig(int sig)
+{
+    rel_got[sig == SIGTERM ? 0 : sig == SIGINT ? 1 : 2]++;
+}
+
+static void *rel_sender(void *arg)
+{
+    int n = *(int *)arg;
+    static const int sigs[3] = {SIGTERM, SIGINT, SIGUSR1};
+
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++) {
+            int before = rel_got[k];
+            kill(getpid(), sigs[k]);
+            for (int w = 0; w < 20000 && rel_got[k] == before; w++)
+                usleep(50); /* one at a time: signals do not queue */
+        }
+    rel_stop = 1;
+    return NULL;
+}
+
+static int rel_signals(int n)
+{
+    struct sigaction sa;
+    pthread_t th;
+    ncclComm_t c = rel_solo();
+    long calls = 0;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = rel_on_sig;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGTERM, &sa, NULL) == 0);
+    CHECK(sigaction(SIGINT, &sa, NULL) == 0);
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    CHECK(pthread_create(&th, NULL, rel_sender, &n) == 0);
+    while (!rel_stop || calls < 500) /* signals land inside calls */
+        rel_ar(c, (float)(calls++ & 1023));
+    pthread_join(th, NULL);
+    OK(ncclCommDestroy(c));
+    printf("signals term=%d int=%d usr1=%d\n", (int)rel_got[0],
+           (int)rel_got[1], (int)rel_got[2]);
+    return 0;
+}
+
+static int rel_sigterm(int n)
+{
+    ncclComm_t c = rel_solo();
+
+    for (int i = 0; i < n; i++)
+        rel_ar(c, 1.0f);
+    printf("raising SIGTERM\n");
+    fflush(stdout);
+    raise(SIGTERM);
+    printf("survived SIGTERM\n");
+    return 0;
+}
+
+static void *rel_exiter(void *arg)
+{
+    (void)arg;
+    usleep(100000);
+    printf("exit(7) from a thread\n");
+    fflush(stdout);
+    exit(7);
+}
+
+static int rel_exitthread(int t)
+{
+    pthread_t th[16], ex;
+
+    CHECK(t > 0 && t <= 16);
+    for (int i = 0; i < t; i++)
+        CHECK(pthread_create(&th[i], NULL, rel_spin, NULL) == 0);
+    CHECK(pthread_create(&ex, NULL, rel_exiter, NULL) == 0);
+    for (int i = 0; i < t; i++)
+        pthread_join(th[i], NULL);
+    return 1; /* not reached: rel_spin loops until exit */
+}
+
+/* Rank 0 publishes the unique id in $REL_ID_DIR; rank 1 reads it. */
+static ncclUniqueId rel_id(int rank)
+{
+    char path[512], tmp[520];
+    const char *dir = getenv("REL_ID_DIR");
+    ncclUniqueId id;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/abort.id", dir ? dir : "/tmp");
+    if (rank == 0) {
+        OK(ncclGetUniqueId(&id));
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        CHECK(fd >= 0 && write(fd, &id, sizeof(id)) == sizeof(id));
+        close(fd);
+        CHECK(rename(tmp, path) == 0);
+        return id;
+    }
+    for (int i = 0; i < 4000; i++) {
+        fd = open(path, O_RDONLY);
+        if (fd >= 0) {
+            CHECK(read(fd, &id, sizeof(id)) == sizeof(id));
+            close(fd);
+            return id;
+        }
+        usleep(5000);
+    }
+    CHECK(!"unique id never appeared");
+    return id;
+}
+
+static ncclComm_t rel_abort_comm;
+static ncclResult_t rel_abort_ret = ncclSuccess;
+
+static void *rel_blocked(void *arg)
+{
+    float x = 1, y = 0;
+
+    (void)arg;
+    rel_abort_ret = ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum,
+                                  rel_abort_comm, rel_stream);
+    if (rel_abort_ret == ncclSuccess)
+        rel_abort_ret = cudaStreamSynchronize(rel_stream) == cudaSuccess
+                            ? ncclSuccess : ncclUnhandledCudaError;
+    return NULL;
+}
+
+static int rel_abort(void)
+{
+    int rank = atoi(getenv("RANK") ? getenv("RANK") : "0");
+    ncclUniqueId id = rel_id(rank);
+    pthread_t th;
+
+    OK(ncclCommInitRank(&rel_abort_comm, 2, id, rank));
+    if (rank == 1) {
+        usleep(1500000); /* never joins the all-reduce */
+        printf("rank 1 done\n");
+        return 0;
+    }
+    CHECK(pthread_create(&th, NULL, rel_blocked, NULL) == 0);
+    usleep(300000);
+    OK(ncclCommAbort(rel_abort_comm));
+    pthread_join(th, NULL);
+    printf("all-reduce during abort returned %s\n",
+           rel_abort_ret == ncclSuccess ? "success" : "an error");
+    return 0;
+}
+
+__attribute__((visibility("default"))) int rel_drv_main(int argc,
+                                                        char **argv)
+{
+    int a1 = argc > 1 ? atoi(argv[1]) : 0, a2 = argc > 2 ? atoi(argv[2]) : 0;
+
+    rel_self = getenv("REL_DRIVER");
+    rel_lib = getenv("REL_LIB");
+    rel_stop = 0;
+    if (rel_stream == NULL)
+        CHECK(cudaStreamCreate(&rel_stream) == cudaSuccess);
+    if (!strcmp(argv[0], "loop"))
+        return rel_loop(a1);
+    if (!strcmp(argv[0], "forkmid") && rel_self && rel_lib)
+        return rel_forkmid(a1, a2);
+    if (!strcmp(argv[0], "signals"))
+        return rel_signals(a1);
+    if (!strcmp(argv[0], "sigterm"))
+        return rel_sigterm(a1);
+    if (!strcmp(argv[0], "exitthread"))
+        return rel_exitthread(a1);
+    if (!strcmp(argv[0], "abort"))
+        return rel_abort();
+    fprintf(stderr, "rel_drvlib: unknown scenario '%s'\n", argv[0]);
+    return 2;
+}
