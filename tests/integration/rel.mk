@@ -5,7 +5,8 @@
 #   make fuzz-build       $(BUILD)/fuzz/fuzz_{reader,analyze} (clang,
 #                         ASan+UBSan)
 #   make fuzz FUZZ_S=30   a short fuzz run over tests/fuzz/corpus
-#   make rel-check        ASan/UBSan suite, TSan, valgrind (scripts)
+#   make rel-check        ASan/UBSan, TSan, valgrind, short fuzz run
+#                         (tests/integration/rel_check.sh)
 
 FUZZ_CC ?= clang
 FUZZ_DIR := $(BUILD)/fuzz
@@ -27,7 +28,13 @@ fuzz:
 	$(Q)P3D_BUILD=$(abspath $(BUILD)) FUZZ_S=$(FUZZ_S) sh tests/fuzz/run.sh
 
 rel-check:
-	$(Q)sh tests/rel/check.sh
+	$(Q)sh tests/integration/rel_check.sh
+
+# Everything the integration tests need (TEST_DEPS is complete only once
+# every *.mk is read, hence the recursive make).
+.PHONY: rel-test-deps
+rel-test-deps:
+	$(Q)$(MAKE) --no-print-directory $(TEST_DEPS)
 
 # Fault injection (tests/integration/test_rel_*.sh): rel_driver opens
 # librel_drv.so (links the fake NCCL) with dlopen(RTLD_LOCAL).
