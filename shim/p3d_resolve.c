@@ -62,10 +62,13 @@ static int p3d_resolve_collect(struct dl_phdr_info *info, size_t size,
 static int p3d_real_dlclose(void *h)
 {
     static int (*real)(void *);
+    int (*fn)(void *) = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
 
-    if (real == NULL)
-        real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-    return real != NULL ? real(h) : -1;
+    if (fn == NULL) {
+        fn = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+    }
+    return fn != NULL ? fn(h) : -1;
 }
 
 static int p3d_read_unloads(struct dl_phdr_info *info, size_t size,
@@ -82,7 +85,7 @@ static void p3d_slot_note(void **slot)
     int n = __atomic_load_n(&p3d_n_slots, __ATOMIC_ACQUIRE), i;
 
     for (i = 0; i < n && i < P3D_SLOTS_MAX; i++)
-        if (p3d_slots[i] == slot)
+        if (__atomic_load_n(&p3d_slots[i], __ATOMIC_ACQUIRE) == slot)
             return;
     i = __atomic_fetch_add(&p3d_n_slots, 1, __ATOMIC_ACQ_REL);
     if (i < P3D_SLOTS_MAX)
