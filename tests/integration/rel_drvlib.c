@@ -45,7 +45,7 @@
 #define OK(x) CHECK((x) == ncclSuccess)
 
 static cudaStream_t rel_stream;
-static volatile int rel_stop;
+static int rel_stop; /* atomics */
 static const char *rel_self; /* rel_driver path, for exec */
 static const char *rel_lib;
 
@@ -93,7 +93,7 @@ static void *rel_spin(void *arg)
     long n = 0;
 
     (void)arg;
-    while (!rel_stop) {
+    while (!__atomic_load_n(&rel_stop, __ATOMIC_SEQ_CST)) {
         rel_ar(c, (float)(n++ & 1023));
         usleep(20); /* keep the traces small */
     }
@@ -142,18 +142,19 @@ static int rel_forkmid(int t, int n)
         }
         CHECK(rel_wait(p) == 0);
     }
-    rel_stop = 1;
+    __atomic_store_n(&rel_stop, 1, __ATOMIC_SEQ_CST);
     for (int i = 0; i < t; i++)
         pthread_join(th[i], NULL);
     printf("forkmid %d children ok\n", n);
     return 0;
 }
 
-static volatile sig_atomic_t rel_got[3];
+static int rel_got[3]; /* atomics: read by other threads */
 
 static void rel_on_sig(int sig)
 {
-    rel_got[sig == SIGTERM ? 0 : sig == SIGINT ? 1 : 2]++;
+    __atomic_fetch_add(&rel_got[sig == SIGTERM ? 0 : sig == SIGINT ? 1 : 2],
+                       1, __ATOMIC_SEQ_CST);
 }
 
 static void *rel_sender(void *arg)
@@ -163,12 +164,15 @@ static void *rel_sender(void *arg)
 
     for (int i = 0; i < n; i++)
         for (int k = 0; k < 3; k++) {
-            int before = rel_got[k];
+            int before = __atomic_load_n(&rel_got[k], __ATOMIC_SEQ_CST);
             kill(getpid(), sigs[k]);
-            for (int w = 0; w < 20000 && rel_got[k] == before; w++)
+            for (int w = 0; w < 20000 &&
+                            __atomic_load_n(&rel_got[k], __ATOMIC_SEQ_CST) ==
+                                before;
+                 w++)
                 usleep(50); /* one at a time: signals do not queue */
         }
-    rel_stop = 1;
+    __atomic_store_n(&rel_stop, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -186,12 +190,12 @@ static int rel_signals(int n)
     CHECK(sigaction(SIGINT, &sa, NULL) == 0);
     CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
     CHECK(pthread_create(&th, NULL, rel_sender, &n) == 0);
-    while (!rel_stop || calls < 500) /* signals land inside calls */
+    while (!__atomic_load_n(&rel_stop, __ATOMIC_SEQ_CST) || calls < 500)
         rel_ar(c, (float)(calls++ & 1023));
     pthread_join(th, NULL);
     OK(ncclCommDestroy(c));
-    printf("signals term=%d int=%d usr1=%d\n", (int)rel_got[0],
-           (int)rel_got[1], (int)rel_got[2]);
+    printf("signals term=%d int=%d usr1=%d\n", rel_got[0], rel_got[1],
+           rel_got[2]);
     return 0;
 }
 
