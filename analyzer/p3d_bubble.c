@@ -2,8 +2,10 @@
  * p3d_bubble.c - the measured pipeline bubble per stage and iteration.
  *
  * Bubble = time a stage spends in pipeline Send/Recv (ops whose peer is in
- * another stage) with no compute kernel running, as a fraction of the
- * step (analysis.md section 10).  Each such wait is put in the warm-up /
+ * another stage: from the call, or the kernel start if earlier, to the
+ * kernel end, or the return of the blocking ncclGroupEnd if later) with
+ * no compute kernel running, as a fraction of the step (analysis.md
+ * section 10).  Each such wait is put in the warm-up /
  * cool-down phase (up to the stage's first backward receive, after its
  * last forward send) or the steady state, and receives are split
  * Scalasca-style into late-sender wait (send start - recv start) and
@@ -87,7 +89,9 @@ static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
     cur = s;
     for (size_t i = a; i < z; i++) {
         const struct p3d_top *o = &tl->ops[i];
-        int64_t x = o->s > cur ? o->s : cur, y = o->e < e ? o->e : e, w;
+        int64_t a0 = o->s < o->h0 ? o->s : o->h0;
+        int64_t z0 = o->e > o->hg ? o->e : o->hg;
+        int64_t x = a0 > cur ? a0 : cur, y = z0 < e ? z0 : e, w;
         if (!p3d_is_pp(job, tl, o) || y <= x)
             continue;
         w = p3d_iv_minus(x, y, &tl->compute);

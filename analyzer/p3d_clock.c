@@ -160,6 +160,7 @@ static void p3d_clock_apply(struct p3d_time_res *t)
         for (size_t k = 0; k < tl->n_ops; k++) {
             tl->ops[k].h0 += d;
             tl->ops[k].h1 += d;
+            tl->ops[k].hg += d;
             tl->ops[k].s += d;
             tl->ops[k].e += d;
         }

@@ -3,10 +3,12 @@
  * sequence.
  *
  * Every op gets a signature (communicator, op, bytes, peer).  The period
- * is the shortest P for which the longest periodic tail of the sequence
- * (sig[i] == sig[i - P]) is longest and spans two periods or more; a
+ * is the shortest P whose longest P-periodic stretch of the sequence
+ * (sig[i] == sig[i + P]) is the longest and spans two periods or more; a
  * multiple of the true period covers no more, a sub-pattern (the
- * micro-batch loop) breaks at the optimizer.  The phase comes from the
+ * micro-batch loop) breaks at the optimizer, and set-up or tear-down ops
+ * before the first or after the last iteration (Megatron's extra
+ * all-reduces) only shorten the stretch.  The phase comes from the
  * schedule: an iteration ends with a run of step-level collectives (DP
  * gradient reduce-scatter, optimizer, MP/WORLD all-reduces), so the op
  * after the longest such run starts the next one; without such ops, the
@@ -19,22 +21,26 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
-#define P3D_STEPS_MAX_OPS 400000 /* look at the last ops only */
+#define P3D_STEPS_SEARCH 16384 /* the period is looked for here */
 
-size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *cover)
+size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
+                        size_t *r1)
 {
     size_t best = 0, best_cov = 0;
 
+    *r0 = *r1 = 0;
     for (size_t p = 1; p <= n / 2; p++) {
-        size_t l = 0;
-        while (l + p < n && sig[n - 1 - l] == sig[n - 1 - l - p])
-            l++;
-        if (l >= p && l + p > best_cov) {
-            best = p;
-            best_cov = l + p;
+        size_t run = 0;
+        for (size_t i = 0; i + p < n; i++) {
+            run = sig[i] == sig[i + p] ? run + 1 : 0;
+            if (run >= p && run + p > best_cov) {
+                best = p;
+                best_cov = run + p;
+                *r1 = i + p + 1;
+                *r0 = *r1 - best_cov;
+            }
         }
     }
-    *cover = best_cov;
     return best;
 }
 
@@ -84,28 +90,41 @@ static uint64_t p3d_sig(const struct p3d_top *o)
     return h * 0xff51afd7ed558ccdull;
 }
 
-static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
+/* Signatures of ops [base, base + n). */
+static uint64_t *p3d_steps_sigs(const struct p3d_tl *tl, size_t base,
+                                size_t n)
 {
-    size_t base = tl->n_ops > P3D_STEPS_MAX_OPS
-                      ? tl->n_ops - P3D_STEPS_MAX_OPS : 0;
-    size_t n = tl->n_ops - base, cov, p, c, first;
     uint64_t *sig = p3d_xcalloc(n + 1, sizeof(*sig));
-    int k = 0;
 
     for (size_t i = 0; i < n; i++)
         sig[i] = p3d_sig(&tl->ops[base + i]);
-    p = p3d_steps_period(sig, n, &cov);
+    return sig;
+}
+
+static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
+{
+    size_t n = tl->n_ops, w = n > P3D_STEPS_SEARCH ? P3D_STEPS_SEARCH : n;
+    uint64_t *sig = p3d_steps_sigs(tl, 0, n);
+    size_t r0, r1, p = p3d_steps_period(sig + n - w, w, &r0, &r1), b, c;
+    int k = 0;
+
+    r0 += n - w;
+    r1 += n - w;
+    while (p && r0 > 0 && sig[r0 - 1] == sig[r0 - 1 + p])
+        r0--;
+    while (p && r1 < n && sig[r1] == sig[r1 - p])
+        r1++;
     free(sig);
     if (!p)
         return;
-    c = p3d_steps_phase(job, tl, base + n - p, p);
-    first = n - p + c; /* relative start of the last (maybe cut) one */
-    while (first >= p && first - p >= n - cov)
-        first -= p;
+    c = p3d_steps_phase(job, tl, r1 - p, p);
+    b = r1 - p + c; /* start of the last iteration, maybe cut */
+    while (b >= r0 + p)
+        b -= p;
     tl->period = p;
-    tl->it_op = p3d_xcalloc((n - first) / p + 2, sizeof(*tl->it_op));
-    for (size_t s = first; s + p <= n; s += p)
-        tl->it_op[k++] = base + s;
+    tl->it_op = p3d_xcalloc((r1 - b) / p + 2, sizeof(*tl->it_op));
+    for (; b + p <= r1; b += p)
+        tl->it_op[k++] = b;
     if (!k)
         return;
     tl->n_iter = k;
