@@ -2,9 +2,9 @@
  * p3d_bubble.c - the measured pipeline bubble per stage and iteration.
  *
  * Bubble = time a stage spends in pipeline Send/Recv (ops whose peer is in
- * another stage: from the call, or the kernel start if earlier, to the
- * kernel end, or the return of the blocking ncclGroupEnd if later) with
- * no compute kernel running, as a fraction of the step (analysis.md
+ * another stage: the kernel's interval, or the whole call up to the
+ * return of its ncclGroupEnd when the call waited for the kernel, as the
+ * synchronous CPU doubles do) with no compute kernel running, as a fraction of the step (analysis.md
  * section 10).  Each such wait is put in the warm-up /
  * cool-down phase (up to the stage's first backward receive, after its
  * last forward send) or the steady state, and receives are split
@@ -89,8 +89,8 @@ static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
     cur = s;
     for (size_t i = a; i < z; i++) {
         const struct p3d_top *o = &tl->ops[i];
-        int64_t a0 = o->s < o->h0 ? o->s : o->h0;
-        int64_t z0 = o->e > o->hg ? o->e : o->hg;
+        int sync = o->s >= o->h0 && o->e <= o->hg; /* call waited */
+        int64_t a0 = sync ? o->h0 : o->s, z0 = sync ? o->hg : o->e;
         int64_t x = a0 > cur ? a0 : cur, y = z0 < e ? z0 : e, w;
         if (!p3d_is_pp(job, tl, o) || y <= x)
             continue;
