@@ -42,6 +42,9 @@ static void p3d_usage(FILE *f)
         "                    '-' writes it to stdout instead of the text\n"
         "  --layout SPEC     tp=2,pp=2,cp=1,ep=1,order=tp-cp-ep-dp-pp: use "
         "this layout\n"
+        "                    (order: first axis fastest, Megatron's "
+        "spelling; 'titan'\n"
+        "                    = torchtitan's pp-dp-cp-tp mesh)\n"
         "  --all             analyse every job found, not only the newest\n"
         "  --dump            print the records of trace FILEs as text\n"
         "  --threads N       reader threads (default: online CPUs, max 8)\n"
@@ -215,6 +218,8 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
         p3d_time_free(&set.jobs[i]);
         p3d_job_free(&set.jobs[i]);
     }
+    for (int i = 0; i < first; i++)
+        p3d_job_free(&set.jobs[i]);
     if (js && js != stdout && fclose(js))
         p3d_error("cannot write '%s'", o->json);
     free(set.jobs);
