@@ -221,6 +221,14 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
             t->top_lbl = l;
         }
     t->dominates = t->f_exposed > t->f_compute && t->f_exposed > t->f_idle;
+    if (!t->have_compute) {
+        t->dominates = -1;
+        snprintf(t->why, sizeof(t->why), "cannot tell: the traces have no "
+                 "compute kernel times; NCCL busy %.1f%% of the step%s%s",
+                 100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",
+                 t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "");
+        return;
+    }
     snprintf(t->why, sizeof(t->why),
              "NCCL %s: exposed NCCL %.1f%% of the step vs compute %.1f%% "
              "and idle %.1f%%%s%s%s", t->dominates ? "dominates"

@@ -157,11 +157,11 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     for (size_t i = 0; i < tl->n_ops; i++) {
         struct p3d_top *t = &tl->ops[i];
         int gk = t->group_id ? p3d_map_get(&ld->gidx, t->group_id) : -1;
-        if (!t->has_gpu) {
-            t->s = t->h0;
-            t->e = t->h1;
-        }
         t->hg = gk >= 0 && ld->gend[gk] > t->h1 ? ld->gend[gk] : t->h1;
+        if (!t->has_gpu) { /* host only: up to the blocking return */
+            t->s = t->h0;
+            t->e = t->hg;
+        }
         p3d_ivs_add(&tl->nccl, t->s, t->e);
     }
     for (size_t i = 0; i < tl->nsp_raw.n; i++)
