@@ -1,17 +1,17 @@
 /*
  * p3d_bubble.c - the measured pipeline bubble per stage and iteration.
  *
- * Bubble = time a stage spends in pipeline Send/Recv (ops whose peer is in
- * another stage: the kernel's interval, or the whole call up to the
+ * Bubble = time a stage spends in pipeline Send/Recv (ops whose peer is
+ * in another stage: the kernel's interval, or the whole call up to the
  * return of its ncclGroupEnd when the call waited for the kernel, as the
- * synchronous CPU doubles do) with no compute kernel running, as a fraction of the step (analysis.md
- * section 10).  Each such wait is put in the warm-up /
- * cool-down phase (up to the stage's first backward receive, after its
- * last forward send) or the steady state, and receives are split
- * Scalasca-style into late-sender wait (send start - recv start) and
- * transfer.  Theory: (p-1)/(m+p-1)/v with m and v from the schedule
- * (forward sends of stage 0 minus its forward receives from the last
- * stage, which only interleaving has) or the command line.
+ * synchronous CPU doubles do) with no compute kernel running, as a
+ * fraction of the step (analysis.md section 10).  Each such wait is put
+ * in the warm-up / cool-down phase (up to the stage's first backward
+ * receive, after its last forward send) or the steady state, and
+ * receives are split Scalasca-style into late-sender wait (send start -
+ * recv start) and transfer.  Theory: (p-1)/(m+p-1)/v with m and v from
+ * the schedule (forward sends of stage 0 minus its forward receives from
+ * the last stage, which only interleaving has) or the command line.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -131,21 +131,62 @@ static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
     tl->it_op[k] = tl->it_op[k - 1] + p;
 }
 
-static void p3d_steps_times(struct p3d_tl *tl)
+/* The last iteration ends when the GPU work running at its last op's
+ * return is done (asynchronous streams drain after the host). */
+static int64_t p3d_steps_drain(const struct p3d_tl *tl, int64_t end)
+{
+    const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+
+    for (int j = 0; j < 3; j++)
+        for (size_t i = 0; i < l[j]->n; i++)
+            if (l[j]->v[i].s < end && l[j]->v[i].e > end)
+                end = l[j]->v[i].e;
+    return end;
+}
+
+/* End of the work of iteration k: its ops' returns and GPU ends. */
+static int64_t p3d_steps_work_end(const struct p3d_tl *tl, int k)
 {
     int64_t end = 0;
 
-    tl->it_t = p3d_xcalloc((size_t)tl->n_iter + 1, sizeof(*tl->it_t));
-    for (int k = 0; k < tl->n_iter; k++)
-        tl->it_t[k] = tl->ops[tl->it_op[k]].h0;
-    for (size_t i = tl->it_op[tl->n_iter - 1]; i < tl->it_op[tl->n_iter];
-         i++) {
-        if (tl->ops[i].h1 > end)
-            end = tl->ops[i].h1;
-        if (tl->ops[i].e > end)
-            end = tl->ops[i].e;
+    for (size_t i = tl->it_op[k]; i < tl->it_op[k + 1]; i++) {
+        const struct p3d_top *o = &tl->ops[i];
+        end = o->hg > end ? o->hg : end;
+        end = o->e > end ? o->e : end;
     }
-    tl->it_t[tl->n_iter] = end;
+    return p3d_steps_drain(tl, end);
+}
+
+static int p3d_i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Iteration k runs from its first op's call to the next one's.  The last
+ * has no next: it ends at the end of its work plus the median tail the
+ * others had between their work and the next iteration (host sync,
+ * logging, data loading).
+ */
+static void p3d_steps_times(struct p3d_tl *tl)
+{
+    int n = tl->n_iter;
+    int64_t *tail = p3d_xcalloc((size_t)n + 1, sizeof(*tail));
+
+    tl->it_t = p3d_xcalloc((size_t)n + 1, sizeof(*tl->it_t));
+    for (int k = 0; k < n; k++)
+        tl->it_t[k] = tl->ops[tl->it_op[k]].h0;
+    for (int k = 0; k + 1 < n; k++) {
+        tail[k] = tl->it_t[k + 1] - p3d_steps_work_end(tl, k);
+        if (tail[k] < 0)
+            tail[k] = 0;
+    }
+    qsort(tail, (size_t)(n - 1), sizeof(*tail), p3d_i64_cmp);
+    tl->it_t[n] = p3d_steps_work_end(tl, n - 1) + (n > 1 ? tail[(n - 1) / 2]
+                                                          : 0);
+    free(tail);
 }
 
 int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e)
