@@ -169,6 +169,7 @@ static void p3d_clock_apply(struct p3d_time_res *t)
             tl->ops[k].h0 += d;
             tl->ops[k].h1 += d;
             tl->ops[k].hg += d;
+            tl->ops[k].hs += d;
             tl->ops[k].s += d;
             tl->ops[k].e += d;
         }

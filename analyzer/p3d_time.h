@@ -45,8 +45,9 @@ enum { P3D_TSRC_HOST, P3D_TSRC_SPAN, P3D_TSRC_GPU };
 struct p3d_top { /* one NCCL op on the timeline */
     int64_t h0, h1; /* host enter/exit */
     int64_t s, e;   /* best interval: GPU if known, else host */
-    int64_t hg;     /* host return of the blocking call: the outermost
-                     * ncclGroupEnd for grouped ops, else h1 */
+    int64_t hs, hg; /* host call of the blocking call: the outermost
+                     * ncclGroupStart enter / ncclGroupEnd return for
+                     * grouped ops, else h0 / h1 */
     uint64_t op_id, seq, bytes, stream;
     int gcomm; /* job->comms index, -1 unknown */
     int peer;  /* global rank of the Send/Recv peer, else -1 */

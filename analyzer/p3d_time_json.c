@@ -42,6 +42,19 @@ void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
     p3d_jnum(f, "exposed_comm_frac", ok ? sum[2] / sum[0] : 0, ok);
     p3d_jnum(f, "idle_frac", ok ? sum[3] / sum[0] : 0, ok);
     p3d_jnum(f, "bubble_frac", ok ? sum[4] / sum[0] : 0, ok && t->pp > 1);
+    if (tl && tl->br) {
+        fputs(", \"iters\": [", f);
+        for (int k = 0; k < t->n_iter; k++)
+            fprintf(f, "%s{\"step_ms\": %.6g, \"compute_ms\": %.6g, "
+                       "\"nccl_ms\": %.6g, \"exposed_ms\": %.6g, "
+                       "\"pp_wait_ms\": %.6g}", k ? ", " : "",
+                    (double)tl->br[k].step / 1e6,
+                    (double)tl->br[k].compute / 1e6,
+                    (double)tl->br[k].nccl / 1e6,
+                    (double)tl->br[k].exposed / 1e6,
+                    (double)tl->br[k].pp_wait / 1e6);
+        fputc(']', f);
+    }
     if (tl)
         fprintf(f, ", \"stage\": %d, \"clock_offset_ns\": %" PRId64
                 ", \"waiting_caused_ms\": %.6g, \"waiting_suffered_ms\": "
