@@ -123,7 +123,7 @@ struct p3d_time_res {
     double busbw[P3D_LBL_COUNT], best_busbw;
     int best_lbl;
     struct p3d_tstrag *strag; /* sorted by caused */
-    int n_strag;
+    int n_strag, strag_p2p;   /* strag_p2p: ranked by pipeline waits */
     uint64_t n_inst, n_p2p;
     double late_sender_ms, late_receiver_ms;
     double nxn_ms[P3D_LBL_COUNT]; /* wait at NxN per label, steady */

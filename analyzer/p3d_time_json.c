@@ -165,7 +165,8 @@ static void p3d_tj_wait(FILE *f, const struct p3d_time_res *t)
             fprintf(f, "%s\"%s\": {\"ms\": %.6g, \"late_rank\": %d}",
                     n++ ? ", " : "", p3d_label_name[l], t->nxn_ms[l],
                     t->late_rank[l]);
-    fputs("}, \"stragglers\": [", f);
+    fprintf(f, "}, \"stragglers_by\": \"%s\", \"stragglers\": [",
+            t->strag_p2p ? "pipeline_p2p" : "layer_groups");
     for (int i = 0; i < t->n_strag; i++)
         fprintf(f, "%s{\"rank\": %d, \"caused_ms\": %.6g, \"suffered_ms\": "
                    "%.6g, \"late_count\": %" PRId64 ", \"p2p_caused_ms\": "

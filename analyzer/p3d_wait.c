@@ -121,6 +121,7 @@ static void p3d_wait_rank_list(struct p3d_time_res *t)
     for (int i = 0; i < t->n; i++)
         layer += t->tl[i].caused_wait;
     t->strag = p3d_xcalloc((size_t)t->n + 1, sizeof(*t->strag));
+    t->strag_p2p = !layer;
     for (int i = 0; i < t->n; i++) {
         struct p3d_tstrag *s = &t->strag[t->n_strag++];
         s->rank = t->tl[i].rank;
