@@ -200,9 +200,31 @@ int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e)
     return *e > *s;
 }
 
+/* The reference iteration whose start is nearest to rank tl's first. */
+static int p3d_steps_offset(const struct p3d_tl *ref, const struct p3d_tl *tl)
+{
+    int best = 0;
+    int64_t d = INT64_MAX;
+
+    for (int j = 0; j < ref->n_iter; j++) {
+        int64_t x = llabs(ref->it_t[j] - tl->it_t[0]);
+        if (x < d) {
+            d = x;
+            best = j;
+        }
+    }
+    return best;
+}
+
+/*
+ * Job iterations: every rank's iterations are matched by start time to
+ * those of the rank with the most (a rank killed or hung early has
+ * fewer); the job keeps the iterations every rank has.
+ */
 void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
 {
-    int n = -1;
+    struct p3d_tl *ref = NULL;
+    int lo = 0, hi = INT32_MAX;
 
     for (int i = 0; i < t->n; i++) {
         struct p3d_tl *tl = &t->tl[i];
@@ -212,10 +234,21 @@ void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
         if (!tl->n_iter)
             continue;
         p3d_steps_times(tl);
-        n = n < 0 || tl->n_iter < n ? tl->n_iter : n;
+        if (!ref || tl->n_iter > ref->n_iter)
+            ref = tl;
     }
-    t->n_iter = n < 0 ? 0 : n;
+    if (!ref)
+        return;
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        if (!tl->n_iter)
+            continue;
+        tl->first_it = p3d_steps_offset(ref, tl); /* reference index */
+        lo = tl->first_it > lo ? tl->first_it : lo;
+        hi = tl->first_it + tl->n_iter < hi ? tl->first_it + tl->n_iter : hi;
+    }
+    t->n_iter = hi > lo ? hi - lo : 0;
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_iter)
-            t->tl[i].first_it = t->tl[i].n_iter - t->n_iter;
+            t->tl[i].first_it = lo - t->tl[i].first_it;
 }
