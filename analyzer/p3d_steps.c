@@ -8,7 +8,8 @@
  * multiple of the true period covers no more, a sub-pattern (the
  * micro-batch loop) breaks at the optimizer, and set-up or tear-down ops
  * before the first or after the last iteration (Megatron's extra
- * all-reduces) only shorten the stretch.  The phase comes from the
+ * all-reduces) only shorten the stretch; an irregular first iteration
+ * just before it is recognised by how it starts (p3d_steps_lead).  The phase comes from the
  * schedule: an iteration ends with a run of step-level collectives (DP
  * gradient reduce-scatter, optimizer, MP/WORLD all-reduces), so the op
  * after the longest such run starts the next one; without such ops, the
@@ -101,11 +102,37 @@ static uint64_t *p3d_steps_sigs(const struct p3d_tl *tl, size_t base,
     return sig;
 }
 
+/*
+ * An irregular first iteration (Megatron's first has an extra
+ * all-reduce) just before the periodic stretch: it starts with the
+ * iteration's first op after a step-level op, about a period earlier.
+ * Returns its first op, or `first` if there is none.
+ */
+static size_t p3d_steps_lead(const struct p3d_job *job,
+                             const struct p3d_tl *tl, const uint64_t *sig,
+                             size_t first, size_t p)
+{
+    size_t d = p / 4 + 1, best = first, j;
+
+    j = first > p + d ? first - p - d : 0;
+    for (; j + p / 2 <= first && j + p <= first + d; j++) {
+        if (sig[j] != sig[first] || j + p + d < first)
+            continue;
+        if (j > 0 && !p3d_step_level(job, &tl->ops[j - 1]))
+            continue;
+        if (best == first || (j + p > first ? j + p - first : first - j - p) <
+                                 (best + p > first ? best + p - first
+                                                   : first - best - p))
+            best = j;
+    }
+    return best;
+}
+
 static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
 {
     size_t n = tl->n_ops, w = n > P3D_STEPS_SEARCH ? P3D_STEPS_SEARCH : n;
     uint64_t *sig = p3d_steps_sigs(tl, 0, n);
-    size_t r0, r1, p = p3d_steps_period(sig + n - w, w, &r0, &r1), b, c;
+    size_t r0, r1, p = p3d_steps_period(sig + n - w, w, &r0, &r1), b, c, l;
     int k = 0;
 
     r0 += n - w;
@@ -114,15 +141,19 @@ static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
         r0--;
     while (p && r1 < n && sig[r1] == sig[r1 - p])
         r1++;
-    free(sig);
-    if (!p)
+    if (!p) {
+        free(sig);
         return;
+    }
     c = p3d_steps_phase(job, tl, r1 - p, p);
     b = r1 - p + c; /* start of the last iteration, maybe cut */
     while (b >= r0 + p)
         b -= p;
     tl->period = p;
-    tl->it_op = p3d_xcalloc((r1 - b) / p + 2, sizeof(*tl->it_op));
+    tl->it_op = p3d_xcalloc((r1 - b) / p + 3, sizeof(*tl->it_op));
+    if (b + p <= r1 && (l = p3d_steps_lead(job, tl, sig, b, p)) < b)
+        tl->it_op[k++] = l;
+    free(sig);
     for (; b + p <= r1; b += p)
         tl->it_op[k++] = b;
     if (!k)
