@@ -101,6 +101,24 @@ static void p3d_gcomm_finish(struct p3d_gcomm *g)
         qsort(g->members, (size_t)g->n_members, sizeof(int), p3d_cmp_int);
 }
 
+/*
+ * No member recorded the comm's size and its rank in it (ops on a comm
+ * the shim never saw created): its members are the ranks that used it.
+ */
+static void p3d_users_as_members(const struct p3d_job *job,
+                                 struct p3d_gcomm *g)
+{
+    g->size_unknown = 1;
+    g->slot = p3d_xmalloc(((size_t)job->n_ranks + 1) * sizeof(int));
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        if (!r->failed && p3d_map_get(&r->idx, g->hash) >= 0)
+            g->slot[g->size++] = r->rank;
+    }
+    if (!g->size)
+        g->slot[g->size++] = -1;
+}
+
 static int p3d_cmp_order(const void *a, const void *b)
 {
     const struct p3d_gcomm *x = a, *y = b;
@@ -124,15 +142,11 @@ void p3d_comm_join(struct p3d_job *job)
             p3d_gcomm_add(g, &r->comms[k]);
         }
     }
-    for (int i = 0; i < job->n_comms; i++) {
-        struct p3d_gcomm *g = &job->comms[i];
-        if (!g->size) { /* no member knew its slot: use who used it */
-            g->size = 1;
-            g->slot = p3d_xmalloc(sizeof(int));
-            g->slot[0] = -1;
-        }
-        p3d_gcomm_finish(g);
-    }
+    for (int i = 0; i < job->n_comms; i++)
+        if (!job->comms[i].size)
+            p3d_users_as_members(job, &job->comms[i]);
+    for (int i = 0; i < job->n_comms; i++)
+        p3d_gcomm_finish(&job->comms[i]);
     if (job->n_comms)
         qsort(job->comms, (size_t)job->n_comms, sizeof(*job->comms),
               p3d_cmp_order);

@@ -52,6 +52,7 @@ struct p3d_rank {
     int n_comms;
     size_t cap;
     struct p3d_map idx; /* comm hash -> comms index */
+    struct p3d_matcher *matcher; /* fed while scanning, NULL: no matching */
     char err[768];      /* problem found while reading, "" if none */
     char warn[512];
 };
@@ -66,6 +67,7 @@ struct p3d_gcomm { /* a communicator joined across ranks */
     int inferred_members; /* missing slots filled in from the layout */
     uint32_t order; /* lowest creation index on any member */
     int bad_size;   /* members disagree on nranks */
+    int size_unknown; /* no comm record: members = ranks that used it */
     struct p3d_opstat st[P3D_OP_COUNT];
     uint64_t hist[P3D_HIST_N];
     struct p3d_usage use;
@@ -94,6 +96,7 @@ struct p3d_layout {
 };
 
 struct p3d_mismatch;
+struct p3d_matcher;
 
 struct p3d_job {
     char job_id[P3D_JOB_ID_LEN + 1];

@@ -137,7 +137,11 @@ static void p3d_world(struct p3d_job *job)
 
 static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
 {
+    struct p3d_matcher *m = o->match ? p3d_matcher_new() : NULL;
+
     p3d_world(job);
+    for (int i = 0; i < job->n_ranks; i++)
+        job->ranks[i].matcher = m;
     p3d_job_scan(job, o->threads);
     p3d_print_rank_msgs(job);
     p3d_comm_join(job);
@@ -145,8 +149,8 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
         job->have_gpu |= job->ranks[i].n_gpu_ops > 0;
     p3d_set_layout(job, o);
     p3d_label_all(job);
-    if (o->match)
-        p3d_match_job(job);
+    if (m)
+        p3d_matcher_finish(m, job);
 }
 
 static void p3d_say_jobs(const struct p3d_jobset *set, int all)

@@ -1,18 +1,21 @@
 /*
  * p3d_match.c - cross-rank matching.
  *
- * A collective instance is keyed by (communicator, seq): the first member
- * read sets the reference (op, count, datatype, root, redop; 24 bytes per
- * instance), every later member is compared with it.  Send/Recv pairs
- * are keyed by (communicator, src, dst, seq).  A disagreement is recorded
- * and matching goes on with the next instance (never stops a communicator
- * at its first mismatch, unlike Flight Recorder's analyzer).
+ * A collective instance is keyed by (communicator, seq): the lowest rank
+ * seen so far holds the reference (op, count, datatype, root, redop; 24
+ * bytes per instance), every other member is compared with it.  Send/Recv
+ * pairs are keyed by (communicator, src, dst, seq) in comm ranks.  A
+ * disagreement is recorded and matching goes on with the next instance
+ * (never stops a communicator at its first mismatch, unlike Flight
+ * Recorder's analyzer).  Ops arrive from the reader threads during the
+ * one pass over the files; state is sharded by communicator, one lock per
+ * shard.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "p3d_match.h"
-#include "p3d_reader.h"
 #include "p3d_util.h"
 
 const char *const p3d_mm_field_name[] = {"op", "count", "datatype", "root",
@@ -24,25 +27,33 @@ struct p3d_ref {
     uint8_t op, dtype, redop, set;
 };
 
-struct p3d_cref {
-    struct p3d_ref *v;
-    size_t cap;
-};
-
 struct p3d_pair {
-    struct p3d_ref *v; /* op = Send or Recv of who came first */
+    struct p3d_ref *v; /* by seq: the op of whichever side came first */
     size_t cap;
-    int src, dst;
-    uint64_t comm;
+    int src, dst;      /* comm ranks */
 };
 
-struct p3d_mstate {
-    struct p3d_job *job;
-    struct p3d_cref *cref; /* per job comm */
-    struct p3d_map pair_idx;
+struct p3d_mcomm { /* one communicator's instances */
+    uint64_t hash;
+    struct p3d_ref *v; /* collectives by seq */
+    size_t cap;
+    struct p3d_map pair_idx; /* src << 32 | dst -> pairs index */
     struct p3d_pair *pairs;
     size_t n_pairs, pairs_cap;
-    struct p3d_match_res *res;
+};
+
+#define P3D_SHARDS 64
+
+struct p3d_shard {
+    pthread_mutex_t lock;
+    struct p3d_map idx; /* comm hash -> comms index */
+    struct p3d_mcomm *comms;
+    size_t n, cap;
+    struct p3d_match_res res;
+};
+
+struct p3d_matcher {
+    struct p3d_shard shard[P3D_SHARDS];
 };
 
 static void p3d_mm_add(struct p3d_match_res *res, const struct p3d_mismatch *m)
@@ -83,6 +94,7 @@ void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
     p3d_mm_diff(res, &m, P3D_MM_REDOP, a->redop, b->redop);
 }
 
+
 static void p3d_ref_to_op(const struct p3d_ref *r, struct p3d_rec_op *o)
 {
     memset(o, 0, sizeof(*o));
@@ -107,61 +119,90 @@ static void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o,
 
 #define P3D_MAX_SEQ (1ull << 28)
 
-static void p3d_on_coll(struct p3d_mstate *s, int gi, int rank,
+struct p3d_matcher *p3d_matcher_new(void)
+{
+    struct p3d_matcher *m = p3d_xcalloc(1, sizeof(*m));
+
+    for (int i = 0; i < P3D_SHARDS; i++)
+        pthread_mutex_init(&m->shard[i].lock, NULL);
+    return m;
+}
+
+static struct p3d_shard *p3d_shard_of(struct p3d_matcher *m, uint64_t hash)
+{
+    uint64_t x = hash * 0x9e3779b97f4a7c15ull;
+
+    return &m->shard[x >> 58]; /* top 6 bits: 64 shards */
+}
+
+static struct p3d_mcomm *p3d_mcomm_get(struct p3d_shard *sh, uint64_t hash)
+{
+    int i = p3d_map_get(&sh->idx, hash);
+    struct p3d_mcomm *c;
+
+    if (i >= 0)
+        return &sh->comms[i];
+    sh->cap = p3d_grow((void **)&sh->comms, sh->cap, sh->n,
+                       sizeof(*sh->comms));
+    c = &sh->comms[sh->n];
+    memset(c, 0, sizeof(*c));
+    c->hash = hash;
+    p3d_map_put(&sh->idx, hash, (int)sh->n++);
+    return c;
+}
+
+/* The lowest rank holds the reference, so results do not depend on the
+ * order threads read the files in. */
+static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
                         const struct p3d_rec_op *o)
 {
-    struct p3d_cref *c = &s->cref[gi];
     struct p3d_ref *r;
     struct p3d_rec_op a;
 
-    if (o->seq >= P3D_MAX_SEQ)
-        return;
     c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)o->seq, sizeof(*c->v));
     r = &c->v[o->seq];
     if (!r->set) {
         p3d_ref_set(r, o, rank);
-        s->res->n_coll++;
+        sh->res.n_coll++;
         return;
     }
     p3d_ref_to_op(r, &a);
-    p3d_match_coll(s->res, o->comm_hash, o->seq, r->rank, &a, rank, o);
+    if (rank < r->rank) {
+        p3d_match_coll(&sh->res, o->comm_hash, o->seq, rank, o, r->rank, &a);
+        p3d_ref_set(r, o, rank);
+    } else {
+        p3d_match_coll(&sh->res, o->comm_hash, o->seq, r->rank, &a, rank, o);
+    }
 }
 
-static struct p3d_pair *p3d_pair_get(struct p3d_mstate *s, int gi, int src,
-                                     int dst)
+static struct p3d_pair *p3d_pair_get(struct p3d_mcomm *c, int src, int dst)
 {
-    uint64_t key = (uint64_t)gi << 42 ^ (uint64_t)(uint32_t)src << 21 ^
-                   (uint64_t)(uint32_t)dst;
-    int i = p3d_map_get(&s->pair_idx, key);
+    uint64_t key = (uint64_t)(uint32_t)src << 32 | (uint32_t)dst;
+    int i = p3d_map_get(&c->pair_idx, key);
     struct p3d_pair *p;
 
     if (i >= 0)
-        return &s->pairs[i];
-    s->pairs_cap = p3d_grow((void **)&s->pairs, s->pairs_cap, s->n_pairs,
-                            sizeof(*s->pairs));
-    p = &s->pairs[s->n_pairs];
+        return &c->pairs[i];
+    c->pairs_cap = p3d_grow((void **)&c->pairs, c->pairs_cap, c->n_pairs,
+                            sizeof(*c->pairs));
+    p = &c->pairs[c->n_pairs];
     memset(p, 0, sizeof(*p));
     p->src = src;
     p->dst = dst;
-    p->comm = s->job->comms[gi].hash;
-    p3d_map_put(&s->pair_idx, key, (int)s->n_pairs++);
+    p3d_map_put(&c->pair_idx, key, (int)c->n_pairs++);
     return p;
 }
 
-static void p3d_on_p2p(struct p3d_mstate *s, int gi, int rank,
-                       const struct p3d_rec_op *o)
+static void p3d_on_p2p(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
+                       int comm_rank, const struct p3d_rec_op *o)
 {
-    const struct p3d_gcomm *g = &s->job->comms[gi];
-    int other, src, dst;
-    struct p3d_pair *p;
+    int send = o->op == P3D_OP_SEND;
+    int src = send ? comm_rank : o->peer, dst = send ? o->peer : comm_rank;
+    struct p3d_pair *p = p3d_pair_get(c, src, dst);
     struct p3d_ref *r;
+    struct p3d_mismatch m = {o->comm_hash, o->seq, 0, 0, 0, 0, 0,
+                             P3D_OP_SEND, src, dst};
 
-    if (o->peer < 0 || o->peer >= g->size || o->seq >= P3D_MAX_SEQ)
-        return;
-    other = g->slot[o->peer];
-    src = o->op == P3D_OP_SEND ? rank : other;
-    dst = o->op == P3D_OP_SEND ? other : rank;
-    p = p3d_pair_get(s, gi, src, dst);
     p->cap = p3d_grow((void **)&p->v, p->cap, (size_t)o->seq, sizeof(*p->v));
     r = &p->v[o->seq];
     if (!r->set) {
@@ -171,44 +212,51 @@ static void p3d_on_p2p(struct p3d_mstate *s, int gi, int rank,
     if (r->set == 2 || r->op == o->op)
         return; /* a duplicate record; not a pair */
     r->set = 2;
-    s->res->n_p2p++;
-    {
-        struct p3d_mismatch m = {o->comm_hash, o->seq, 0, r->rank, rank, 0, 0,
-                                 r->op, src, dst};
-        p3d_mm_diff(s->res, &m, P3D_MM_COUNT, (int64_t)r->count,
-                    (int64_t)o->count);
-        p3d_mm_diff(s->res, &m, P3D_MM_DTYPE, r->dtype, o->dtype);
-    }
+    sh->res.n_p2p++;
+    m.rank_a = send ? rank : r->rank; /* the sender first */
+    m.rank_b = send ? r->rank : rank;
+    p3d_mm_diff(&sh->res, &m, P3D_MM_COUNT,
+                (int64_t)(send ? o->count : r->count),
+                (int64_t)(send ? r->count : o->count));
+    p3d_mm_diff(&sh->res, &m, P3D_MM_DTYPE, send ? o->dtype : r->dtype,
+                send ? r->dtype : o->dtype);
 }
 
-static void p3d_match_rank(struct p3d_mstate *s, struct p3d_rank *rk)
+void p3d_matcher_op(struct p3d_matcher *m, int rank, int comm_rank,
+                    const struct p3d_rec_op *o)
 {
-    struct p3d_reader rd;
-    const struct p3d_rec_hdr *h;
+    struct p3d_shard *sh = p3d_shard_of(m, o->comm_hash);
+    struct p3d_mcomm *c;
 
-    if (rk->failed || p3d_reader_open(&rd, rk->path) != 0)
+    if (o->op >= P3D_OP_COUNT || o->seq >= P3D_MAX_SEQ)
         return;
-    while (p3d_reader_next(&rd, &h) > 0) {
-        const struct p3d_rec_op *o = (const void *)h;
-        int gi;
-        if (h->tag != P3D_REC_OP || o->op >= P3D_OP_COUNT)
-            continue;
-        gi = p3d_map_get(&s->job->comm_idx, o->comm_hash);
-        if (gi < 0)
-            continue;
-        if (P3D_OP_IS_P2P(o->op))
-            p3d_on_p2p(s, gi, rk->rank, o);
-        else
-            p3d_on_coll(s, gi, rk->rank, o);
-    }
-    p3d_reader_close(&rd);
+    if (P3D_OP_IS_P2P(o->op) && (o->peer < 0 || comm_rank < 0))
+        return;
+    pthread_mutex_lock(&sh->lock);
+    c = p3d_mcomm_get(sh, o->comm_hash);
+    if (P3D_OP_IS_P2P(o->op))
+        p3d_on_p2p(sh, c, rank, comm_rank, o);
+    else
+        p3d_on_coll(sh, c, rank, o);
+    pthread_mutex_unlock(&sh->lock);
 }
 
-/* Sends never received and receives never sent, one line per pair. */
-static void p3d_unmatched(struct p3d_mstate *s)
+/* Global rank of comm rank cr of the communicator with this hash. */
+static int p3d_global(const struct p3d_job *job, uint64_t hash, int cr)
 {
-    for (size_t i = 0; i < s->n_pairs; i++) {
-        struct p3d_pair *p = &s->pairs[i];
+    int gi = p3d_map_get(&job->comm_idx, hash);
+
+    if (gi < 0 || cr < 0 || cr >= job->comms[gi].size)
+        return -1;
+    return job->comms[gi].slot[cr];
+}
+
+/* Sends never received and receives never sent, one entry per pair. */
+static void p3d_unmatched(const struct p3d_job *job, struct p3d_mcomm *c,
+                          struct p3d_match_res *res)
+{
+    for (size_t i = 0; i < c->n_pairs; i++) {
+        struct p3d_pair *p = &c->pairs[i];
         uint64_t n_send = 0, n_recv = 0;
         for (size_t k = 0; k < p->cap; k++) {
             if (p->v[k].set != 1)
@@ -219,12 +267,13 @@ static void p3d_unmatched(struct p3d_mstate *s)
                 n_recv++;
         }
         if (n_send || n_recv) {
-            struct p3d_mismatch m = {p->comm, 0, P3D_MM_UNMATCHED, p->src,
-                                     p->dst, (int64_t)n_send,
-                                     (int64_t)n_recv, P3D_OP_SEND, p->src,
-                                     p->dst};
-            s->res->n_unmatched_p2p += n_send + n_recv;
-            p3d_mm_add(s->res, &m);
+            int s = p3d_global(job, c->hash, p->src);
+            int d = p3d_global(job, c->hash, p->dst);
+            struct p3d_mismatch m = {c->hash, 0, P3D_MM_UNMATCHED, s, d,
+                                     (int64_t)n_send, (int64_t)n_recv,
+                                     P3D_OP_SEND, s, d};
+            res->n_unmatched_p2p += n_send + n_recv;
+            p3d_mm_add(res, &m);
         }
         free(p->v);
     }
@@ -275,22 +324,78 @@ static void p3d_short_members(struct p3d_job *job, struct p3d_match_res *res)
     free(who);
 }
 
-void p3d_match_job(struct p3d_job *job)
+static int p3d_cmp_mm(const void *a, const void *b)
 {
-    struct p3d_mstate s;
+    const struct p3d_mismatch *x = a, *y = b;
 
-    memset(&s, 0, sizeof(s));
-    s.job = job;
-    s.res = p3d_xcalloc(1, sizeof(*s.res));
-    s.cref = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(*s.cref));
-    for (int i = 0; i < job->n_ranks; i++)
-        p3d_match_rank(&s, &job->ranks[i]);
-    p3d_unmatched(&s);
-    p3d_short_members(job, s.res);
-    for (int i = 0; i < job->n_comms; i++)
-        free(s.cref[i].v);
-    free(s.cref);
-    free(s.pairs);
-    p3d_map_free(&s.pair_idx);
-    job->match = s.res;
+    if (x->field != y->field)
+        return x->field - y->field;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    if (x->rank_a != y->rank_a)
+        return x->rank_a - y->rank_a;
+    return x->rank_b - y->rank_b;
+}
+
+/* Fold one shard's results into res (kept lists are merged later). */
+static void p3d_fold(struct p3d_match_res *res, struct p3d_mismatch **all,
+                     size_t *n_all, size_t *cap, const struct p3d_match_res *r)
+{
+    res->n_coll += r->n_coll;
+    res->n_p2p += r->n_p2p;
+    res->n_mismatch += r->n_mismatch;
+    res->n_unmatched_p2p += r->n_unmatched_p2p;
+    res->n_short += r->n_short;
+    for (int i = 0; i < r->n_kept; i++) {
+        *cap = p3d_grow((void **)all, *cap, *n_all, sizeof(**all));
+        (*all)[(*n_all)++] = r->mm[i];
+    }
+}
+
+static void p3d_shard_finish(struct p3d_shard *sh, const struct p3d_job *job)
+{
+    for (size_t i = 0; i < sh->n; i++) {
+        struct p3d_mcomm *c = &sh->comms[i];
+        p3d_unmatched(job, c, &sh->res);
+        free(c->v);
+        free(c->pairs);
+        p3d_map_free(&c->pair_idx);
+    }
+    for (int i = 0; i < sh->res.n_kept; i++) { /* P2P: comm -> global */
+        struct p3d_mismatch *x = &sh->res.mm[i];
+        if (x->field < P3D_MM_UNMATCHED && x->p2p_src >= 0) {
+            x->p2p_src = p3d_global(job, x->comm, x->p2p_src);
+            x->p2p_dst = p3d_global(job, x->comm, x->p2p_dst);
+        }
+    }
+    free(sh->comms);
+    p3d_map_free(&sh->idx);
+    pthread_mutex_destroy(&sh->lock);
+}
+
+void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job)
+{
+    struct p3d_match_res *res = p3d_xcalloc(1, sizeof(*res));
+    struct p3d_mismatch *all = NULL;
+    size_t n_all = 0, cap = 0;
+
+    for (int i = 0; i < P3D_SHARDS; i++) {
+        p3d_shard_finish(&m->shard[i], job);
+        p3d_fold(res, &all, &n_all, &cap, &m->shard[i].res);
+    }
+    p3d_short_members(job, res);
+    for (int i = 0; i < res->n_kept; i++) {
+        cap = p3d_grow((void **)&all, cap, n_all, sizeof(*all));
+        all[n_all++] = res->mm[i];
+    }
+    if (n_all)
+        qsort(all, n_all, sizeof(*all), p3d_cmp_mm);
+    res->n_kept = n_all < P3D_MM_KEEP ? (int)n_all : P3D_MM_KEEP;
+    if (n_all)
+        memcpy(res->mm, all, sizeof(*all) * (size_t)res->n_kept);
+    free(all);
+    free(m);
+    job->match = res;
 }

@@ -33,8 +33,17 @@ struct p3d_match_res {
     int n_kept;
 };
 
-/* Second pass over the rank files; fills job->match. */
-void p3d_match_job(struct p3d_job *job);
+struct p3d_matcher;
+
+/* A matcher for one job; fed from several reader threads at once. */
+struct p3d_matcher *p3d_matcher_new(void);
+/* One op record of global rank `rank`, whose rank in the op's comm is
+ * comm_rank.  Thread-safe. */
+void p3d_matcher_op(struct p3d_matcher *m, int rank, int comm_rank,
+                    const struct p3d_rec_op *o);
+/* After the communicators are joined: unmatched sends/recvs, members
+ * behind, global ranks for P2P pairs; fills job->match, frees m. */
+void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job);
 
 /* Compare one op against the reference; record differences in res.
  * (Exposed for unit tests.) */

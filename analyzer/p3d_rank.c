@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "p3d_job.h"
+#include "p3d_match.h"
 #include "p3d_reader.h"
 #include "p3d_util.h"
 
@@ -111,6 +112,9 @@ static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
     c->st[op].bytes += o->bytes;
     c->hist[p3d_hist_bucket(o->bytes)]++;
     p3d_usage_add(&c->use, o);
+    if (r->matcher)
+        p3d_matcher_op(r->matcher, r->rank,
+                       o->comm_rank >= 0 ? o->comm_rank : c->rank, o);
     if (o->op_id < P3D_MAX_OP_INDEX) {
         s->op_cap = p3d_grow((void **)&s->op_ref, s->op_cap,
                              (size_t)o->op_id, sizeof(*s->op_ref));

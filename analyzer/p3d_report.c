@@ -167,7 +167,10 @@ static void p3d_report_comms(FILE *f, const struct p3d_job *job)
                 "%" PRIu64 " calls, %s  (labels %s)%s%s\n", g->hash,
                 p3d_label_name[g->label], g->size, m, p3d_sum_calls(g->st),
                 b, lb, g->role ? "; " : "", g->role ? g->role : "");
-        if (g->n_missing)
+        if (g->size_unknown)
+            fprintf(f, "    no member recorded its creation: size unknown, "
+                    "members are the ranks that used it\n");
+        else if (g->n_missing)
             fprintf(f, "    %d of %d members have no trace file\n",
                     g->n_missing, g->size);
         if (g->inferred_members)
@@ -237,8 +240,12 @@ static void p3d_report_rank(FILE *f, const struct p3d_job *job,
                             const struct p3d_rank *r)
 {
     fprintf(f, "  rank %d: %" PRIu64 " records, %" PRIu64 " ops, %d "
-            "communicators%s\n", r->rank, r->n_records, r->n_ops, r->n_comms,
+            "communicators%s", r->rank, r->n_records, r->n_ops, r->n_comms,
             r->closed ? "" : " (not closed cleanly)");
+    if (r->n_nocolor)
+        fprintf(f, ", %" PRIu64 " NCCL_SPLIT_NOCOLOR splits (no comm)",
+                r->n_nocolor);
+    fputc('\n', f);
     for (int k = 0; k < r->n_comms; k++) {
         const struct p3d_rcomm *c = &r->comms[k];
         const struct p3d_gcomm *g = c->gcomm >= 0 ? &job->comms[c->gcomm]
@@ -247,6 +254,41 @@ static void p3d_report_rank(FILE *f, const struct p3d_job *job,
                 g ? p3d_label_name[g->label] : "?", c->rank, c->nranks);
         p3d_report_ops(f, c->st, c->nranks, job->have_gpu, "        ");
     }
+}
+
+/* Entries i..j-1 that differ from rank_a in the same way: one line. */
+static int p3d_same_diff(const struct p3d_mismatch *a,
+                         const struct p3d_mismatch *b)
+{
+    return a->field == b->field && a->comm == b->comm && a->seq == b->seq &&
+           a->rank_a == b->rank_a && a->va == b->va && a->vb == b->vb &&
+           a->field < P3D_MM_UNMATCHED;
+}
+
+static void p3d_report_mm(FILE *f, const struct p3d_mismatch *x, int n,
+                          const char *lab)
+{
+    fprintf(f, "  mismatch: comm 0x%016" PRIx64 " (%s) %s #%" PRIu64
+            ": %s differs: rank %d has %" PRId64 ", rank%s", x->comm, lab,
+            p3d_op_name[x->op % P3D_OP_COUNT], x->seq,
+            p3d_mm_field_name[x->field], x->rank_a, x->va, n > 1 ? "s" : "");
+    for (int k = 0; k < n; k++)
+        fprintf(f, "%s%d", k ? "," : " ", x[k].rank_b);
+    fprintf(f, " ha%s %" PRId64 "\n", n > 1 ? "ve" : "s", x->vb);
+}
+
+static void p3d_report_other(FILE *f, const struct p3d_mismatch *x,
+                             const char *lab)
+{
+    if (x->field == P3D_MM_ISSUED)
+        fprintf(f, "  incomplete: comm 0x%016" PRIx64 " (%s): rank %d "
+                "issued %" PRId64 " collectives, rank %d issued %" PRId64
+                "\n", x->comm, lab, x->rank_b, x->vb, x->rank_a, x->va);
+    else
+        fprintf(f, "  unmatched: comm 0x%016" PRIx64 " (%s) %d -> %d: %"
+                PRId64 " sends never received, %" PRId64 " receives "
+                "never sent\n", x->comm, lab, x->rank_a, x->rank_b, x->va,
+                x->vb);
 }
 
 static void p3d_report_match(FILE *f, const struct p3d_job *job)
@@ -259,29 +301,17 @@ static void p3d_report_match(FILE *f, const struct p3d_job *job)
             "%" PRIu64 " send/recv pairs, %" PRIu64 " mismatches, %" PRIu64
             " unmatched sends/recvs, %" PRIu64 " members behind\n", m->n_coll,
             m->n_p2p, m->n_mismatch, m->n_unmatched_p2p, m->n_short);
-    for (int i = 0; i < m->n_kept; i++) {
+    for (int i = 0, j; i < m->n_kept; i = j) {
         const struct p3d_mismatch *x = &m->mm[i];
         int gi = p3d_map_get(&job->comm_idx, x->comm);
         const char *lab = gi >= 0 ? p3d_label_name[job->comms[gi].label]
                                   : "?";
-        if (x->field == P3D_MM_ISSUED) {
-            fprintf(f, "  incomplete: comm 0x%016" PRIx64 " (%s): rank %d "
-                    "issued %" PRId64 " collectives, rank %d issued %" PRId64
-                    "\n", x->comm, lab, x->rank_b, x->vb, x->rank_a, x->va);
-            continue;
-        }
-        if (x->field == P3D_MM_UNMATCHED) {
-            fprintf(f, "  unmatched: comm 0x%016" PRIx64 " (%s) %d -> %d: %"
-                    PRId64 " sends never received, %" PRId64 " receives "
-                    "never sent\n", x->comm, lab, x->rank_a, x->rank_b,
-                    x->va, x->vb);
-            continue;
-        }
-        fprintf(f, "  mismatch: comm 0x%016" PRIx64 " (%s) %s #%" PRIu64
-                ": %s differs: rank %d has %" PRId64 ", rank %d has %" PRId64
-                "\n", x->comm, lab, p3d_op_name[x->op % P3D_OP_COUNT],
-                x->seq, p3d_mm_field_name[x->field], x->rank_a, x->va,
-                x->rank_b, x->vb);
+        for (j = i + 1; j < m->n_kept && p3d_same_diff(x, &m->mm[j]); j++)
+            ;
+        if (x->field >= P3D_MM_UNMATCHED)
+            p3d_report_other(f, x, lab);
+        else
+            p3d_report_mm(f, x, j - i, lab);
     }
     if (m->n_kept == P3D_MM_KEEP)
         fprintf(f, "  ... (only the first %d shown)\n", m->n_kept);

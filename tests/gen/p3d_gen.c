@@ -12,6 +12,7 @@
  *   --no-cmdline | --cmd "ARGS"          Megatron flags in the cmdline record
  *   --p2p            micro-batches after the first send/recv on 2-rank comms
  *   --gpu            write gpu_op records
+ *   --no-comms       write no comm records (ops on unseen comms)
  *   --truth FILE     write "0xHASH USED_AS m0,m1,..." per communicator
  *   bad input (R = rank): --truncate R --killed R --bad-magic R
  *   --future-major R --huge-len R --unknown-tag R --missing R
@@ -41,11 +42,11 @@ static const char *const fam_label[F_N] = {
 static struct {
     int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
-    int huge_len, unknown_tag, missing, duplicate, empty, mismatch;
+    int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
-       -1, -1, -1, -1, "genjob", "", NULL, NULL, NULL, 1800000000ull};
+       -1, -1, -1, -1, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 struct comm {
     int fam, n, members[1024], rank;
@@ -248,6 +249,8 @@ static void put_comm(struct wr *w, const struct comm *c)
     uint8_t buf[96] = {0};
     struct p3d_rec_comm *r = (void *)buf;
 
+    if (g.no_comms)
+        return;
     r->h.tag = P3D_REC_COMM;
     r->how = P3D_COMM_INIT_CONFIG;
     r->comm_hash = c->hash;
@@ -675,6 +678,7 @@ static void parse(int argc, char **argv)
         if (!strcmp(o, "--no-cmdline")) { g.cmdline = 0; continue; }
         if (!strcmp(o, "--p2p")) { g.p2p = 1; continue; }
         if (!strcmp(o, "--gpu")) { g.gpu = 1; continue; }
+        if (!strcmp(o, "--no-comms")) { g.no_comms = 1; continue; }
         if (o[0] != '-') { g.out = o; continue; }
         if (!v) {
             fprintf(stderr, "p3d-gen: '%s' needs a value\n", o);

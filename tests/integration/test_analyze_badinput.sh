@@ -65,6 +65,10 @@ case_ mismatch "--mismatch 3" 0 - \
     "mismatch: comm 0x[0-9a-f]{16} \(TP\) AllReduce #[0-9]+: count differs: rank 2 has 262144, rank 3 has 262145"
 # keeps matching after a mismatch: exactly one mismatch, instances all seen
 grep -q "1 mismatches" "$T/out" || { echo "FAIL: mismatch count"; fails=$((fails+1)); }
+# the odd member of a 4-rank TP group stands out
+"$G" --tp 4 --pp 1 --dp 2 --mismatch 0 "$T/odd" || exit 1
+"$A" -q "$T/odd" | grep -Eq "mismatch: comm 0x[0-9a-f]{16} \(TP\) AllReduce #[0-9]+: count differs: rank 0 has 262145, ranks 1,2,3 have 262144" ||
+    { echo "FAIL: odd member not named"; fails=$((fails+1)); }
 # the optional unknown record every generated file carries is skipped
 grep -q "unknown" "$T/err" && { echo "FAIL: optional record not skipped"; fails=$((fails+1)); }
 

@@ -52,6 +52,7 @@ check 2 4 1 1 1 tp-cp-ep-dp-pp --p2p --no-cmdline
 check 2 2 2 1 1 tp-cp-ep-dp-pp --p2p
 check 1 2 8 1 1 tp-cp-ep-pp-dp --no-cmdline
 check 2 2 4 2 1 tp-cp-ep-dp-pp --no-cmdline
+check 2 2 2 1 1 tp-cp-ep-dp-pp --no-comms --no-cmdline
 # the source of the layout is said
 "$G" --tp 2 --pp 2 --dp 2 "$T/h" && "$A" -q "$T/h" | grep -q '(cmdline;' ||
     { echo "FAIL: layout source cmdline not reported"; fails=$((fails+1)); }
