@@ -166,6 +166,7 @@ static void p3d_vspan(struct p3d_vctx *c, const struct p3d_rec_gpu_span *s)
     int kind = s->kind == P3D_SPAN_COPY ? P3D_V_COPY : P3D_V_COMPUTE;
 
     c->v->have_gpu = 1;
+    c->v->have_spans |= s->kind != P3D_SPAN_NCCL;
     if (s->kind == P3D_SPAN_NCCL) /* NCCL ops come as GPU_OP records */
         return;
     e = p3d_vpush(c, kind, p3d_vt(c, s->start), p3d_vt(c, s->end));

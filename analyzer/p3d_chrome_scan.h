@@ -48,6 +48,7 @@ struct p3d_vrank {
     uint64_t peak[P3D_MEM_KIND_COUNT]; /* over the whole file */
     uint64_t t_end;                    /* last time seen, job ns */
     int have_gpu;                      /* GPU op or span records */
+    int have_spans;                    /* GPU compute/copy spans */
 };
 
 /* A time window on the job clock, [t0, t1) ns; t1 = 0: no end. */

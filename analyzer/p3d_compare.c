@@ -86,7 +86,7 @@ static void p3d_cobs_time(const struct p3d_job *job, const struct p3d_vjob *s,
                  100 * p3d_vfrac(t->bubble, t->span));
     p3d_cobs(buf, n, len, "compute %.0f%%%s",
              100 * p3d_vfrac(t->compute, t->span),
-             t->host_only ? " (host estimate, no GPU times)" : "");
+             t->host_only ? " (estimated: no GPU kernel times)" : "");
     if (p3d_vfrac(t->idle, t->span) >= 0.1)
         p3d_cobs(buf, n, len, "idle %.0f%%",
                  100 * p3d_vfrac(t->idle, t->span));

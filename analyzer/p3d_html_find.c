@@ -120,8 +120,8 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
     p3d_find_ranks(f, job);
     fputs("</ul>\n", f);
     if (s->total.host_only)
-        fputs("<p class=\"note\">These traces have no GPU times: compute is "
-              "estimated as host time outside NCCL calls.</p>\n", f);
+        fputs("<p class=\"note\">These traces have no GPU kernel times: "
+              "compute is estimated as the time outside NCCL ops.</p>\n", f);
     fputs("<p class=\"note\">Iterations and time shares here are the "
           "views' own estimate (clocks: CLOCK_REALTIME per host, no "
           "cross-host offset correction).</p>\n</section>\n", f);

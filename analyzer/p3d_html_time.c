@@ -42,7 +42,7 @@ static size_t p3d_vpoints(const struct p3d_vrank *v, uint64_t t0,
         const struct p3d_vev *e = &v->ev[i];
         int what;
         uint64_t a = e->t0 < t0 ? t0 : e->t0, b = e->t1 > t1 ? t1 : e->t1;
-        if (v->have_gpu && e->kind == P3D_V_COMPUTE)
+        if (e->kind == P3D_V_COMPUTE)
             what = 0;
         else if (p3d_vis_nccl(v, e))
             what = 1 + (e->label >= 0 ? e->label : P3D_LBL_COUNT);
@@ -87,7 +87,7 @@ int p3d_vstates(const struct p3d_vrank *v, uint64_t t0, uint64_t t1,
                 p3d_vstate_fn fn, void *ctx)
 {
     struct p3d_vpt *p = p3d_xmalloc((2 * v->n + 1) * sizeof(*p));
-    int act[P3D_LBL_COUNT + 2] = {0}, host_only = !v->have_gpu;
+    int act[P3D_LBL_COUNT + 2] = {0}, host_only = !v->have_spans;
     size_t n = p3d_vpoints(v, t0, t1, p);
     uint64_t t = t0;
 
@@ -157,7 +157,7 @@ void p3d_vbreak_rank(const struct p3d_vrank *v, uint64_t t0, uint64_t t1,
 
     memset(b, 0, sizeof(*b));
     b->span = t1 > t0 ? t1 - t0 : 0;
-    b->host_only = !v->have_gpu;
+    b->host_only = !v->have_spans;
     if (!b->span)
         return;
     p3d_vstates(v, t0, t1, p3d_vbreak_add, &c);

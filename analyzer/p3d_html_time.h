@@ -20,8 +20,8 @@ struct p3d_vbreak {
     uint64_t exposed[P3D_LBL_COUNT + 1]; /* by label; last = unknown */
     uint64_t exposed_all;
     uint64_t bubble, idle;
-    int host_only;                       /* no GPU times: compute = host
-                                            time outside NCCL calls */
+    int host_only;                       /* no GPU compute spans: compute
+                                            = time outside NCCL ops */
 };
 
 /* Called for each piece [a, b) of the window in one state; label for

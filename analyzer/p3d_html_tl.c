@@ -83,7 +83,7 @@ static void p3d_tl_row(struct p3d_tl *t, const struct p3d_job *job,
         const struct p3d_vev *e = &v->ev[i];
         if (e->t1 <= t->t0 || e->t0 >= t->t1)
             continue;
-        if (v->have_gpu && e->kind == P3D_V_COMPUTE)
+        if (e->kind == P3D_V_COMPUTE)
             p3d_svg_run_add(&t->top, p3d_tl_x(t, e->t0), p3d_tl_x(t, e->t1),
                             "compute", P3D_SVG_COMPUTE);
     }

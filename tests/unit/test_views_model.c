@@ -148,7 +148,7 @@ static void test_states(void **state)
     struct p3d_vbreak b;
 
     (void)state;
-    v.have_gpu = 1;
+    v.have_gpu = v.have_spans = 1;
     add(&v, P3D_V_COMPUTE, 0, 40);
     add(&v, P3D_V_GPU_NCCL, 30, 50)->label = P3D_LBL_TP; /* 10 exposed */
     add(&v, P3D_V_GPU_NCCL, 60, 80)->label = P3D_LBL_PP; /* bubble */
@@ -167,6 +167,15 @@ static void test_states(void **state)
     assert_int_equal(b.compute, 20);
     assert_int_equal(b.exposed[P3D_LBL_TP], 10);
     assert_int_equal(b.idle, 10);
+    /* GPU NCCL times but no kernel spans: compute = time outside NCCL */
+    v.have_spans = 0;
+    v.ev[0].kind = P3D_V_HOST; /* drop the compute span */
+    p3d_vbreak_rank(&v, 0, 100, &b);
+    assert_true(b.host_only);
+    assert_int_equal(b.exposed[P3D_LBL_TP], 20);
+    assert_int_equal(b.bubble, 15);
+    assert_int_equal(b.compute, 60);
+    assert_int_equal(b.idle, 0);
     free(v.ev);
 }
 
