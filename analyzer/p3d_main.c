@@ -48,6 +48,9 @@ static void p3d_usage(FILE *f)
         "                    '-' writes it to stdout instead of the text\n"
         "  --layout SPEC     tp=2,pp=2,cp=1,ep=1,order=tp-cp-ep-dp-pp: use "
         "this layout\n"
+        "                    (order: first axis fastest, Megatron's "
+        "spelling; 'titan'\n"
+        "                    = torchtitan's pp-dp-cp-tp mesh)\n"
         "  --all             analyse every job found, not only the newest\n"
         "  --chrome FILE     timeline as Chrome trace JSON (Perfetto, "
         "chrome://tracing)\n"
@@ -268,6 +271,8 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
         p3d_views(&set.jobs[i], o, i - first);
         p3d_job_free(&set.jobs[i]);
     }
+    for (int i = 0; i < first; i++)
+        p3d_job_free(&set.jobs[i]);
     if (js && js != stdout && fclose(js))
         p3d_error("cannot write '%s'", o->json);
     free(set.jobs);

@@ -2,6 +2,9 @@
 # GPU timing fallbacks (issue 4) over the fakes, 2 ranks of gpu_driver:
 #   P3D_GPU_TIMING=events  every op gets a CUDA-event GPU_OP inside its call
 #                          (grouped ops: ending at the group's end), no spans;
+#                          with asynchronous fake streams (events complete
+#                          after the call returned) the times of one
+#                          stream's ops follow each other without overlap;
 #   CUPTI held by another tool (fake cuptiSubscribe fails): auto falls
 #                          back to events and warns once per process;
 #   P3D_GPU_TIMING=off     no GPU_OP/GPU_SPAN/CLOCK_SYNC at all.
@@ -19,6 +22,7 @@ run() {   # job, then env assignments
         timeout 60 "$drv" nccl 2 2> "$tmp/$job.err"
 }
 run events P3D_GPU_TIMING=events
+run evasync P3D_GPU_TIMING=events P3D_FAKE_ASYNC=1
 run busy P3D_FAKE_CUPTI_BUSY=1
 run off P3D_GPU_TIMING=off
 python3 - "$tmp" "$P3D_SRC/tests/tools" <<'PY'
@@ -57,6 +61,24 @@ def events_ok(job):
               (job, rank, len(ops)))
 events_ok("events")
 events_ok("busy")
+for rank, t in sorted(p3d_trace.read_dir(d + "/evasync").items()):
+    ops = {r["op_id"]: r for r in t.records if r["type"] == "op"}
+    gpu = {r["op_id"]: r for r in t.records if r["type"] == "gpu_op"}
+    if set(gpu) != set(ops) or not ops:
+        fail.append("evasync rank %d: ops without gpu_op" % rank)
+        continue
+    prev_end, prev_g = 0, None
+    for i in sorted(ops):
+        g, o = gpu[i], ops[i]
+        if g["gpu_start"] < o["t_enter"] - 2_000_000 or \
+                g["gpu_end"] < g["gpu_start"]:
+            fail.append("evasync rank %d op %d: bad times" % (rank, i))
+        grp = o["group_id"]
+        if g["gpu_start"] < prev_end - 1000 and not (grp and grp == prev_g):
+            fail.append("evasync rank %d op %d: overlaps the previous op"
+                        % (rank, i))
+        prev_end, prev_g = g["gpu_end"], grp
+    print("evasync rank %d: %d ops in stream order" % (rank, len(ops)))
 err = open(d + "/busy.err").read()
 n = err.count("CUPTI is in use by another tool")
 print("busy: %d warnings for 2 processes" % n)

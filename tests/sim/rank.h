@@ -26,7 +26,9 @@ struct rank_ctx {
     int stage, pp;
     struct sim_truth *t;
     ncclComm_t comm[SG_COUNT];
-    cudaStream_t stream;
+    cudaStream_t stream;             /* compute */
+    cudaStream_t nstream[SG_COUNT];  /* async: one NCCL stream per group */
+    cudaEvent_t ev_pre, ev_post[SG_COUNT];
     char *sbuf, *rbuf;
     size_t buf_bytes;
     int iter;
@@ -48,5 +50,7 @@ int rank_one(struct rank_ctx *x, int grp, int kind, size_t count,
 void rank_compute(struct rank_ctx *x, int kind, int mb, double ms);
 int rank_iteration(struct rank_ctx *x);
 void rank_destroy_comms(struct rank_ctx *x);
+void rank_observe(struct rank_ctx *x);
+void rank_sync(struct rank_ctx *x);
 
 #endif /* P3D_SIM_RANK_H */

@@ -113,6 +113,12 @@ static ncclComm_t rank_comm(struct rank_ctx *x, int g)
     r = ncclCommInitRankConfig(&c, n, id, me, &conf);
     if (r != ncclSuccess && r != ncclInProgress)
         return NULL;
+    if (x->cfg->async &&
+        (cudaStreamCreateWithFlags(&x->nstream[g], cudaStreamNonBlocking) !=
+             cudaSuccess ||
+         cudaEventCreateWithFlags(&x->ev_post[g], cudaEventDisableTiming) !=
+             cudaSuccess))
+        return NULL;
     x->comm[g] = c;
     x->t->created[g] = ++x->t->n_created;
     x->t->comm_rank[g] = me;
@@ -124,21 +130,23 @@ static ncclResult_t rank_call(struct rank_ctx *x, const struct rank_op *o,
 {
     const char *s = x->sbuf;
     char *r = x->rbuf;
+    cudaStream_t st = x->cfg->async ? x->nstream[o->grp] : x->stream;
 
     switch (o->kind) {
     case SK_ALLREDUCE:
-        return ncclAllReduce(s, r, o->count, o->dt, o->op, c, x->stream);
+        return ncclAllReduce(s, r, o->count, o->dt, o->op, c, st);
     case SK_REDUCESCATTER:
-        return ncclReduceScatter(s, r, o->count, o->dt, o->op, c,
-                                 x->stream);
+        return ncclReduceScatter(s, r, o->count, o->dt, o->op, c, st);
     case SK_ALLGATHER:
-        return ncclAllGather(s, r, o->count, o->dt, c, x->stream);
+        return ncclAllGather(s, r, o->count, o->dt, c, st);
     case SK_BROADCAST:
-        return ncclBroadcast(s, r, o->count, o->dt, o->peer, c, x->stream);
+        return ncclBroadcast(s, r, o->count, o->dt, o->peer, c, st);
+    case SK_ALLTOALL:
+        return ncclAlltoAll(s, r, o->count, o->dt, c, st);
     case SK_SEND:
-        return ncclSend(s, o->count, o->dt, o->peer, c, x->stream);
+        return ncclSend(s, o->count, o->dt, o->peer, c, st);
     case SK_RECV:
-        return ncclRecv(r, o->count, o->dt, o->peer, c, x->stream);
+        return ncclRecv(r, o->count, o->dt, o->peer, c, st);
     default:
         return ncclInvalidUsage;
     }
@@ -161,9 +169,11 @@ static void rank_hang(struct rank_ctx *x, int g)
         b->iter = (uint32_t)x->iter;
         b->kind = SB_HANG;
     }
-    for (;;)
+    for (;;) {
         cudaLaunchKernel((const void *)p3dsim_hang_kernel, one, one, args, 0,
                          x->stream);
+        cudaDeviceSynchronize();   /* async: the kernel runs on the stream */
+    }
 }
 
 static void rank_kill(struct rank_ctx *x)
@@ -192,10 +202,43 @@ static void rank_faults(struct rank_ctx *x, struct rank_op *ops, int n)
             rank_kill(x);
         if (x->rank == c->mismatch_rank && g == c->mismatch_grp &&
             ng == (uint64_t)c->mismatch_n) {
-            ops[i].count += 1;
+            int k = ops[i].kind, red = k == SK_ALLREDUCE ||
+                                       k == SK_REDUCESCATTER || k == SK_REDUCE;
+
+            if (c->mismatch_redop && red)   /* else: no op to get wrong */
+                ops[i].op = ops[i].op == ncclMax ? ncclSum : ncclMax;
+            else
+                ops[i].count += 1;
             x->t->mismatch_op = nt;
         }
     }
+}
+
+/*
+ * Async mode, as PyTorch: each group's NCCL stream first waits for the
+ * compute stream, and the compute stream waits for the result (work.wait).
+ */
+static void rank_streams_pre(struct rank_ctx *x, const struct rank_op *ops,
+                             int n)
+{
+    if (!x->cfg->async)
+        return;
+    cudaEventRecord(x->ev_pre, x->stream);
+    for (int i = 0; i < n; i++)
+        if (i == 0 || ops[i].grp != ops[i - 1].grp)
+            cudaStreamWaitEvent(x->nstream[ops[i].grp], x->ev_pre, 0);
+}
+
+static void rank_streams_post(struct rank_ctx *x, const struct rank_op *ops,
+                              int n)
+{
+    if (!x->cfg->async)
+        return;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || ops[i].grp != ops[i - 1].grp) {
+            cudaEventRecord(x->ev_post[ops[i].grp], x->nstream[ops[i].grp]);
+            cudaStreamWaitEvent(x->stream, x->ev_post[ops[i].grp], 0);
+        }
 }
 
 int rank_submit(struct rank_ctx *x, struct rank_op *ops, int n, int grouped)
@@ -218,12 +261,14 @@ int rank_submit(struct rank_ctx *x, struct rank_op *ops, int n, int grouped)
         x->t->issued_total++;
         x->t->inflight[o->grp][o->kind]++;
     }
+    rank_streams_pre(x, ops, n);
     if (grouped)
         bad |= ncclGroupStart() != ncclSuccess;
     for (int i = 0; i < n; i++)
         bad |= rank_call(x, &ops[i], comms[i]) != ncclSuccess;
     if (grouped)
         bad |= ncclGroupEnd() != ncclSuccess;
+    rank_streams_post(x, ops, n);
     memset(x->t->inflight, 0, sizeof(x->t->inflight));
     return bad ? -1 : 0;
 }
@@ -251,6 +296,8 @@ void rank_compute(struct rank_ctx *x, int kind, int mb, double ms)
     dur = (uint64_t)(ms * 1e6);
     t0 = rank_now();
     cudaLaunchKernel((const void *)fns[kind], one, one, args, 0, x->stream);
+    if (c->async)
+        return;   /* it runs later on the stream: rank_observer records it */
     t1 = rank_now();
     x->t->steps[x->iter].busy_ns += t1 - t0;
     if (x->t->n_busy < SIM_MAX_BUSY) {
@@ -267,9 +314,59 @@ void rank_compute(struct rank_ctx *x, int kind, int mb, double ms)
 
 void rank_destroy_comms(struct rank_ctx *x)
 {
-    for (int g = 0; g < SG_COUNT; g++)
+    rank_sync(x);
+    for (int g = 0; g < SG_COUNT; g++) {
         if (x->comm[g]) {
             ncclCommDestroy(x->comm[g]);
             x->comm[g] = NULL;
         }
+        if (x->nstream[g])
+            cudaStreamDestroy(x->nstream[g]);
+        if (x->ev_post[g])
+            cudaEventDestroy(x->ev_post[g]);
+    }
+}
+
+void rank_sync(struct rank_ctx *x)
+{
+    if (x->cfg->async)
+        cudaDeviceSynchronize();
+}
+
+static struct rank_ctx *rank_observed;
+
+/* Async mode: compute and PP kernel intervals as the stream ran them. */
+static void rank_observer(const char *name, void *stream, uint64_t s,
+                          uint64_t e, int is_nccl)
+{
+    struct rank_ctx *x = rank_observed;
+    struct sim_step *st = &x->t->steps[x->iter];
+    struct sim_busy *b;
+
+    if (is_nccl) {
+        if (x->nstream[SG_PP] && stream == (void *)x->nstream[SG_PP])
+            st->pp_wait_ns += e - s;
+        return;
+    }
+    if (stream != (void *)x->stream || x->t->n_busy >= SIM_MAX_BUSY)
+        return;
+    b = &x->t->busy[x->t->n_busy];
+    b->start = s;
+    b->end = e;
+    b->iter = (uint32_t)x->iter;
+    b->kind = strstr(name, "forward") ? SB_FWD
+              : strstr(name, "backward") ? SB_BWD
+              : strstr(name, "optimizer") ? SB_OPT : SB_HANG;
+    b->mb = 0xffff;   /* not known on the stream */
+    st->busy_ns += e - s;
+    x->t->n_busy++;
+}
+
+void rank_observe(struct rank_ctx *x)
+{
+    rank_observed = x;
+    if (x->cfg->async) {
+        cudaEventCreateWithFlags(&x->ev_pre, cudaEventDisableTiming);
+        p3dfake_set_kernel_observer(rank_observer);
+    }
 }

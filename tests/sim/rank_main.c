@@ -80,12 +80,15 @@ int p3dsim_rank_main(const struct sim_cfg *c, int rank, const char *scratch)
         fprintf(stderr, "p3d-sim: rank %d: setup failed\n", rank);
         return 1;
     }
+    rank_observe(&x);
     /* Megatron: WORLD barrier, then the MIN of the start times. */
     rank_one(&x, SG_WORLD, SK_ALLREDUCE, 1, ncclFloat32, ncclSum, -1);
     rank_one(&x, SG_WORLD, SK_ALLREDUCE, 1, ncclFloat64, ncclMin, -1);
     for (x.iter = 0; x.iter < c->iters; x.iter++)
         rank_iteration(&x);
     rank_destroy_comms(&x);
+    if (x.ev_pre)
+        cudaEventDestroy(x.ev_pre);
     cudaFree(x.sbuf);
     cudaFree(x.rbuf);
     cudaStreamDestroy(x.stream);

@@ -102,6 +102,8 @@ static void sim_child_env(const struct sim_cfg *c, const struct sim_run *run,
         setenv("P3D_TEST_HOSTNAME", buf, 1);
         sim_setenv_int("P3D_TEST_CLOCK_OFFSET_NS", sim_host_offset(c, h));
     }
+    if (c->async)
+        setenv("P3D_FAKE_ASYNC", "1", 1);
     if (c->shim[0])
         setenv("LD_PRELOAD", c->shim, 1);
 }

@@ -197,6 +197,8 @@ def check_faults(truth, traces, h2g):
                     f"hang before op {h['n']}")
             info(f"hang: rank {h['rank']} stopped after {n} ops on "
                  f"{h['group_id']}")
+            if truth["schedule"].get("async_streams") and hsh:
+                check_hang_async(truth, traces, h, hsh[0], n)
     if f["kill"]:
         k = f["kill"]
         t = traces.get(k["rank"])
@@ -211,6 +213,26 @@ def check_faults(truth, traces, h2g):
             info(f"kill: rank {k['rank']} file readable, {len(t.ops())} "
                  f"ops, warnings {t.warnings[:2]}")
     return check_hosts(truth, traces)
+
+
+def check_hang_async(truth, traces, h, hsh, n):
+    """Async streams: a peer enqueued the op the hung rank never issued,
+    and it never completed on the GPU."""
+    members = [g for g in truth["groups"] if g["id"] == h["group_id"]][0]
+    ahead = []
+    for r in members["members"]:
+        if r == h["rank"] or r not in traces:
+            continue
+        ops = [o for o in traces[r].ops() if o["comm_hash"] == hsh]
+        gpu = {g["op_id"]: g for g in traces[r].of_type("gpu_op")}
+        if len(ops) > n:
+            done = gpu.get(ops[-1]["op_id"], {}).get("gpu_end", 0)
+            ahead.append((r, len(ops), done))
+    if not ahead:
+        err(f"hang: no member of {h['group_id']} enqueued past op {n}")
+    elif any(d for _, _, d in ahead):
+        err(f"hang: a peer's blocked op has a GPU end: {ahead}")
+    info(f"hang: peers enqueued past the hung rank: {ahead}")
 
 
 def check_hosts(truth, traces):
