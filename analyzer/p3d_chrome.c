@@ -6,7 +6,8 @@
  * NCCL, copies), split into lanes where events would overlap; NCCL ops
  * named and coloured by the group label of their communicator; flow
  * arrows Send -> Recv; memory counters.  Times: microseconds since the
- * job's first rank started, on the clock of p3d_vclock_shift.
+ * job's first rank started, on the clock of p3d_vclock_shift (host
+ * offsets from the time analysis when it ran).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "p3d_chrome.h"
 #include "p3d_chrome_flow.h"
 #include "p3d_chrome_lane.h"
+#include "p3d_chrome_time.h"
 #include "p3d_layout.h"
 #include "p3d_util.h"
 
@@ -225,9 +227,10 @@ static void p3d_chrome_head(struct p3d_cw *w)
     p3d_json_str(w->f, job->job_id, strlen(job->job_id));
     fprintf(w->f, ",\"world_size\":%d,\"layout\":\"%s\",\"start_unix_ns\":"
             "%" PRIu64 ",\"window_ns\":[%" PRIu64 ",%" PRIu64 "],"
-            "\"clock\":\"CLOCK_REALTIME per host, no cross-host offset "
-            "correction\"},\n\"traceEvents\":[", job->world_size, lay,
-            job->start_ns, w->win.t0, w->win.t1);
+            "\"clock\":\"%s\"},\n\"traceEvents\":[", job->world_size, lay,
+            job->start_ns, w->win.t0, w->win.t1,
+            p3d_vtime(job) ? "host offsets from the time analysis" :
+            "CLOCK_REALTIME per host, no cross-host offset correction");
 }
 
 static void p3d_chrome_pass1(struct p3d_cw *w, const struct p3d_vsel *sel)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "p3d_chrome_iter.h"
+#include "p3d_chrome_time.h"
 #include "p3d_util.h"
 
 #define P3D_VITER_MAX_OPS 20000 /* calls looked at for the period */
@@ -179,6 +180,7 @@ void p3d_viters_find(const struct p3d_vrank *v, struct p3d_viters *it)
             it->start[it->n++] = c[k]->t0;
         size_t e = (size_t)s + (size_t)it->n * (size_t)p;
         it->end = e < n ? c[e]->t0 : v->t_end;
+        it->warm = it->n >= 3;
     }
     free(sig);
     free(c);
@@ -197,6 +199,8 @@ int p3d_viters_job(const struct p3d_job *job, const struct p3d_vsel *s,
     struct p3d_vrank v;
 
     memset(it, 0, sizeof(*it));
+    if (p3d_vtime_iters(job, s, it) == 0)
+        return 0;
     for (int i = 0; i < job->n_ranks; i++) {
         const struct p3d_rank *r = &job->ranks[i];
         if (r->failed || !p3d_vsel_has(s, r->rank))

@@ -3,10 +3,10 @@
  * (iterations or a time range) and --ranks selections, and the iteration
  * boundaries they need.
  *
- * Iterations here are a stand-in until the time analysis (issue 6)
- * provides aligned step boundaries: the smallest period of a rank's
- * sequence of (communicator, op, bytes) host calls, started where the
- * repetition starts.
+ * Iterations come from the time analysis (issue 6) when it found them;
+ * otherwise from a stand-in: the smallest period of a rank's sequence of
+ * (communicator, op, bytes) host calls, started where the repetition
+ * starts.
  */
 #ifndef P3D_CHROME_ITER_H
 #define P3D_CHROME_ITER_H
@@ -19,6 +19,7 @@ struct p3d_viters {
     uint64_t end;    /* end of the last one */
     int period;      /* host calls per iteration, 0 if none found */
     int first_op;    /* index of the first call of iteration 0 */
+    int warm;        /* leading warm-up iterations */
 };
 
 struct p3d_vsel {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "p3d_chrome_scan.h"
+#include "p3d_chrome_time.h"
 #include "p3d_reader.h"
 #include "p3d_util.h"
 
@@ -46,21 +47,18 @@ int p3d_vlabel(const struct p3d_job *job, uint64_t h)
 int64_t p3d_vclock_shift(const struct p3d_job *job, const struct p3d_rank *r)
 {
     const struct p3d_rank *ref = r;
-    uint64_t t0 = UINT64_MAX;
+    int64_t shift;
 
+    if (p3d_vtime_shift(job, r, &shift) == 0)
+        return shift; /* host offsets estimated by the time analysis */
     for (int i = 0; i < job->n_ranks; i++) {
         const struct p3d_rank *o = &job->ranks[i];
-        if (o->failed)
-            continue;
-        if (o->hdr.start_realtime_ns < t0)
-            t0 = o->hdr.start_realtime_ns;
-        if (o < ref && !strncmp(o->hdr.hostname, r->hdr.hostname,
-                                P3D_HOST_LEN))
+        if (!o->failed && o < ref &&
+            !strncmp(o->hdr.hostname, r->hdr.hostname, P3D_HOST_LEN))
             ref = o;
     }
-    /* + per-rank offset from the time analysis, once it exists: 0 now */
     return (int64_t)(ref->hdr.start_realtime_ns - ref->hdr.start_mono_ns) -
-           (int64_t)t0;
+           (int64_t)p3d_vjob_t0(job);
 }
 
 static uint64_t p3d_vt(const struct p3d_vctx *c, uint64_t mono)

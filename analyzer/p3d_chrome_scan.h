@@ -57,11 +57,11 @@ struct p3d_vwin {
 };
 
 /*
- * Shift that turns the monotonic times of rank file r into job ns:
- * CLOCK_REALTIME of its host (ranks of one host share the first rank's
- * mapping) minus the job's earliest start.  Cross-host clock offsets
- * estimated from collectives belong to the time analysis (issue 6); until
- * it provides them, offset 0 is used here.
+ * Shift that turns the monotonic times of rank file r into job ns (time
+ * since the job's earliest CLOCK_REALTIME start): the time analysis's
+ * host clock offsets (estimated from collectives) when it ran, else the
+ * CLOCK_REALTIME of the rank's host (ranks of one host share the first
+ * rank's mapping) with no cross-host correction.
  */
 int64_t p3d_vclock_shift(const struct p3d_job *job, const struct p3d_rank *r);
 

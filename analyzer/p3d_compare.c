@@ -1,9 +1,9 @@
 /*
  * p3d_compare.c - the seed's record template, one row per run
  * (p3d_compare.h).  Rows come out in the order the runs were given;
- * anything the traces cannot tell is "n/a".  Step time and the time
- * shares come from the views' stand-in summary (p3d_html_sum.c) until
- * the time analysis (issue 6) provides its seed-table row.
+ * anything the traces cannot tell is "n/a".
+ * Numbers come from the time analysis (p3d_time.h) when it found
+ * iterations, else from the views' own estimate (p3d_html_sum.c).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -94,6 +94,47 @@ static void p3d_cobs_time(const struct p3d_job *job, const struct p3d_vjob *s,
         p3d_cobs(buf, n, len, "NCCL dominates");
 }
 
+/* "TP 15%, DP 6%" from the time analysis's exposed shares. */
+static void p3d_cobs_tgroups(const struct p3d_time_res *t, char *buf,
+                             size_t n)
+{
+    struct p3d_vbreak b;
+
+    memset(&b, 0, sizeof(b));
+    b.span = 1000000;
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        b.exposed[l] = (uint64_t)(t->f_lbl[l] * 1e6);
+    p3d_cobs_groups(&b, buf, n);
+}
+
+/* Observations from the time analysis (p3d_time.h). */
+static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
+                          size_t *len)
+{
+    char g[96];
+
+    p3d_cobs_tgroups(t, g, sizeof(g));
+    p3d_cobs(buf, n, len, "exposed NCCL %.0f%% of step%s%s%s",
+             100 * t->f_exposed, g[0] ? " (" : "", g, g[0] ? ")" : "");
+    if (t->pp > 1 && t->stages)
+        p3d_cobs(buf, n, len, "bubble %.0f%% vs %.0f%% theory",
+                 100 * t->measured, 100 * t->theory);
+    if (t->have_compute)
+        p3d_cobs(buf, n, len, "compute %.0f%%", 100 * t->f_compute);
+    else
+        p3d_cobs(buf, n, len, "no GPU compute times");
+    if (t->f_idle >= 0.1)
+        p3d_cobs(buf, n, len, "idle %.0f%%", 100 * t->f_idle);
+    if (t->dominates && t->top_lbl >= 0 && t->top_lbl < P3D_LBL_COUNT)
+        p3d_cobs(buf, n, len, "NCCL dominates (mostly %s)",
+                 p3d_label_name[t->top_lbl]);
+    if (t->n_strag >= 2 && t->strag[0].caused_ms > 0 &&
+        t->strag[0].caused_ms >= 1.5 * t->strag[1].caused_ms)
+        p3d_cobs(buf, n, len, "straggler rank %d", t->strag[0].rank);
+    if (t->n_hosts > 1)
+        p3d_cobs(buf, n, len, "clocks of %d hosts aligned", t->n_hosts);
+}
+
 void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
                      char *buf, size_t n)
 {
@@ -108,7 +149,10 @@ void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
                  job->world_size, miss);
     if (!s->it.n)
         p3d_cobs(buf, n, &len, "no repeating iteration found");
-    p3d_cobs_time(job, s, buf, n, &len);
+    if (s->time)
+        p3d_cobs_tres(s->time, buf, n, &len);
+    else
+        p3d_cobs_time(job, s, buf, n, &len);
     if (job->match && job->match->n_mismatch)
         p3d_cobs(buf, n, &len, "%" PRIu64 " cross-rank mismatches",
                  job->match->n_mismatch);

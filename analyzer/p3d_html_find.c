@@ -122,9 +122,16 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
     if (s->total.host_only)
         fputs("<p class=\"note\">These traces have no GPU kernel times: "
               "compute is estimated as the time outside NCCL ops.</p>\n", f);
-    fputs("<p class=\"note\">Iterations and time shares here are the "
-          "views' own estimate (clocks: CLOCK_REALTIME per host, no "
-          "cross-host offset correction).</p>\n</section>\n", f);
+    if (s->time)
+        fputs("<p class=\"note\">Numbers from the time analysis (see the "
+              "text report for stages, wait states and stragglers); the "
+              "pictures show the views' own split of the same window.</p>\n",
+              f);
+    else
+        fputs("<p class=\"note\">Iterations and time shares are the "
+              "views' own estimate (clocks: CLOCK_REALTIME per host, no "
+              "cross-host offset correction).</p>\n", f);
+    fputs("</section>\n", f);
 }
 
 static void p3d_traffic_row(FILE *f, const struct p3d_gcomm *g)

@@ -1,11 +1,14 @@
 /*
  * p3d_html_sum.c - steady-iteration window, step time, micro-batches,
- * per-rank breakdown and memory peaks (p3d_html_sum.h).  Iteration 0 is
- * warm-up: the window is iterations 1-2 when there are three or more.
+ * per-rank breakdown and memory peaks (p3d_html_sum.h).  The window is
+ * the first two iterations after the warm-up.  Step time, tokens/s,
+ * micro-batches and the theoretical bubble come from the time analysis
+ * when it ran (p3d_time.h), else from the views' own estimates.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_chrome_time.h"
 #include "p3d_html_sum.h"
 #include "p3d_util.h"
 
@@ -37,8 +40,8 @@ static void p3d_vjob_window(const struct p3d_job *job,
         return;
     }
     if (it->n) {
-        s->iter_a = it->n >= 2 ? 1 : 0;
-        s->iter_b = it->n >= 3 ? 2 : s->iter_a;
+        s->iter_a = it->warm < it->n ? it->warm : 0;
+        s->iter_b = s->iter_a + 1 < it->n ? s->iter_a + 1 : s->iter_a;
         s->w0 = it->start[s->iter_a];
         s->w1 = s->iter_b + 1 < it->n ? it->start[s->iter_b + 1] : it->end;
     }
@@ -51,7 +54,7 @@ static void p3d_vjob_step(const struct p3d_job *job, struct p3d_vjob *s)
     int n = 0;
     const struct p3d_layout *l = &job->layout;
 
-    for (int k = it->n >= 2 ? 1 : 0; k < it->n; k++) {
+    for (int k = it->warm < it->n ? it->warm : 0; k < it->n; k++) {
         uint64_t e = k + 1 < it->n ? it->start[k + 1] : it->end;
         d[n++] = (double)(e - it->start[k]) / 1e6;
     }
@@ -135,6 +138,22 @@ static void p3d_vjob_rank(const struct p3d_job *job, int i,
     p3d_vrank_free(&v);
 }
 
+/* The time analysis's numbers replace the views' estimates. */
+static void p3d_vjob_time(const struct p3d_job *job, struct p3d_vjob *s)
+{
+    const struct p3d_time_res *t = p3d_vtime(job);
+
+    s->time = t && t->n_iter ? t : NULL;
+    if (!s->time)
+        return;
+    s->step_ms = t->step_ms;
+    s->tokens_s = t->tokens_per_s;
+    if (t->m > 0) {
+        s->micro_batches = t->m;
+        s->bubble_theory = t->pp > 1 ? t->theory : -1;
+    }
+}
+
 void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
                   struct p3d_vjob *s)
 {
@@ -151,6 +170,7 @@ void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
     for (int i = 0; i < job->n_ranks; i++)
         if (!job->ranks[i].failed)
             p3d_vjob_rank(job, i, s, &mb_done);
+    p3d_vjob_time(job, s);
 }
 
 void p3d_vjob_free(struct p3d_vjob *s)

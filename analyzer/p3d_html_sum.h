@@ -8,6 +8,7 @@
 
 #include "p3d_chrome_iter.h"
 #include "p3d_html_time.h"
+#include "p3d_time.h"
 
 struct p3d_vjob {
     struct p3d_viters it;     /* iterations of the reference rank */
@@ -23,6 +24,7 @@ struct p3d_vjob {
     int peak_used;            /* peaks are device-wide used memory */
     uint64_t max_peak;
     int max_peak_rank;
+    const struct p3d_time_res *time; /* the time analysis, NULL if none */
 };
 
 /* Fill s for job (sel: the user's --window, may be NULL). */

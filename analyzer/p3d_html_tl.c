@@ -16,14 +16,14 @@
 #define P3D_TL_ROW 26
 #define P3D_TL_TOP 28
 
-struct p3d_tl {
+struct p3d_tlv {
     FILE *f;
     uint64_t t0, t1;
     double y;
     struct p3d_svg_run bg, top, bot;
 };
 
-static double p3d_tl_x(const struct p3d_tl *t, uint64_t ns)
+static double p3d_tl_x(const struct p3d_tlv *t, uint64_t ns)
 {
     if (ns < t->t0)
         ns = t->t0;
@@ -35,7 +35,7 @@ static double p3d_tl_x(const struct p3d_tl *t, uint64_t ns)
 
 static void p3d_tl_state(uint64_t a, uint64_t b, int st, int label, void *ctx)
 {
-    struct p3d_tl *t = ctx;
+    struct p3d_tlv *t = ctx;
 
     (void)label;
     if (p3d_tl_x(t, b) - p3d_tl_x(t, a) < 0.4) /* invisible: skip */
@@ -65,7 +65,7 @@ static void p3d_tl_label(FILE *f, const struct p3d_job *job, int rank,
                  "rowlabel", s);
 }
 
-static void p3d_tl_row(struct p3d_tl *t, const struct p3d_job *job,
+static void p3d_tl_row(struct p3d_tlv *t, const struct p3d_job *job,
                        const struct p3d_vrank *v)
 {
     FILE *f = t->f;
@@ -100,7 +100,7 @@ static void p3d_tl_row(struct p3d_tl *t, const struct p3d_job *job,
     fputs("</g>\n", f);
 }
 
-static void p3d_tl_axis(FILE *f, const struct p3d_tl *t, double bottom)
+static void p3d_tl_axis(FILE *f, const struct p3d_tlv *t, double bottom)
 {
     double span = (double)(t->t1 - t->t0) / 1e6, x;
     double step = pow(10, floor(log10(span / 8)));
@@ -118,7 +118,7 @@ static void p3d_tl_axis(FILE *f, const struct p3d_tl *t, double bottom)
     }
 }
 
-static void p3d_tl_iters(FILE *f, const struct p3d_tl *t,
+static void p3d_tl_iters(FILE *f, const struct p3d_tlv *t,
                          const struct p3d_vjob *s, double bottom)
 {
     for (int k = 0; k < s->it.n; k++) {
@@ -141,7 +141,7 @@ static int p3d_tl_rows(const struct p3d_job *job)
 void p3d_html_timeline(FILE *f, const struct p3d_job *job,
                        const struct p3d_vjob *s)
 {
-    struct p3d_tl t = {f, s->w0, s->w1, P3D_TL_TOP, {0}, {0}, {0}};
+    struct p3d_tlv t = {f, s->w0, s->w1, P3D_TL_TOP, {0}, {0}, {0}};
     int rows = p3d_tl_rows(job), k = 0;
     double bottom = P3D_TL_TOP + rows * P3D_TL_ROW;
 

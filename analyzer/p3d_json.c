@@ -19,6 +19,7 @@
 #include "p3d_label.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
+#include "p3d_time.h"
 #include "p3d_util.h"
 
 static void p3d_js(FILE *f, const char *s)
@@ -221,13 +222,11 @@ static void p3d_json_ranks(FILE *f, const struct p3d_job *job)
         fputs(", \"file\": ", f);
         p3d_js(f, r->path);
         fprintf(f, ", \"readable\": %s, \"records\": %" PRIu64 ", \"ops\": %"
-                PRIu64 ", \"closed\": %s, \"truncated\": %s, "
-                "\"peak_mem_bytes\": null, \"step_time_ms\": null, "
-                "\"nccl_frac\": null, \"exposed_comm_frac\": null, "
-                "\"idle_frac\": null, \"bubble_frac\": null}%s\n",
+                PRIu64 ", \"closed\": %s, \"truncated\": %s",
                 r->failed ? "false" : "true", r->n_records, r->n_ops,
-                r->closed ? "true" : "false", r->truncated ? "true" : "false",
-                i + 1 < job->n_ranks ? "," : "");
+                r->closed ? "true" : "false", r->truncated ? "true" : "false");
+        p3d_time_json_rank(f, job, i); /* time fields (p3d_time_json.c) */
+        fprintf(f, "}%s\n", i + 1 < job->n_ranks ? "," : "");
     }
     fputs("  ],\n", f);
 }
@@ -269,6 +268,6 @@ void p3d_json_write(FILE *f, const struct p3d_job *job)
     fputs("  ],\n", f);
     p3d_json_ranks(f, job);
     p3d_json_match(f, job);
-    fputs("  \"steps\": null,\n  \"bubble\": null,\n  \"verdict\": null,\n"
-          "  \"hang\": null\n}\n", f);
+    p3d_time_json(f, job); /* steps, bubble, verdict, clock, wait */
+    fputs("  \"hang\": null\n}\n", f);
 }

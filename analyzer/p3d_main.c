@@ -25,6 +25,7 @@
 #include "p3d_layout.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
+#include "p3d_time.h"
 #include "p3d_util.h"
 
 struct p3d_opts {
@@ -183,6 +184,7 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
     p3d_label_all(job);
     if (m)
         p3d_matcher_finish(m, job);
+    p3d_time_job(job); /* p3d_time.h: clocks, steps, bubble, waits */
 }
 
 static void p3d_say_jobs(const struct p3d_jobset *set, int all)
@@ -269,6 +271,7 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
         if (js && o->all && set.n > 1)
             fputs(i + 1 < set.n ? ",\n" : "]\n", js);
         p3d_views(&set.jobs[i], o, i - first);
+        p3d_time_free(&set.jobs[i]);
         p3d_job_free(&set.jobs[i]);
     }
     for (int i = 0; i < first; i++)
