@@ -2,8 +2,9 @@
  * p3d_html_map.c - the TP x PP x DP (x CP) coordinate map as the seed
  * draws it ("8 GPUS · TP=2 · PP=2 · DP=2"): one panel per pipeline stage,
  * in it one row per data-parallel replica, each row's tensor-parallel
- * group(s) boxed; dashed lines join a rank to the same position in the
- * next stage (its PP group); the group lists follow as text.
+ * group(s) boxed; dashed lines (one height per TP position, drawn under
+ * the cells) join a rank to the same position in the next stage (its PP
+ * group); the group lists follow as text.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +22,11 @@ struct p3d_mapgeo {
     double pw, ph; /* panel size */
 };
 
+#define P3D_MAP_WIDTH 1120 /* the page's width for the figure */
+
 static void p3d_map_geo(const struct p3d_layout *l, struct p3d_mapgeo *g)
 {
-    int across;
+    int across, cols;
 
     g->tp = l->size[P3D_AX_TP];
     g->cp = l->size[P3D_AX_CP];
@@ -36,8 +39,15 @@ static void p3d_map_geo(const struct p3d_layout *l, struct p3d_mapgeo *g)
     g->gap = g->cell / 5;
     g->pad = 12;
     g->title = 26;
-    g->pw = g->cp * (g->tp * g->cell + 2 * g->gap) + (g->cp - 1) * g->gap +
-            2 * g->pad;
+    cols = g->pp < P3D_MAP_PER_ROW ? g->pp : P3D_MAP_PER_ROW;
+    for (;;) {
+        g->gap = g->cell / 5;
+        g->pw = g->cp * (g->tp * g->cell + 2 * g->gap) +
+                (g->cp - 1) * g->gap + 2 * g->pad;
+        if (g->cell <= 14 || cols * (g->pw + 40) + 10 <= P3D_MAP_WIDTH)
+            break;
+        g->cell -= 1; /* shrink until the panels fit the page */
+    }
     g->ph = g->title + g->dp * (g->cell + 3 * g->gap) + g->pad;
 }
 
@@ -109,7 +119,7 @@ static void p3d_map_pplines(FILE *f, const struct p3d_job *job,
 {
     for (int r = 0; r < job->world_size; r++) {
         int c[P3D_AX_N];
-        double x0, y0, x1, y1;
+        double x0, y0, x1, y1, dy;
         p3d_layout_coords(&job->layout, r, c);
         if (c[P3D_AX_PP] + 1 >= g->pp ||
             (c[P3D_AX_PP] + 1) % P3D_MAP_PER_ROW == 0)
@@ -117,8 +127,10 @@ static void p3d_map_pplines(FILE *f, const struct p3d_job *job,
         p3d_map_xy(g, c, &x0, &y0);
         c[P3D_AX_PP]++;
         p3d_map_xy(g, c, &x1, &y1);
-        p3d_svg_line(f, x0 + g->cell - 2, y0 + g->cell / 2, x1 + 2,
-                     y1 + g->cell / 2, "pp");
+        /* one height per TP position, so parallel links stay apart */
+        dy = g->cell * (g->tp > 1 ? 0.25 + 0.5 * c[P3D_AX_TP] / (g->tp - 1)
+                                  : 0.5);
+        p3d_svg_line(f, x0 + g->cell - 2, y0 + dy, x1 + 2, y1 + dy, "pp");
     }
 }
 

@@ -56,8 +56,10 @@ static void p3d_tl_label(FILE *f, const struct p3d_job *job, int rank,
 
     if (job->layout.valid) {
         p3d_layout_coords(&job->layout, rank, c);
-        snprintf(s, sizeof(s), "rank %d  TP%d PP%d DP%d", rank, c[P3D_AX_TP],
-                 c[P3D_AX_PP], c[P3D_AX_DP]);
+        int k = snprintf(s, sizeof(s), "rank %d  TP%d PP%d DP%d", rank,
+                         c[P3D_AX_TP], c[P3D_AX_PP], c[P3D_AX_DP]);
+        if (job->layout.size[P3D_AX_CP] > 1)
+            snprintf(s + k, sizeof(s) - (size_t)k, " CP%d", c[P3D_AX_CP]);
     } else {
         snprintf(s, sizeof(s), "rank %d", rank);
     }
@@ -153,10 +155,15 @@ void p3d_html_timeline(FILE *f, const struct p3d_job *job,
         fputs("<p class=\"note\">No events to draw.</p></section>\n", f);
         return;
     }
-    fprintf(f, "<p>%s: %.2f ms from %.2f ms after the job's start. Upper "
-            "half: compute; lower half: NCCL by group; background: "
-            "bubble (red) and idle (grey).</p>\n",
-            s->iter_a >= 0 ? "Steady iterations" : "Whole trace",
+    if (s->iter_a >= 0)
+        fprintf(f, "<p>Iteration%s %d%s%.0d", s->iter_b > s->iter_a ? "s" :
+                "", s->iter_a, s->iter_b > s->iter_a ? "-" : "",
+                s->iter_b > s->iter_a ? s->iter_b : 0);
+    else
+        fputs("<p>Whole trace", f);
+    fprintf(f, ": %.2f ms from %.2f ms after the job's start (dotted: "
+            "iteration starts). Upper half: compute; lower half: NCCL by "
+            "group; background: bubble (red) and idle (grey).</p>\n",
             (double)(t.t1 - t.t0) / 1e6, (double)t.t0 / 1e6);
     p3d_svg_open(f, P3D_TL_W, (int)bottom + 8, "timeline",
                  "per-rank timeline");
