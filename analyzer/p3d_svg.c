@@ -15,7 +15,7 @@ const char *p3d_svg_label_color(int label)
     case P3D_LBL_DP: case P3D_LBL_DP_CP: return "#f28e2b";
     case P3D_LBL_PP: case P3D_LBL_P2P: return "#e15759";
     case P3D_LBL_EP: case P3D_LBL_EXPERT_DP: return "#76b7b2";
-    case P3D_LBL_EMB: case P3D_LBL_POS_EMB: return "#ff9da7";
+    case P3D_LBL_EMB: case P3D_LBL_POS_EMB: return "#edc948";
     case P3D_LBL_MP: return "#9c755f";
     case P3D_LBL_WORLD: return "#7f7f7f";
     default: return "#bab0ac";
