@@ -151,7 +151,8 @@ void p3d_html_map(FILE *f, const struct p3d_job *job)
     rows = (g.pp + P3D_MAP_PER_ROW - 1) / P3D_MAP_PER_ROW;
     cols = g.pp < P3D_MAP_PER_ROW ? g.pp : P3D_MAP_PER_ROW;
     snprintf(title, sizeof(title),
-             "%d GPUS &#183; TP=%d &#183; PP=%d &#183; DP=%d%s", job->world_size, g.tp, g.pp, g.dp, g.cp > 1 ? " &#183; CP=" : "");
+             "%d GPUS &#183; TP=%d &#183; PP=%d &#183; DP=%d%s",
+             job->world_size, g.tp, g.pp, g.dp, g.cp > 1 ? " &#183; CP=" : "");
     if (g.cp > 1)
         snprintf(title + strlen(title), sizeof(title) - strlen(title), "%d",
                  g.cp);
