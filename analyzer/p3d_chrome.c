@@ -5,7 +5,8 @@
  * coordinates; one thread per host thread, GPU stream and kind (compute,
  * NCCL, copies), split into lanes where events would overlap; NCCL ops
  * named and coloured by the group label of their communicator; flow
- * arrows Send -> Recv; memory counters.  Times: microseconds since the
+ * arrows Send -> Recv; memory counters; iteration starts as process-wide
+ * instant events.  Times: microseconds since the
  * job's first rank started, on the clock of p3d_vclock_shift (host
  * offsets from the time analysis when it ran).
  */
@@ -127,8 +128,9 @@ static void p3d_chrome_thread(struct p3d_cw *w, int rank,
         snprintf(lane, sizeof(lane), " (lane %u)", e->lane + 1);
     p3d_chrome_sep(w);
     fprintf(w->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,"
-            "\"tid\":%u,\"args\":{\"name\":\"%s %s%" PRIx64 "%s\"}}", rank,
-            e->tid, what[cls], cls ? "0x" : "", e->track, lane);
+            "\"tid\":%u,\"args\":{\"name\":\"%s ", rank, e->tid, what[cls]);
+    fprintf(w->f, cls ? "0x%" PRIx64 : "%" PRIu64, e->track);
+    fprintf(w->f, "%s\"}}", lane);
     p3d_chrome_sep(w);
     fprintf(w->f, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,"
             "\"tid\":%u,\"args\":{\"sort_index\":%u}}", rank, e->tid,
@@ -187,6 +189,30 @@ static void p3d_chrome_mem(struct p3d_cw *w, const struct p3d_vrank *v)
     }
 }
 
+/* Iteration starts of the rank (time analysis) as process-wide marks. */
+static void p3d_chrome_iters(struct p3d_cw *w, const struct p3d_rank *r)
+{
+    const struct p3d_time_res *t = p3d_vtime(w->job);
+    long i = r - w->job->ranks;
+    int64_t c, s, e;
+
+    if (!t || p3d_vtime_base(w->job, &c) != 0)
+        return;
+    for (int k = 0; k < t->n_iter; k++) {
+        if (!p3d_time_window(&t->tl[i], k, &s, &e) || s + c < 0)
+            continue;
+        if ((uint64_t)(s + c) < w->win.t0 ||
+            (w->win.t1 && (uint64_t)(s + c) >= w->win.t1))
+            continue;
+        p3d_chrome_sep(w);
+        fprintf(w->f, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"iteration %d%s\","
+                "\"pid\":%d,\"tid\":0,\"ts\":", k, k < t->warm ?
+                " (warm-up)" : "", r->rank);
+        p3d_chrome_us(w->f, (uint64_t)(s + c));
+        fputc('}', w->f);
+    }
+}
+
 static void p3d_chrome_rank(struct p3d_cw *w, const struct p3d_rank *r)
 {
     struct p3d_vrank v;
@@ -211,6 +237,7 @@ static void p3d_chrome_rank(struct p3d_cw *w, const struct p3d_rank *r)
             w->n_events++;
     }
     p3d_chrome_mem(w, &v);
+    p3d_chrome_iters(w, r);
     p3d_map_free(&gpu);
     p3d_vrank_free(&v);
 }

@@ -55,19 +55,19 @@ static void p3d_bar_row(FILE *f, const struct p3d_vbreak *b, int rank,
     fputs("</g>\n", f);
 }
 
-static int p3d_bar_rows(const struct p3d_job *job)
+static int p3d_bar_rows(const struct p3d_job *job, const struct p3d_vjob *s)
 {
     int n = 0;
 
     for (int i = 0; i < job->n_ranks && n < P3D_HTML_MAX_ROWS; i++)
-        n += !job->ranks[i].failed;
+        n += p3d_vjob_shown(job, s, i);
     return n;
 }
 
 void p3d_html_bars(FILE *f, const struct p3d_job *job,
                    const struct p3d_vjob *s)
 {
-    int rows = p3d_bar_rows(job), k = 0;
+    int rows = p3d_bar_rows(job, s), k = 0;
 
     fputs("<section id=\"bars\"><h2>Where the time goes</h2>\n<p>Share of "
           "the window shown in the timeline, per rank. NCCL counts only "
@@ -76,7 +76,7 @@ void p3d_html_bars(FILE *f, const struct p3d_job *job,
     p3d_svg_open(f, P3D_BAR_W, rows * P3D_BAR_ROW + 10, "bars",
                  "time per rank");
     for (int i = 0; i < job->n_ranks && k < rows; i++)
-        if (!job->ranks[i].failed)
+        if (p3d_vjob_shown(job, s, i))
             p3d_bar_row(f, &s->br[i], job->ranks[i].rank,
                         5 + k++ * P3D_BAR_ROW);
     p3d_svg_close(f);
@@ -86,7 +86,7 @@ void p3d_html_bars(FILE *f, const struct p3d_job *job,
 void p3d_html_memory(FILE *f, const struct p3d_job *job,
                      const struct p3d_vjob *s)
 {
-    int rows = p3d_bar_rows(job), k = 0;
+    int rows = p3d_bar_rows(job, s), k = 0;
     char b[48], t[96];
 
     fprintf(f, "<section id=\"memory\"><h2>Memory peak per rank</h2>\n"
@@ -102,7 +102,7 @@ void p3d_html_memory(FILE *f, const struct p3d_job *job,
                  "memory peak per rank");
     for (int i = 0; i < job->n_ranks && k < rows; i++) {
         double y = 5 + k * P3D_BAR_ROW;
-        if (job->ranks[i].failed)
+        if (!p3d_vjob_shown(job, s, i))
             continue;
         k++;
         snprintf(t, sizeof(t), "rank %d", job->ranks[i].rank);

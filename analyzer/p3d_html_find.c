@@ -71,6 +71,34 @@ static void p3d_find_time(FILE *f, const struct p3d_job *job,
     }
 }
 
+/* The time analysis's verdict, stages and stragglers. */
+static void p3d_find_tres(FILE *f, const struct p3d_time_res *t)
+{
+    char b[256];
+
+    if (!t)
+        return;
+    p3d_find_li(f, "Verdict:", t->why);
+    for (int k = 0; k < t->n_stages && k < 16; k++) {
+        const struct p3d_tstage *g = &t->stages[k];
+        snprintf(b, sizeof(b), "stage %d: bubble %.1f%% (warm-up/cool-down "
+                 "%.1f%%, steady %.1f%%; late sender %.1f%%, transfer "
+                 "%.1f%%), compute %.1f%%", g->stage, 100 * g->bubble_frac,
+                 100 * g->fill_frac, 100 * g->steady_frac,
+                 100 * g->late_frac, 100 * g->transfer_frac,
+                 100 * g->busy_frac);
+        p3d_find_li(f, "Pipeline:", b);
+    }
+    if (t->n_strag > 0) {
+        size_t n = 0;
+        for (int k = 0; k < t->n_strag && k < 3 && n < sizeof(b); k++)
+            n += (size_t)snprintf(b + n, sizeof(b) - n, "%srank %d caused "
+                                  "%.3f ms of waiting", k ? ", " : "",
+                                  t->strag[k].rank, t->strag[k].caused_ms);
+        p3d_find_li(f, "Stragglers:", b);
+    }
+}
+
 static void p3d_find_match(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_match_res *m = job->match;
@@ -116,6 +144,7 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
     p3d_find_layout(f, job);
     p3d_find_iters(f, s);
     p3d_find_time(f, job, s);
+    p3d_find_tres(f, s->time);
     p3d_find_match(f, job);
     p3d_find_ranks(f, job);
     fputs("</ul>\n", f);

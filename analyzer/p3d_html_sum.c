@@ -160,6 +160,7 @@ void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
     int mb_done = 0;
 
     memset(s, 0, sizeof(*s));
+    s->sel = sel;
     s->bubble_theory = -1;
     s->max_peak_rank = -1;
     p3d_viters_job(job, NULL, &s->it);
@@ -171,6 +172,12 @@ void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
         if (!job->ranks[i].failed)
             p3d_vjob_rank(job, i, s, &mb_done);
     p3d_vjob_time(job, s);
+}
+
+int p3d_vjob_shown(const struct p3d_job *job, const struct p3d_vjob *s,
+                   int i)
+{
+    return !job->ranks[i].failed && p3d_vsel_has(s->sel, job->ranks[i].rank);
 }
 
 void p3d_vjob_free(struct p3d_vjob *s)

@@ -25,12 +25,16 @@ struct p3d_vjob {
     uint64_t max_peak;
     int max_peak_rank;
     const struct p3d_time_res *time; /* the time analysis, NULL if none */
+    const struct p3d_vsel *sel;      /* --ranks: the ranks drawn */
 };
 
 /* Fill s for job (sel: the user's --window, may be NULL). */
 void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
                   struct p3d_vjob *s);
 void p3d_vjob_free(struct p3d_vjob *s);
+/* Whether job->ranks[i] is drawn (readable and selected by --ranks). */
+int p3d_vjob_shown(const struct p3d_job *job, const struct p3d_vjob *s,
+                   int i);
 
 /* Fraction helpers over the summed breakdown (0 when span is 0). */
 double p3d_vfrac(uint64_t part, uint64_t span);

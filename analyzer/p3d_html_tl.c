@@ -131,12 +131,12 @@ static void p3d_tl_iters(FILE *f, const struct p3d_tlv *t,
     }
 }
 
-static int p3d_tl_rows(const struct p3d_job *job)
+static int p3d_tl_rows(const struct p3d_job *job, const struct p3d_vjob *s)
 {
     int n = 0;
 
     for (int i = 0; i < job->n_ranks; i++)
-        n += !job->ranks[i].failed;
+        n += p3d_vjob_shown(job, s, i);
     return n < P3D_HTML_MAX_ROWS ? n : P3D_HTML_MAX_ROWS;
 }
 
@@ -144,7 +144,7 @@ void p3d_html_timeline(FILE *f, const struct p3d_job *job,
                        const struct p3d_vjob *s)
 {
     struct p3d_tlv t = {f, s->w0, s->w1, P3D_TL_TOP, {0}, {0}, {0}};
-    int rows = p3d_tl_rows(job), k = 0;
+    int rows = p3d_tl_rows(job, s), k = 0;
     double bottom = P3D_TL_TOP + rows * P3D_TL_ROW;
 
     for (int i = 0; i < job->n_ranks && !s->w1; i++)
@@ -171,7 +171,7 @@ void p3d_html_timeline(FILE *f, const struct p3d_job *job,
     for (int i = 0; i < job->n_ranks && k < rows; i++) {
         struct p3d_vwin w = {t.t0, t.t1};
         struct p3d_vrank v;
-        if (job->ranks[i].failed ||
+        if (!p3d_vjob_shown(job, s, i) ||
             p3d_vrank_load(job, &job->ranks[i], &w, &v) != 0)
             continue;
         t.y = P3D_TL_TOP + k++ * P3D_TL_ROW;
