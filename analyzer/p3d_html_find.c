@@ -152,10 +152,9 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
         fputs("<p class=\"note\">These traces have no GPU kernel times: "
               "compute is estimated as the time outside NCCL ops.</p>\n", f);
     if (s->time)
-        fputs("<p class=\"note\">Numbers from the time analysis (see the "
-              "text report for stages, wait states and stragglers); the "
-              "pictures show the views' own split of the same window.</p>\n",
-              f);
+        fputs("<p class=\"note\">Numbers from the time analysis (the text "
+              "report adds wait states per group); the pictures show the "
+              "views' own split of the same window.</p>\n", f);
     else
         fputs("<p class=\"note\">Iterations and time shares are the "
               "views' own estimate (clocks: CLOCK_REALTIME per host, no "
