@@ -313,8 +313,10 @@ static int p3d_compare_dir(char *dir, p3d_analyse_fn fn, void *ctx,
     p3d_vjob_sum(&set.jobs[set.n - 1], NULL, &s);
     p3d_compare_row(&set.jobs[set.n - 1], &s, name, row);
     p3d_vjob_free(&s);
-    for (int i = 0; i < set.n; i++)
+    for (int i = 0; i < set.n; i++) {
+        p3d_time_free(&set.jobs[i]);
         p3d_job_free(&set.jobs[i]);
+    }
     free(set.jobs);
     return 0;
 }

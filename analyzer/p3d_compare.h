@@ -11,6 +11,7 @@
 
 #include "p3d_html_sum.h"
 #include "p3d_job.h"
+#include "p3d_time.h"
 
 typedef void (*p3d_analyse_fn)(struct p3d_job *job, void *ctx);
 

@@ -301,6 +301,7 @@ int main(int argc, char **argv)
         for (int i = optind; i < argc; i++)
             if (p3d_dump_file(stdout, argv[i]) != 0)
                 ret = P3D_EXIT_BAD;
+    p3d_vsel_free(&o.sel);
     if (fflush(stdout) != 0)
         ret = P3D_EXIT_BAD;
     return ret;
