@@ -9,9 +9,10 @@
  * micro-batch loop) breaks at the optimizer, and set-up or tear-down ops
  * before the first or after the last iteration (Megatron's extra
  * all-reduces) only shorten the stretch; an irregular first iteration
- * just before it is recognised by how it starts (p3d_steps_lead).  The phase comes from the
- * schedule: an iteration ends with a run of step-level collectives (DP
- * gradient reduce-scatter, optimizer, MP/WORLD all-reduces), so the op
+ * just before it is recognised by how it starts (p3d_steps_lead).  The
+ * phase comes from the schedule: an iteration ends with a run of
+ * step-level collectives (DP gradient reduce-scatter, optimizer, MP/WORLD
+ * all-reduces), so the op
  * after the longest such run starts the next one; without such ops, the
  * op after the largest host gap does.  Iterations are numbered from the
  * end so all ranks agree; the job keeps as many as every rank has.

@@ -17,6 +17,22 @@ static void p3d_jnum(FILE *f, const char *key, double v, int ok)
         fprintf(f, ", \"%s\": null", key);
 }
 
+static void p3d_tj_iters(FILE *f, const struct p3d_time_res *t,
+                         const struct p3d_tl *tl)
+{
+    fputs(", \"iters\": [", f);
+    for (int k = 0; k < t->n_iter; k++)
+        fprintf(f, "%s{\"step_ms\": %.6g, \"compute_ms\": %.6g, "
+                   "\"nccl_ms\": %.6g, \"exposed_ms\": %.6g, "
+                   "\"pp_wait_ms\": %.6g}", k ? ", " : "",
+                (double)tl->br[k].step / 1e6,
+                (double)tl->br[k].compute / 1e6,
+                (double)tl->br[k].nccl / 1e6,
+                (double)tl->br[k].exposed / 1e6,
+                (double)tl->br[k].pp_wait / 1e6);
+    fputc(']', f);
+}
+
 void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
 {
     const struct p3d_time_res *t = job->time;
@@ -42,19 +58,8 @@ void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
     p3d_jnum(f, "exposed_comm_frac", ok ? sum[2] / sum[0] : 0, ok);
     p3d_jnum(f, "idle_frac", ok ? sum[3] / sum[0] : 0, ok);
     p3d_jnum(f, "bubble_frac", ok ? sum[4] / sum[0] : 0, ok && t->pp > 1);
-    if (tl && tl->br) {
-        fputs(", \"iters\": [", f);
-        for (int k = 0; k < t->n_iter; k++)
-            fprintf(f, "%s{\"step_ms\": %.6g, \"compute_ms\": %.6g, "
-                       "\"nccl_ms\": %.6g, \"exposed_ms\": %.6g, "
-                       "\"pp_wait_ms\": %.6g}", k ? ", " : "",
-                    (double)tl->br[k].step / 1e6,
-                    (double)tl->br[k].compute / 1e6,
-                    (double)tl->br[k].nccl / 1e6,
-                    (double)tl->br[k].exposed / 1e6,
-                    (double)tl->br[k].pp_wait / 1e6);
-        fputc(']', f);
-    }
+    if (tl && tl->br)
+        p3d_tj_iters(f, t, tl);
     if (tl)
         fprintf(f, ", \"stage\": %d, \"clock_offset_ns\": %" PRId64
                 ", \"waiting_caused_ms\": %.6g, \"waiting_suffered_ms\": "

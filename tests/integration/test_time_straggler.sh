@@ -2,8 +2,9 @@
 # Wait states: a rank whose compute is injected 100 % slower must be the
 # first straggler (waiting caused to others in its TP group), in a job
 # with DP replicas, in one without, and in a pipeline without TP groups
-# (Late Sender / Late Receiver on the pipeline send/recv).  (A 2-core CI box preempts ranks
-# for milliseconds, so the injected delay is kept well above that.)
+# (Late Sender / Late Receiver on the pipeline send/recv).  A 2-core CI
+# box preempts ranks for milliseconds, so the injected delay is kept well
+# above that.
 set -u
 . "$P3D_SRC/tests/integration/test_time_lib.inc"
 C="-m 4 --fwd-ms 2 --bwd-ms 4 --opt-ms 0.5"
