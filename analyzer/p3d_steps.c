@@ -12,10 +12,9 @@
  * just before it is recognised by how it starts (p3d_steps_lead).  The
  * phase comes from the schedule: an iteration ends with a run of
  * step-level collectives (DP gradient reduce-scatter, optimizer, MP/WORLD
- * all-reduces), so the op
- * after the longest such run starts the next one; without such ops, the
- * op after the largest host gap does.  Iterations are numbered from the
- * end so all ranks agree; the job keeps as many as every rank has.
+ * all-reduces), so the op after the longest such run starts the next
+ * one; without such ops, the op after the largest host gap does.  Ranks'
+ * iterations are matched by start time (p3d_steps_find).
  */
 #include <stdlib.h>
 #include <string.h>
