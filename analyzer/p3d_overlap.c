@@ -222,7 +222,8 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
         }
     t->dominates = t->f_exposed > t->f_compute && t->f_exposed > t->f_idle;
     if (!t->have_compute) {
-        t->dominates = -1;
+        t->dominates = 0;
+        t->no_verdict = 1;
         snprintf(t->why, sizeof(t->why), "cannot tell: the traces have no "
                  "compute kernel times; NCCL busy %.1f%% of the step%s%s",
                  100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",

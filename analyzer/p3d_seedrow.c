@@ -165,7 +165,7 @@ static void p3d_tr_obs(char *b, size_t n, const struct p3d_time_res *t)
     int s = p3d_tr_straggler(t);
 
     b[0] = '\0';
-    if (t->dominates < 0)
+    if (t->no_verdict)
         k += (size_t)snprintf(b + k, n - k, "no compute times: NCCL %.0f%% "
                               "of the step (host)", 100 * t->f_nccl);
     else if (t->dominates && t->top_lbl >= 0)

@@ -119,7 +119,8 @@ struct p3d_time_res {
     /* steady-state means over ranks, fractions of the step */
     double f_compute, f_nccl, f_exposed, f_overlapped, f_idle, f_copy;
     double f_lbl[P3D_LBL_COUNT];
-    int dominates, top_lbl; /* dominates: 1, 0, -1 cannot tell */
+    int dominates, top_lbl;
+    int no_verdict; /* no compute times: dominance cannot be judged */
     double busbw[P3D_LBL_COUNT], best_busbw;
     int best_lbl;
     struct p3d_tstrag *strag; /* sorted by caused */
