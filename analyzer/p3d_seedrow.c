@@ -48,9 +48,8 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
                 (double)t->hosts[h].offset_ns / 1e6,
                 (double)t->hosts[h].uncert_ns / 1e6, t->hosts[0].name,
                 t->hosts[h].n_inst);
-    fprintf(f, "  clocks: %d receives completed before their send started "
-               "after the estimate; %d hosts moved to fix that\n",
-            t->clock_violations, t->clock_fixed);
+    fprintf(f, "  clocks: %d receives complete before their send started "
+               "after the alignment\n", t->clock_violations);
 }
 
 static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)

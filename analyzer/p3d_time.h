@@ -88,7 +88,8 @@ struct p3d_thost {
     int64_t shift;        /* added to this host's monotonic times */
     int64_t offset_ns;    /* its clock minus the reference host's */
     int64_t uncert_ns;
-    int n_inst;           /* cross-host instances used */
+    int64_t anchor_err_ns; /* what the realtime anchors had wrong */
+    int n_inst;           /* cross-host bounds used */
 };
 
 struct p3d_tstage {
@@ -107,7 +108,7 @@ struct p3d_time_res {
     struct p3d_tl *tl; /* per job->ranks index */
     int n;
     struct p3d_thost *hosts;
-    int n_hosts, clock_violations, clock_fixed;
+    int n_hosts, clock_violations;
     int n_iter, warm;    /* job iterations; leading warm-up ones */
     int64_t *step;       /* [n_iter] mean step over ranks */
     double step_ms, step_min_ms, step_max_ms, warm_ms;

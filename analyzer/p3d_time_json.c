@@ -154,8 +154,9 @@ static void p3d_tj_clock(FILE *f, const struct p3d_time_res *t)
         fprintf(f, "%s{\"host\": ", h ? ", " : "");
         p3d_json_str(f, t->hosts[h].name, strlen(t->hosts[h].name));
         fprintf(f, ", \"offset_ns\": %" PRId64 ", \"uncertainty_ns\": %"
-                PRId64 ", \"instances\": %d}", t->hosts[h].offset_ns,
-                t->hosts[h].uncert_ns, t->hosts[h].n_inst);
+                PRId64 ", \"realtime_error_ns\": %" PRId64 ", \"instances\": "
+                "%d}", t->hosts[h].offset_ns, t->hosts[h].uncert_ns,
+                t->hosts[h].anchor_err_ns, t->hosts[h].n_inst);
     }
     fprintf(f, "], \"violations\": %d},\n", t->clock_violations);
 }
