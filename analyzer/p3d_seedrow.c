@@ -83,7 +83,8 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         if (t->f_lbl[l] >= 0.0005)
             fprintf(f, " %s %.1f%%", p3d_label_name[l], 100 * t->f_lbl[l]);
-    fprintf(f, "\n    busbw by group (GB/s, ops with GPU times):");
+    fprintf(f, "\n    busbw by group (GB/s; time = the shortest member's "
+               "kernel):");
     if (t->best_busbw <= 0)
         fprintf(f, " none (no GPU times)");
     for (int l = 0; l < P3D_LBL_COUNT; l++)
