@@ -1,0 +1,125 @@
+#!/bin/bash
+# nccl_tests.sh - build nccl-tests (all_reduce, all_gather, reduce_scatter,
+# sendrecv) on the GPU machine and run each as N processes sharing GPU 0
+# under libp3dtrace.so, then compare p3dtrace's per-size GPU time and busbw
+# with what nccl-tests printed (tests/gpu/check_nccl_tests.py).
+#
+#   tests/gpu/nccl_tests.sh SUMMARY_FILE [test...]
+#
+# nccl-tests runs several processes only through MPI; the GPU machine has
+# none, so it is built with MPI=1 against tests/gpu/minimpi (a small MPI
+# over files, enough for nccl-tests) and each rank is started here.  The
+# CUDA runtime is linked shared (-cudart=shared) so that the shim finds
+# cudart and CUPTI for GPU times as in PyTorch processes.
+# Environment (defaults in brackets):
+#   NCCL_TESTS_DIR  nccl-tests source           [<repo>/third_party/nccl-tests]
+#   NT_BUILD        build folder, reused if the binaries exist
+#                                               [/tmp/p3d-nccl-tests-build]
+#   WORK            logs and traces             [/tmp/p3d-val/nccl]
+#   NT_RANKS [8]  NT_ITERS [10]  NT_MIN [1M]  NT_MAX [64M]  NT_TIMEOUT [150]
+#   NT_GENCODE      nvcc -gencode flags          [sm_90]
+#   P3D_LIB         the shim                    [<repo>/build/libp3dtrace.so]
+# Exit 77 without a GPU or nvcc, 1 on any failed check.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+summary=${1:?usage: nccl_tests.sh SUMMARY_FILE [test...]}
+shift
+tests=${*:-all_reduce all_gather reduce_scatter sendrecv}
+NCCL_TESTS_DIR=${NCCL_TESTS_DIR:-$root/third_party/nccl-tests}
+NT_BUILD=${NT_BUILD:-/tmp/p3d-nccl-tests-build}
+WORK=${WORK:-/tmp/p3d-val/nccl}
+N=${NT_RANKS:-8}; ITERS=${NT_ITERS:-10}
+NT_MIN=${NT_MIN:-1M}; NT_MAX=${NT_MAX:-64M}; TMO=${NT_TIMEOUT:-150}
+GENCODE=${NT_GENCODE:--gencode=arch=compute_90,code=sm_90}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
+say() { echo "$*"; echo "$*" >> "$summary"; }
+
+command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 ||
+    { say "SKIP nccl: no NVIDIA GPU (nvidia-smi -L failed)"; exit 77; }
+[ -x "$CUDA_HOME/bin/nvcc" ] ||
+    { say "SKIP nccl: no nvcc at $CUDA_HOME/bin/nvcc"; exit 77; }
+[ -f "$NCCL_TESTS_DIR/src/common.cu" ] ||
+    { say "FAIL nccl: no nccl-tests source in NCCL_TESTS_DIR=$NCCL_TESTS_DIR"; exit 1; }
+[ -f "$P3D_LIB" ] || { say "FAIL nccl: no shim at $P3D_LIB (make)"; exit 1; }
+
+# NCCL of the Python package nvidia-nccl-cu13 (torch's NCCL).
+nccl_pkg=$(python3 -c 'import nvidia.nccl as m, os
+print(list(m.__path__)[0])' 2>/dev/null)
+[ -n "$nccl_pkg" ] && [ -f "$nccl_pkg/lib/libnccl.so.2" ] ||
+    { say "FAIL nccl: python package nvidia.nccl (libnccl.so.2) not found"; exit 1; }
+nccl_inc=$nccl_pkg/include
+[ -f "$nccl_inc/nccl.h" ] || nccl_inc=$CUDA_HOME/include
+[ -f "$nccl_inc/nccl.h" ] || { say "FAIL nccl: no nccl.h"; exit 1; }
+if command -v mpirun > /dev/null; then
+    echo "note: an MPI exists ($(command -v mpirun)); minimpi is used anyway"
+fi
+
+build() {
+    local b=$NT_BUILD t bins=()
+    for t in $tests; do
+        [ -x "$b/bin/${t}_perf" ] || bins+=("$b/bin/${t}_perf")
+    done
+    [ ${#bins[@]} -eq 0 ] && { echo "nccl-tests: reusing $b/bin"; return 0; }
+    mkdir -p "$b/nccl/lib" "$b/mpi/include" "$b/mpi/lib"
+    ln -sfn "$nccl_inc" "$b/nccl/include"
+    ln -sf "$nccl_pkg/lib/libnccl.so.2" "$b/nccl/lib/libnccl.so"
+    cp "$here/minimpi/mpi.h" "$b/mpi/include/" &&
+    gcc -std=gnu11 -O2 -fPIC -I"$b/mpi/include" -c "$here/minimpi/minimpi.c" \
+        -o "$b/mpi/minimpi.o" && ar rcs "$b/mpi/lib/libmpi.a" "$b/mpi/minimpi.o" ||
+        return 1
+    rm -rf "$b/src"; cp -r "$NCCL_TESTS_DIR" "$b/src"
+    make -C "$b/src/src" -j"$(nproc)" MPI=1 MPI_HOME="$b/mpi" \
+        NCCL_HOME="$b/nccl" CUDA_HOME="$CUDA_HOME" NVCC_GENCODE="$GENCODE" \
+        NVCC="$CUDA_HOME/bin/nvcc -cudart=shared" \
+        BUILDDIR="$b/bin" "${bins[@]}" > "$b/build.log" 2>&1
+}
+
+t0=$(date +%s)
+if ! build; then
+    tail -20 "$NT_BUILD/build.log" 2>/dev/null
+    say "FAIL nccl: build failed (log $NT_BUILD/build.log)"; exit 1
+fi
+say "nccl: nccl-tests built in $(( $(date +%s) - t0 )) s, NCCL $nccl_pkg, $N ranks on GPU 0, -b $NT_MIN -e $NT_MAX -f 2 -n $ITERS -w 1 -c 0"
+
+run_test() {  # run_test NAME -> 0 if every rank exited 0
+    local t=$1 d=$WORK/$1 r pids=() rc=0
+    rm -rf "$d"; mkdir -p "$d/mpi"
+    for (( r = 0; r < N; r++ )); do
+        env LD_PRELOAD="$P3D_LIB" P3D_TRACE_DIR="$d/traces" P3D_JOB_ID=job \
+            P3D_RANK=$r P3D_WORLD_SIZE=$N RANK=$r WORLD_SIZE=$N \
+            P3D_MPI_DIR="$d/mpi" P3D_MPI_RANK=$r P3D_MPI_SIZE=$N \
+            P3D_MPI_TIMEOUT=$TMO NCCL_TESTS_DEVICE=0 NCCL_HOSTID=p3dnt$r \
+            NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0 \
+            TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+            LD_LIBRARY_PATH="$NT_BUILD/nccl/lib:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}" \
+            timeout -k 5 "$TMO" "$NT_BUILD/bin/${t}_perf" -b "$NT_MIN" \
+            -e "$NT_MAX" -f 2 -g 1 -t 1 -n "$ITERS" -w 1 -c 0 \
+            > "$d/rank$r.log" 2>&1 &
+        pids+=($!)
+    done
+    for r in "${!pids[@]}"; do
+        wait "${pids[$r]}" || { echo "rank $r: exit $?"; rc=1; }
+    done
+    return $rc
+}
+
+fail=0
+for t in $tests; do
+    t1=$(date +%s)
+    if ! run_test "$t"; then
+        tail -15 "$WORK/$t/rank0.log"
+        say "FAIL nccl $t: a rank failed (logs $WORK/$t/rank*.log)"
+        fail=1; continue
+    fi
+    grep -E '^#  *[0-9]|Avg bus' "$WORK/$t/rank0.log" | tail -3
+    python3 "$here/check_nccl_tests.py" --test "$t" --log "$WORK/$t/rank0.log" \
+        --traces "$WORK/$t/traces/job" --nranks "$N" --iters "$ITERS" \
+        --summary "$summary" || fail=1
+    [ -x "$root/build/p3d-analyze" ] &&
+        "$root/build/p3d-analyze" "$WORK/$t/traces/job" > "$WORK/$t/report.txt" 2>&1
+    say "nccl $t: $(( $(date +%s) - t1 )) s"
+done
+say "nccl: $([ $fail -eq 0 ] && echo PASS || echo FAIL) ($(( $(date +%s) - t0 )) s)"
+exit $fail
