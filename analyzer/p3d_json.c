@@ -4,7 +4,8 @@
  * of the member set, "labels" all of them (most specific first),
  * "used_as" the one usage shows the communicator serves as (e.g. label
  * "PP", used_as "EMB" for the embedding group at PP = 2).  Added here:
- * communicators[].used_as, job.id,
+ * communicators[].used_as, .size_hist (calls per power-of-two message
+ * size: key 2^b counts sizes in [2^(b-1), 2^b)), job.id,
  * job.missing_ranks, layout.explained/total/contradicted,
  * communicators[].by_op, .per_rank, .role, .missing_members,
  * ranks[].file/records/ops/closed/truncated, matching.  Later issues fill
@@ -162,6 +163,19 @@ static void p3d_json_per_rank(FILE *f, const struct p3d_job *job, int gi)
     fputc('}', f);
 }
 
+/* Message sizes: {"<2^b>": calls with 2^(b-1) <= bytes < 2^b}, "1": 0 B. */
+static void p3d_json_hist(FILE *f, const uint64_t *h)
+{
+    int n = 0;
+
+    fputs(", \"size_hist\": {", f);
+    for (int b = 0; b < P3D_HIST_N; b++)
+        if (h[b])
+            fprintf(f, "%s\"%llu\": %" PRIu64, n++ ? ", " : "",
+                    1ull << b, h[b]);
+    fputc('}', f);
+}
+
 static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
 {
     const struct p3d_gcomm *g = &job->comms[gi];
@@ -191,6 +205,7 @@ static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
         fputs("null", f);
     fputs(", \"by_op\": ", f);
     p3d_json_byop(f, g->st);
+    p3d_json_hist(f, g->hist);
     p3d_json_per_rank(f, job, gi);
     fprintf(f, "}%s\n", gi + 1 < job->n_comms ? "," : "");
 }

@@ -47,6 +47,7 @@ for c in d["communicators"]:
     assert c["ops"] == sum(v["calls"] for v in c["by_op"].values())
     assert c["ops"] == sum(v["calls"] for v in c["per_rank"].values())
     assert c["bytes"] == sum(v["bytes"] for v in c["by_op"].values())
+    assert c["ops"] == sum(c["size_hist"].values()), c
 assert len(d["ranks"]) == 8 and d["ranks"][3]["rank"] == 3
 assert d["job"]["cmdline"].startswith('python3 pretrain_gpt.py a"b\\c')
 PY

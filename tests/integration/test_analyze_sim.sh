@@ -69,4 +69,9 @@ run l2212 --tp 2 --pp 2 --dp 1 --cp 2
 run l4211 --tp 4 --pp 2 --dp 1
 run l2221pd --tp 2 --pp 2 --dp 2 --order tp-cp-ep-pp-dp
 run l2221sp --tp 2 --pp 2 --dp 2 --sequence-parallel --no-dist-opt
+if "$S" --help 2>&1 | grep -q -- --ep; then
+    run ep2141 --tp 2 --pp 1 --dp 4 --ep 2
+    run ep2221 --tp 2 --pp 2 --dp 2 --ep 2
+    run ep1241 --tp 1 --pp 2 --dp 4 --ep 4
+fi
 [ $fails -eq 0 ]
