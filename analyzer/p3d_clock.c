@@ -9,10 +9,11 @@
  * average of end times is biased by whoever arrives last; instead the
  * causality bounds (no completion before every member started, no
  * receive completion before its send started) bracket each host pair's
- * offset, and the midpoint of the bracket is taken (the idea of
- * Scalasca's controlled logical clock, in closed form).  Offsets are
- * reported against the host of the lowest rank, the half-width of the
- * bracket as the uncertainty.
+ * offset, tightened through chains of hosts, and the midpoint of the
+ * bracket is taken (the constraints of Scalasca's controlled logical
+ * clock, solved in closed form).  Offsets are reported against the host
+ * of the lowest rank, the half-width of the bracket as the uncertainty
+ * (negative: the bounds contradict each other by that much).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -103,34 +104,41 @@ static void p3d_clock_pairs(const struct p3d_time_res *t,
 }
 
 /*
- * D from the pairwise intervals: each host pair with bounds both ways
- * gives the midpoint; hosts are placed by weighted Gauss-Seidel over
- * those midpoints, host 0 fixed.
+ * D from the bounds: U[a][b] >= D[b] - D[a] (from lo[b][a]), tightened
+ * through every chain of hosts (Floyd-Warshall on the difference
+ * constraints); each host is put in the middle of its bracket against
+ * host 0, half the bracket is its uncertainty.  Hosts with no bracket
+ * keep the anchor-only estimate.
  */
+#define P3D_NOBOUND INT64_MAX
+
 static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
                             const int *cnt, int64_t *d)
 {
     int nh = t->n_hosts;
+    int64_t *u = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*u));
 
-    for (int round = 0; round < 50; round++)
-        for (int b = 1; b < nh; b++) {
-            double sum = 0, w = 0;
-            for (int a = 0; a < nh; a++) {
-                int ab = a * nh + b, ba = b * nh + a;
-                double mid;
-                if (a == b || !cnt[ab] || !cnt[ba])
-                    continue;
-                mid = ((double)lo[ab] - (double)lo[ba]) / 2;
-                sum += ((double)d[a] + mid) * (cnt[ab] + cnt[ba]);
-                w += cnt[ab] + cnt[ba];
-                if (round == 49 && a == 0) {
-                    t->hosts[b].uncert_ns = (-lo[ba] - lo[ab]) / 2;
-                    t->hosts[b].n_inst = cnt[ab];
-                }
-            }
-            if (w > 0)
-                d[b] = (int64_t)llround(sum / w);
-        }
+    for (int a = 0; a < nh; a++)
+        for (int b = 0; b < nh; b++)
+            u[a * nh + b] = a == b ? 0 : cnt[b * nh + a] ? -lo[b * nh + a]
+                                                           : P3D_NOBOUND;
+    for (int k = 0; k < nh; k++)
+        for (int a = 0; a < nh; a++)
+            for (int b = 0; b < nh; b++)
+                if (u[a * nh + k] != P3D_NOBOUND &&
+                    u[k * nh + b] != P3D_NOBOUND &&
+                    u[a * nh + k] + u[k * nh + b] < u[a * nh + b])
+                    u[a * nh + b] = u[a * nh + k] + u[k * nh + b];
+    for (int b = 1; b < nh; b++) {
+        int64_t hi = u[b], lo_b = u[b * nh] == P3D_NOBOUND ? P3D_NOBOUND
+                                                           : -u[b * nh];
+        if (hi == P3D_NOBOUND || lo_b == P3D_NOBOUND)
+            continue;
+        d[b] = lo_b + (hi - lo_b) / 2;
+        t->hosts[b].uncert_ns = (hi - lo_b) / 2;
+        t->hosts[b].n_inst = cnt[b] + cnt[b * nh];
+    }
+    free(u);
 }
 
 /* Receives completing before their send started, after correction. */
@@ -160,6 +168,7 @@ static void p3d_clock_apply(struct p3d_time_res *t)
         for (size_t k = 0; k < tl->n_ops; k++) {
             tl->ops[k].h0 += d;
             tl->ops[k].h1 += d;
+            tl->ops[k].hg += d;
             tl->ops[k].s += d;
             tl->ops[k].e += d;
         }

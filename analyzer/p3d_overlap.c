@@ -78,8 +78,52 @@ static int p3d_dbl_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int p3d_dbl_cmp(const void *a, const void *b);
+
+/*
+ * Warm-up: leading iterations (communicator creation, allocator growth,
+ * compilation) that took over 1.25 times the median of the later ones;
+ * at least two iterations stay.
+ */
+static int p3d_overlap_warm(const struct p3d_time_res *t)
+{
+    double *v = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*v));
+    int w = 0;
+
+    for (; w <= t->n_iter - 3; w++) {
+        int n = 0;
+        for (int k = w + 1; k < t->n_iter; k++)
+            v[n++] = (double)t->step[k];
+        qsort(v, (size_t)n, sizeof(*v), p3d_dbl_cmp);
+        if ((double)t->step[w] <= 1.25 * v[n / 2])
+            break;
+    }
+    free(v);
+    return w;
+}
+
+/* 1 if some rank created a communicator inside the first iteration
+ * (lazy creation: that iteration is warm-up whatever its length). */
+static int p3d_overlap_inits(const struct p3d_job *job,
+                             const struct p3d_time_res *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        const struct p3d_tl *tl = &t->tl[i];
+        int64_t s, e, sh = t->n_hosts > 1 ? t->hosts[tl->host].shift : 0;
+        if (!p3d_time_window(tl, 0, &s, &e))
+            continue;
+        for (int k = 0; k < job->ranks[i].n_comms; k++) {
+            int64_t c = (int64_t)job->ranks[i].comms[k].t_create + sh;
+            if (job->ranks[i].comms[k].created && c >= s && c < e)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Mean step over ranks per iteration; warm-up; steady median. */
-static void p3d_overlap_steps(struct p3d_time_res *t)
+static void p3d_overlap_steps(const struct p3d_job *job,
+                              struct p3d_time_res *t)
 {
     double *v = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*v));
     int n = 0;
@@ -94,7 +138,9 @@ static void p3d_overlap_steps(struct p3d_time_res *t)
             }
         t->step[k] = cnt ? sum / cnt : 0;
     }
-    t->warm = t->n_iter >= 3 ? 1 : 0;
+    t->warm = p3d_overlap_warm(t);
+    if (!t->warm && t->n_iter >= 3 && p3d_overlap_inits(job, t))
+        t->warm = 1;
     for (int k = t->warm; k < t->n_iter; k++)
         v[n++] = (double)t->step[k] / 1e6;
     qsort(v, (size_t)n, sizeof(*v), p3d_dbl_cmp);
@@ -175,6 +221,14 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
             t->top_lbl = l;
         }
     t->dominates = t->f_exposed > t->f_compute && t->f_exposed > t->f_idle;
+    if (!t->have_compute) {
+        t->dominates = -1;
+        snprintf(t->why, sizeof(t->why), "cannot tell: the traces have no "
+                 "compute kernel times; NCCL busy %.1f%% of the step%s%s",
+                 100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",
+                 t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "");
+        return;
+    }
     snprintf(t->why, sizeof(t->why),
              "NCCL %s: exposed NCCL %.1f%% of the step vs compute %.1f%% "
              "and idle %.1f%%%s%s%s", t->dominates ? "dominates"
@@ -192,7 +246,7 @@ void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t)
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_iter)
             p3d_overlap_rank(job, &t->tl[i], t->n_iter);
-    p3d_overlap_steps(t);
+    p3d_overlap_steps(job, t);
     p3d_overlap_fracs(t);
     p3d_overlap_busbw(job, t);
     p3d_overlap_verdict(t);

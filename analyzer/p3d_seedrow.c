@@ -75,6 +75,8 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
         if (t->f_lbl[l] >= 0.0005)
             fprintf(f, " %s %.1f%%", p3d_label_name[l], 100 * t->f_lbl[l]);
     fprintf(f, "\n    busbw by group (GB/s, ops with GPU times):");
+    if (t->best_busbw <= 0)
+        fprintf(f, " none (no GPU times)");
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         if (t->busbw[l] > 0)
             fprintf(f, " %s %.2f (%.0f%% of best)", p3d_label_name[l],
@@ -149,7 +151,10 @@ static void p3d_tr_obs(char *b, size_t n, const struct p3d_time_res *t)
     int s = p3d_tr_straggler(t);
 
     b[0] = '\0';
-    if (t->dominates && t->top_lbl >= 0)
+    if (t->dominates < 0)
+        k += (size_t)snprintf(b + k, n - k, "no compute times: NCCL %.0f%% "
+                              "of the step (host)", 100 * t->f_nccl);
+    else if (t->dominates && t->top_lbl >= 0)
         k += (size_t)snprintf(b + k, n - k, "NCCL dominates (exposed %.0f%%,"
                               " mostly %s)", 100 * t->f_exposed,
                               p3d_label_name[t->top_lbl]);

@@ -45,6 +45,8 @@ enum { P3D_TSRC_HOST, P3D_TSRC_SPAN, P3D_TSRC_GPU };
 struct p3d_top { /* one NCCL op on the timeline */
     int64_t h0, h1; /* host enter/exit */
     int64_t s, e;   /* best interval: GPU if known, else host */
+    int64_t hg;     /* host return of the blocking call: the outermost
+                     * ncclGroupEnd for grouped ops, else h1 */
     uint64_t op_id, seq, bytes, stream;
     int gcomm; /* job->comms index, -1 unknown */
     int peer;  /* global rank of the Send/Recv peer, else -1 */
@@ -116,7 +118,7 @@ struct p3d_time_res {
     /* steady-state means over ranks, fractions of the step */
     double f_compute, f_nccl, f_exposed, f_overlapped, f_idle, f_copy;
     double f_lbl[P3D_LBL_COUNT];
-    int dominates, top_lbl;
+    int dominates, top_lbl; /* dominates: 1, 0, -1 cannot tell */
     double busbw[P3D_LBL_COUNT], best_busbw;
     int best_lbl;
     struct p3d_tstrag *strag; /* sorted by caused */
@@ -140,7 +142,10 @@ void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_time_attribute(struct p3d_tl *tl);
 void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t);
-size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *cover);
+/* Period of sig[0..n) and its longest periodic stretch [*r0, *r1);
+ * 0 if none spans two periods. */
+size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
+                        size_t *r1);
 void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_bubble_all(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t);

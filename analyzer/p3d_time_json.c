@@ -114,7 +114,7 @@ static void p3d_tj_bubble(FILE *f, const struct p3d_time_res *t)
 static void p3d_tj_verdict(FILE *f, const struct p3d_time_res *t)
 {
     fprintf(f, "  \"verdict\": {\"nccl_dominates\": %s, \"why\": ",
-            t->dominates ? "true" : "false");
+            t->dominates < 0 ? "null" : t->dominates ? "true" : "false");
     p3d_json_str(f, t->why, strlen(t->why));
     fputs(", \"group\": ", f);
     if (t->top_lbl >= 0)

@@ -11,7 +11,7 @@ C="-m 4 --fwd-ms 1 --bwd-ms 2 --opt-ms 0.5"
 time_run skew2 --tp 2 --pp 2 --dp 2 --hosts 2 --skew 4:50000000 $C &&
     time_check skew2 skew=100000 steps=0.01 bubble=0.02
 # shellcheck disable=SC2086
-time_run skew4 --tp 2 --pp 2 --dp 2 --hosts 4 --skew 2:-30000000 \
+time_run skew4 --iters 5 --tp 2 --pp 2 --dp 2 --hosts 4 --skew 2:-30000000 \
     --skew 4:50000000 --skew 6:12345678 $C &&
     time_check skew4 skew=100000 steps=0.01
 grep -q "clocks: host simhost-1 is -[0-9.]* ms (+- [0-9.]* ms) off host simhost-0" "$T/skew4.txt" || {
