@@ -21,6 +21,9 @@
 #                 of the loss                 [0]
 #   MG_TIMEOUT    seconds per run             [240]
 #   P3D_LIB       the shim                    [<repo>/build/libp3dtrace.so]
+#   RUN_GPT       the runner, called as scripts/run_tiny_gpt.sh is (the
+#                 CPU-side test gives a fake one; no GPU check then)
+#                                             [<repo>/scripts/run_tiny_gpt.sh]
 # Exit 77 without a GPU, 1 on any failed check.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +39,8 @@ P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
 analyze=$root/build/p3d-analyze
 say() { echo "$*"; echo "$*" >> "$summary"; }
 
+RUN_GPT=${RUN_GPT:-}
+[ -n "$RUN_GPT" ] ||
 python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
     2>/dev/null || { say "SKIP megatron: no CUDA GPU visible to torch"; exit 77; }
 [ -f "$MEGATRON_DIR/pretrain_gpt.py" ] ||
@@ -51,7 +56,7 @@ one_run() {  # one_run NAME PORT LIB TP PP
     ONE_GPU=1 GPUS=8 TP=$tp PP=$pp NMB=$NMB ITERS=$ITERS OUT="$WORK" \
         NAME=$name PORT=$port P3D_LIB=$lib \
         EXTRA_ARGS="--log-memory-interval 1" \
-        timeout -k 10 "$TMO" "$root/scripts/run_tiny_gpt.sh" \
+        timeout -k 10 "$TMO" "${RUN_GPT:-$root/scripts/run_tiny_gpt.sh}" \
         > "$WORK/$name.out" 2>&1
 }
 

@@ -10,7 +10,8 @@
 # none, so it is built with MPI=1 against tests/gpu/minimpi (a small MPI
 # over files, enough for nccl-tests) and each rank is started here.  The
 # CUDA runtime is linked shared (-cudart=shared) so that the shim finds
-# cudart and CUPTI for GPU times as in PyTorch processes.
+# cudart and CUPTI for GPU times as in PyTorch processes (NVCC then is not
+# a bare path, so nccl-tests' CUDA version probe fails: CXXSTD is given).
 # Environment (defaults in brackets):
 #   NCCL_TESTS_DIR  nccl-tests source           [<repo>/third_party/nccl-tests]
 #   NT_BUILD        build folder, reused if the binaries exist
@@ -65,6 +66,7 @@ build() {
     mkdir -p "$b/nccl/lib" "$b/mpi/include" "$b/mpi/lib"
     ln -sfn "$nccl_inc" "$b/nccl/include"
     ln -sf "$nccl_pkg/lib/libnccl.so.2" "$b/nccl/lib/libnccl.so"
+    ln -sf "$nccl_pkg/lib/libnccl.so.2" "$b/nccl/lib/libnccl.so.2"
     cp "$here/minimpi/mpi.h" "$b/mpi/include/" &&
     gcc -std=gnu11 -O2 -fPIC -I"$b/mpi/include" -c "$here/minimpi/minimpi.c" \
         -o "$b/mpi/minimpi.o" && ar rcs "$b/mpi/lib/libmpi.a" "$b/mpi/minimpi.o" ||
@@ -72,7 +74,7 @@ build() {
     rm -rf "$b/src"; cp -r "$NCCL_TESTS_DIR" "$b/src"
     make -C "$b/src/src" -j"$(nproc)" MPI=1 MPI_HOME="$b/mpi" \
         NCCL_HOME="$b/nccl" CUDA_HOME="$CUDA_HOME" NVCC_GENCODE="$GENCODE" \
-        NVCC="$CUDA_HOME/bin/nvcc -cudart=shared" \
+        NVCC="$CUDA_HOME/bin/nvcc -cudart=shared" CXXSTD=-std=c++17 \
         BUILDDIR="$b/bin" "${bins[@]}" > "$b/build.log" 2>&1
 }
 
@@ -113,7 +115,7 @@ for t in $tests; do
         say "FAIL nccl $t: a rank failed (logs $WORK/$t/rank*.log)"
         fail=1; continue
     fi
-    grep -E '^#  *[0-9]|Avg bus' "$WORK/$t/rank0.log" | tail -3
+    grep -E 'nccl-tests version|Avg bus' "$WORK/$t/rank0.log" | tee -a "$summary"
     python3 "$here/check_nccl_tests.py" --test "$t" --log "$WORK/$t/rank0.log" \
         --traces "$WORK/$t/traces/job" --nranks "$N" --iters "$ITERS" \
         --summary "$summary" || fail=1
