@@ -8,7 +8,10 @@
 #      out of traces and passes/fails on the 5% bound;
 #   3. check_megatron.py passes on the example traces with a Megatron log
 #      made to agree, and fails on a wrong layout, a step time 5% off, a
-#      changed loss and a memory peak below Megatron's.
+#      changed loss and a memory peak below Megatron's;
+#   4. megatron.sh, with a fake runner standing in for Megatron-LM (it
+#      copies the example traces and the agreeing log), runs the traced and
+#      untraced pair, the analyzer and the checks, and writes its summary.
 set -u
 src=${P3D_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${P3D_BUILD:-$src/build}
@@ -176,4 +179,24 @@ expect_fail "a peak below Megatron's" "memory" --tp 2 --pp 2 --dp 2 \
     --log "$tmp/mem.log"
 expect_fail "wrong micro-batches" "microbatches" --tp 2 --pp 2 --dp 2 \
     --log "$tmp/good.log" --nmb 4
+
+# 4. megatron.sh end to end with a fake runner
+cat > "$tmp/fake_gpt.sh" <<EOF
+#!/bin/bash
+cp "$tmp/good.log" "\$OUT/\$NAME.log"
+[ -z "\$P3D_LIB" ] || cp -r "$ex" "\$OUT/traces/\$NAME"
+EOF
+chmod +x "$tmp/fake_gpt.sh"
+mkdir -p "$tmp/mg/traces"
+touch "$tmp/pretrain_gpt.py"
+n_it=$(grep -c "elapsed time per iteration" "$tmp/good.log")
+if RUN_GPT=$tmp/fake_gpt.sh WORK=$tmp/mg MG_ITERS=$n_it P3D_LIB=$tmp/pretrain_gpt.py \
+        MEGATRON_DIR=$tmp bash "$gpu/megatron.sh" "$tmp/mg.txt" 2/2/2 \
+        > "$tmp/mg.out" 2>&1 &&
+        grep -q "^PASS megatron 2/2/2 loss: $n_it iterations" "$tmp/mg.txt" &&
+        grep -q "^megatron: PASS" "$tmp/mg.txt"; then
+    ok "megatron.sh runs the pair, analyzes and summarizes"
+else
+    bad "megatron.sh with a fake runner"; cat "$tmp/mg.out"
+fi
 exit $fail
