@@ -81,23 +81,28 @@ def instances(records, names):
             by_group[key] = inst
     res = []
     for count, spans in out:
-        ns = (max(e for _, e in spans) - min(s for s, _ in spans)
-              if spans else None)
-        res.append((count, ns))
+        if spans:
+            s, e = min(a for a, _ in spans), max(b for _, b in spans)
+            res.append((count, e - s, s, e))
+        else:
+            res.append((count, None, None, None))
     return res
 
 
 def rank_times(insts, count, iters):
-    """(oop mean ns, ip mean ns, oop span-free check) of one rank, or
-    None when the trace lacks the timed ops or their GPU times."""
-    mine = [ns for c, ns in insts if c == count]
+    """((oop mean ns, ip mean ns), (oop span ns, ip span ns)) of one rank,
+    or None when the trace lacks the timed ops or their GPU times.  The
+    span is (last end - first start) / iters: GPU time per op including
+    the gaps between the ops."""
+    mine = [i for i in insts if i[0] == count]
     if len(mine) < 2 * iters:
         return None
     timed = mine[-2 * iters:]
-    if any(ns is None for ns in timed):
+    if any(i[1] is None for i in timed):
         return None
     oop, ip = timed[:iters], timed[iters:]
-    return sum(oop) / iters, sum(ip) / iters
+    return ((sum(i[1] for i in oop) / iters, sum(i[1] for i in ip) / iters),
+            ((oop[-1][3] - oop[0][2]) / iters, (ip[-1][3] - ip[0][2]) / iters))
 
 
 def compare(test, rows, traces, nranks, iters, min_bytes, tol):
@@ -115,14 +120,16 @@ def compare(test, rows, traces, nranks, iters, min_bytes, tol):
                 ok, txt = False, "trace lacks the %d timed ops or GPU times" \
                     % (2 * iters)
             else:
-                us = sum(g[k] for g in got) / len(got) / 1e3
+                us = sum(g[0][k] for g in got) / len(got) / 1e3
+                span = sum(g[1][k] for g in got) / len(got) / 1e3
                 bus = row["size"] / (us * 1e-6) / 1e9 * factor
                 dev = (us - nt["time_us"]) / nt["time_us"]
                 big = row["size"] >= min_bytes
                 ok = abs(dev) <= tol or not big
                 txt = ("p3d %.1f us busbw %.3f GB/s | nccl-tests %.1f us "
-                       "busbw %.3f GB/s | diff %+.2f%%%s" % (
-                           us, bus, nt["time_us"], nt["busbw"], 100 * dev,
+                       "busbw %.3f GB/s | diff %+.2f%% | p3d span/op %.1f us"
+                       "%s" % (us, bus, nt["time_us"], nt["busbw"],
+                               100 * dev, span,
                            "" if big else " (below min size: not checked)"))
             checked += row["size"] >= min_bytes
             fails += not ok

@@ -17,7 +17,7 @@
 #   NT_BUILD        build folder, reused if the binaries exist
 #                                               [/tmp/p3d-nccl-tests-build]
 #   WORK            logs and traces             [/tmp/p3d-val/nccl]
-#   NT_RANKS [8]  NT_ITERS [10]  NT_MIN [1M]  NT_MAX [64M]  NT_TIMEOUT [150]
+#   NT_RANKS [8]  NT_ITERS [20]  NT_MIN [1M]  NT_MAX [64M]  NT_TIMEOUT [150]
 #   NT_GENCODE      nvcc -gencode flags          [sm_90]
 #   P3D_LIB         the shim                    [<repo>/build/libp3dtrace.so]
 # Exit 77 without a GPU or nvcc, 1 on any failed check.
@@ -30,7 +30,7 @@ tests=${*:-all_reduce all_gather reduce_scatter sendrecv}
 NCCL_TESTS_DIR=${NCCL_TESTS_DIR:-$root/third_party/nccl-tests}
 NT_BUILD=${NT_BUILD:-/tmp/p3d-nccl-tests-build}
 WORK=${WORK:-/tmp/p3d-val/nccl}
-N=${NT_RANKS:-8}; ITERS=${NT_ITERS:-10}
+N=${NT_RANKS:-8}; ITERS=${NT_ITERS:-20}
 NT_MIN=${NT_MIN:-1M}; NT_MAX=${NT_MAX:-64M}; TMO=${NT_TIMEOUT:-150}
 GENCODE=${NT_GENCODE:--gencode=arch=compute_90,code=sm_90}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
