@@ -56,7 +56,13 @@ done
 [ ${#parts[@]} -eq 0 ] && parts=(megatron)
 
 versions() {
-    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())), torch.cuda.get_device_name(0))' 2>&1 | tail -1
+    python3 - <<'PY' 2>&1 | tail -1
+import torch
+v = torch.cuda.nccl.version()
+v = ".".join(map(str, v)) if isinstance(v, tuple) else v
+print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", v,
+      torch.cuda.get_device_name(0))
+PY
     "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>/dev/null | tail -2 | head -1
     echo "p3dtrace $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
 }
