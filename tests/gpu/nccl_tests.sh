@@ -101,8 +101,28 @@ run_test() {  # run_test NAME -> 0 if every rank exited 0
             > "$d/rank$r.log" 2>&1 &
         pids+=($!)
     done
-    for r in "${!pids[@]}"; do
-        wait "${pids[$r]}" || { echo "rank $r: exit $?"; rc=1; }
+    reap "${pids[@]}"
+}
+
+reap() {  # reap PID... -> 0 if all exit 0; on a failure end the others
+    local pids=("$@") alive r st rc=0
+    while :; do
+        alive=0
+        for r in "${!pids[@]}"; do
+            [ -n "${pids[$r]}" ] || continue
+            if kill -0 "${pids[$r]}" 2> /dev/null; then
+                alive=1; continue
+            fi
+            wait "${pids[$r]}"; st=$?
+            pids[$r]=
+            if [ $st -ne 0 ] && [ $rc -eq 0 ]; then
+                echo "rank $r: exit $st; ending the other ranks"
+                rc=1
+                for p in "${pids[@]}"; do [ -n "$p" ] && kill "$p" 2> /dev/null; done
+            fi
+        done
+        [ $alive -eq 1 ] || break
+        sleep 0.5
     done
     return $rc
 }
@@ -111,7 +131,7 @@ fail=0
 for t in $tests; do
     t1=$(date +%s)
     if ! run_test "$t"; then
-        tail -15 "$WORK/$t/rank0.log"
+        tail -12 "$WORK/$t/rank0.log"
         say "FAIL nccl $t: a rank failed (logs $WORK/$t/rank*.log)"
         fail=1; continue
     fi
