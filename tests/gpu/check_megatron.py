@@ -158,11 +158,15 @@ def check_step(rep, iters, tol):
     ref = median(ms[-k:])
     p3d = st["step_time_ms"]
     dev = (p3d - ref) / ref
+    # Means over the same iterations: insensitive to where inside an
+    # iteration each side puts the boundary (information only).
+    pm, mm = sum(per[-k:]) / k, sum(ms[-k:]) / k
     return [(abs(dev) <= tol, "step: p3d %.1f ms (median of %d of %d "
              "iterations) | Megatron %.1f ms (median of its last %d of %d; "
-             "all: %s) | diff %+.2f%%" % (
+             "all: %s) | diff %+.2f%% | means %.1f vs %.1f ms (%+.2f%%)" % (
                  p3d, k, len(per), ref, k, len(ms),
-                 " ".join("%.0f" % x for x in ms), 100 * dev))]
+                 " ".join("%.0f" % x for x in ms), 100 * dev, pm, mm,
+                 100 * (pm - mm) / mm))]
 
 
 def check_memory(rep, mem, tol):
