@@ -4,11 +4,14 @@
       --traces TRACE_JOB_DIR --nranks 8 --iters N [--min-bytes 1048576] \
       [--tol 0.05] [--summary FILE]
 
-nccl-tests (src/common.cu BenchTime) launches `iters` ops back to back per
-size, out-of-place then in-place, and prints the wall time per op averaged
-over ranks; with -c 0 no check op follows.  Every size also had `warmup`
-ops before all timed ones.  So in each rank's trace the last 2*iters ops of
-a given count are the timed ones: first out-of-place, then in-place.
+nccl-tests (src/common.cu TimeTest, BenchTime) first runs `warmup` ops of
+every size, then per size: out-of-place one untimed "sync" op and `iters`
+timed ops back to back, then the same in-place; with -c 0 no check op
+follows.  It prints the wall time per timed op averaged over ranks.  So
+of the ops of one count in a rank's trace, the last `iters` are the timed
+in-place ones and the `iters` before the op before them the timed
+out-of-place ones.  (Seen so on the real binaries, run on the CPU test
+doubles of tests/fakes.)
 
 p3dtrace's GPU time of an op is gpu_end - gpu_start of its gpu_op record
 (for send/recv, the span of the ops of one ncclGroupStart/End); the mean
@@ -95,12 +98,12 @@ def rank_times(insts, count, iters):
     span is (last end - first start) / iters: GPU time per op including
     the gaps between the ops."""
     mine = [i for i in insts if i[0] == count]
-    if len(mine) < 2 * iters:
+    if len(mine) < 2 * iters + 2:
         return None
-    timed = mine[-2 * iters:]
-    if any(i[1] is None for i in timed):
+    ip = mine[-iters:]
+    oop = mine[-2 * iters - 1:-iters - 1]
+    if any(i[1] is None for i in oop + ip):
         return None
-    oop, ip = timed[:iters], timed[iters:]
     return ((sum(i[1] for i in oop) / iters, sum(i[1] for i in ip) / iters),
             ((oop[-1][3] - oop[0][2]) / iters, (ip[-1][3] - ip[0][2]) / iters))
 
@@ -117,8 +120,8 @@ def compare(test, rows, traces, nranks, iters, min_bytes, tol):
         for k, where in enumerate(("oop", "ip")):
             nt = row[where]
             if any(g is None for g in got) or not got:
-                ok, txt = False, "trace lacks the %d timed ops or GPU times" \
-                    % (2 * iters)
+                ok, txt = False, "trace lacks the %d ops or GPU times" % (
+                    2 * iters + 2)
             else:
                 us = sum(g[0][k] for g in got) / len(got) / 1e3
                 span = sum(g[1][k] for g in got) / len(got) / 1e3

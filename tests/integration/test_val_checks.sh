@@ -76,8 +76,11 @@ class T:
 def trace(scale, iters=3, n_warm=1, name="AllReduce", group=False):
     recs, oid, t = [], 0, 1000
     for count, (oop, ip) in ((131072, (600, 610)), (262144, (1000, 1010))):
-        for k in range(n_warm + 2 * iters):
-            us = 5000 if k < n_warm else (oop if k < n_warm + iters else ip)
+        # warm-up, then per placement one untimed sync op and the timed
+        # ops (nccl-tests' TimeTest/BenchTime)
+        plan = [5000] * n_warm + [7000] + [oop] * iters + [7000] + \
+            [ip] * iters
+        for k, us in enumerate(plan):
             names = ("Send", "Recv") if group else (name,)
             gid = t // 10 ** 7 + 1
             for nm in names:
