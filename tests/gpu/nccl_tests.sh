@@ -20,6 +20,11 @@
 #   NT_RANKS [8]  NT_ITERS [20]  NT_MIN [1M]  NT_MAX [64M]  NT_TIMEOUT [150]
 #   NT_GENCODE      nvcc -gencode flags          [sm_90]
 #   P3D_LIB         the shim                    [<repo>/build/libp3dtrace.so]
+#   NT_FAKE=1       no GPU: run the real binaries over the CPU test doubles
+#                   (make fakes; build/fakes libcudart/libnccl, plus
+#                   minimpi/cudart_extra.c), 4 ranks, 1M-4M, 3 iterations:
+#                   checks this script and check_nccl_tests.py, not timings
+#                   (needs nvcc and nccl.h in CUDA_HOME; ~5 min build on 2 cores)
 # Exit 77 without a GPU or nvcc, 1 on any failed check.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,15 +35,19 @@ tests=${*:-all_reduce all_gather reduce_scatter sendrecv}
 NCCL_TESTS_DIR=${NCCL_TESTS_DIR:-$root/third_party/nccl-tests}
 NT_BUILD=${NT_BUILD:-/tmp/p3d-nccl-tests-build}
 WORK=${WORK:-/tmp/p3d-val/nccl}
-N=${NT_RANKS:-8}; ITERS=${NT_ITERS:-20}
-NT_MIN=${NT_MIN:-1M}; NT_MAX=${NT_MAX:-64M}; TMO=${NT_TIMEOUT:-150}
+FAKE=${NT_FAKE:-0}
+if [ "$FAKE" = 1 ]; then d_n=4 d_it=3 d_max=4M; else d_n=8 d_it=20 d_max=64M; fi
+N=${NT_RANKS:-$d_n}; ITERS=${NT_ITERS:-$d_it}
+NT_MIN=${NT_MIN:-1M}; NT_MAX=${NT_MAX:-$d_max}; TMO=${NT_TIMEOUT:-150}
 GENCODE=${NT_GENCODE:--gencode=arch=compute_90,code=sm_90}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
 say() { echo "$*"; echo "$*" >> "$summary"; }
 
-command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 ||
-    { say "SKIP nccl: no NVIDIA GPU (nvidia-smi -L failed)"; exit 77; }
+if [ "$FAKE" != 1 ] && ! { command -v nvidia-smi > /dev/null &&
+                           nvidia-smi -L > /dev/null 2>&1; }; then
+    say "SKIP nccl: no NVIDIA GPU (nvidia-smi -L failed)"; exit 77
+fi
 [ -x "$CUDA_HOME/bin/nvcc" ] ||
     { say "SKIP nccl: no nvcc at $CUDA_HOME/bin/nvcc"; exit 77; }
 [ -f "$NCCL_TESTS_DIR/src/common.cu" ] ||
@@ -48,6 +57,18 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 ||
 # NCCL of the Python package nvidia-nccl-cu13 (torch's NCCL).
 nccl_pkg=$(python3 -c 'import nvidia.nccl as m, os
 print(list(m.__path__)[0])' 2>/dev/null)
+fakes=$root/build/fakes
+if [ "$FAKE" = 1 ]; then
+    [ -f "$fakes/libnccl.so.2" ] && [ -f "$fakes/libcudart.so.13" ] ||
+        { say "FAIL nccl: NT_FAKE=1 needs build/fakes (make fakes)"; exit 1; }
+    nccl_pkg=$NT_BUILD/fakenccl
+    mkdir -p "$nccl_pkg/lib"
+    ln -sfn "$CUDA_HOME/include" "$nccl_pkg/include"
+    ln -sf "$fakes/libnccl.so.2" "$nccl_pkg/lib/libnccl.so.2"
+    gcc -shared -fPIC -I"$CUDA_HOME/include" -o "$NT_BUILD/cudart_extra.so" \
+        "$here/minimpi/cudart_extra.c" ||
+        { say "FAIL nccl: cudart_extra.c does not build"; exit 1; }
+fi
 [ -n "$nccl_pkg" ] && [ -f "$nccl_pkg/lib/libnccl.so.2" ] ||
     { say "FAIL nccl: python package nvidia.nccl (libnccl.so.2) not found"; exit 1; }
 nccl_inc=$nccl_pkg/include
@@ -86,16 +107,21 @@ fi
 say "nccl: nccl-tests built in $(( $(date +%s) - t0 )) s, NCCL $nccl_pkg, $N ranks on GPU 0, -b $NT_MIN -e $NT_MAX -f 2 -n $ITERS -w 1 -c 0"
 
 run_test() {  # run_test NAME -> 0 if every rank exited 0
-    local t=$1 d=$WORK/$1 r pids=() rc=0
+    local t=$1 d=$WORK/$1 r pids=()
+    local pre=$P3D_LIB libs=$NT_BUILD/nccl/lib:$CUDA_HOME/lib64
+    if [ "$FAKE" = 1 ]; then
+        pre="$P3D_LIB $NT_BUILD/cudart_extra.so" libs=$fakes
+    fi
     rm -rf "$d"; mkdir -p "$d/mpi"
     for (( r = 0; r < N; r++ )); do
-        env LD_PRELOAD="$P3D_LIB" P3D_TRACE_DIR="$d/traces" P3D_JOB_ID=job \
+        env LD_PRELOAD="$pre" P3D_TRACE_DIR="$d/traces" P3D_JOB_ID=job \
+            P3D_FAKE_SHM_DIR="$d" \
             P3D_RANK=$r P3D_WORLD_SIZE=$N RANK=$r WORLD_SIZE=$N \
             P3D_MPI_DIR="$d/mpi" P3D_MPI_RANK=$r P3D_MPI_SIZE=$N \
             P3D_MPI_TIMEOUT=$TMO NCCL_TESTS_DEVICE=0 NCCL_HOSTID=p3dnt$r \
             NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0 \
             TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-            LD_LIBRARY_PATH="$NT_BUILD/nccl/lib:$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}" \
+            LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" \
             timeout -k 5 "$TMO" "$NT_BUILD/bin/${t}_perf" -b "$NT_MIN" \
             -e "$NT_MAX" -f 2 -g 1 -t 1 -n "$ITERS" -w 1 -c 0 \
             > "$d/rank$r.log" 2>&1 &
