@@ -11,7 +11,9 @@
 #      changed loss and a memory peak below Megatron's;
 #   4. megatron.sh, with a fake runner standing in for Megatron-LM (it
 #      copies the example traces and the agreeing log), runs the traced and
-#      untraced pair, the analyzer and the checks, and writes its summary.
+#      untraced pair, the analyzer and the checks, and writes its summary;
+#   5. the label expectations agree with the analyzer on simulated
+#      Megatron jobs 1/4/2 and 1/1/8 (p3d-sim).
 set -u
 src=${P3D_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${P3D_BUILD:-$src/build}
@@ -201,5 +203,31 @@ if RUN_GPT=$tmp/fake_gpt.sh WORK=$tmp/mg MG_ITERS=$n_it P3D_LIB=$tmp/pretrain_gp
     ok "megatron.sh runs the pair, analyzes and summarizes"
 else
     bad "megatron.sh with a fake runner"; cat "$tmp/mg.out"
+fi
+
+# 5. the label expectations against the analyzer on simulated Megatron jobs
+#    (p3d-sim lays ranks out as Megatron's RankGenerator does)
+if [ -x "$build/p3d-sim" ] && [ -f "$build/libp3dtrace.so" ]; then
+    for cfg in 1/4/2 1/1/8; do
+        IFS=/ read -r tp pp dp <<< "$cfg"
+        j=sim-$tp-$pp-$dp
+        timeout 60 "$build/p3d-sim" --tp "$tp" --pp "$pp" --dp "$dp" -m 8 \
+            --out "$tmp/sim" --job-id "$j" --shim "$build/libp3dtrace.so" \
+            > "$tmp/$j.out" 2>&1 &&
+            "$build/p3d-analyze" --json "$tmp/$j.json" "$tmp/sim/$j" \
+                > /dev/null 2>&1 ||
+            { bad "p3d-sim/p3d-analyze $cfg"; continue; }
+        python3 "$gpu/check_megatron.py" --tp "$tp" --pp "$pp" --dp "$dp" \
+            --nmb 8 --json "$tmp/$j.json" --log /dev/null > "$tmp/$j.chk"
+        if grep -q "^FAIL megatron $cfg \(layout\|labels\)" "$tmp/$j.chk" ||
+           ! grep -q "^PASS megatron $cfg labels: [0-9]* communicators, 0 not" \
+               "$tmp/$j.chk"; then
+            bad "labels on the simulated $cfg job"; cat "$tmp/$j.chk"
+        else
+            ok "labels and layout on the simulated $cfg job"
+        fi
+    done
+else
+    echo "skip part 5: no $build/p3d-sim (make fakes)"
 fi
 exit $fail
