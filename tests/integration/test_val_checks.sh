@@ -51,7 +51,7 @@ r=$?
     bad "minimpi: missing peer gave exit $r: $(cat "$tmp/alone.log")"
 
 # 2. check_nccl_tests.py
-python3 - "$gpu" <<'PY' || fail=1
+PYTHONDONTWRITEBYTECODE=1 python3 - "$gpu" <<'PY' || fail=1
 import sys
 sys.path.insert(0, sys.argv[1])
 import check_nccl_tests as c
