@@ -19,6 +19,9 @@
 # Configurations may follow "megatron": validate.sh megatron 2/2/2 1/4/2.
 # OUTDIR defaults to $OUT (the device machine's return folder) or
 # /tmp/p3d-val-out; logs and traces stay under WORK (/tmp/p3d-val).
+# Time bounds: torch and mem VAL_TIMEOUT (360 s) each, nccl
+# VAL_NCCL_TIMEOUT (540 s), megatron MG_TIMEOUT (240 s) per run; a part
+# killed by its bound counts as FAIL (exit 124 in its "==" line).
 # Always set here: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # NVSHMEM_DISABLE_NVLS=1 NCCL_SOCKET_IFNAME=lo.
 # Exit 0 all passed, 77 no GPU (nothing ran), 1 any failure.
@@ -78,17 +81,19 @@ for p in "${parts[@]}"; do
     case $p in
         torch)
             WORK=$WORK_ROOT/torch
-            bash "$here/run_torch_ops.sh" "$WORK" > "$WORK_ROOT/torch.log" 2>&1
+            timeout -k 10 "${VAL_TIMEOUT:-360}" bash "$here/run_torch_ops.sh" \
+                "$WORK" > "$WORK_ROOT/torch.log" 2>&1
             r=$?
             grep -E '^(PASS|FAIL|skip)|: exit [0-9]' "$WORK_ROOT/torch.log" |
                 tee -a "$s" ;;
         mem)
-            OUT=$WORK_ROOT/mem bash "$here/issue4_run.sh" mem \
-                > "$WORK_ROOT/mem.log" 2>&1
+            OUT=$WORK_ROOT/mem timeout -k 10 "${VAL_TIMEOUT:-360}" \
+                bash "$here/issue4_run.sh" mem > "$WORK_ROOT/mem.log" 2>&1
             r=$?
             grep -E '^(PASS|FAIL|==)' "$WORK_ROOT/mem.log" | tee -a "$s" ;;
         nccl)
-            WORK=$WORK_ROOT/nccl bash "$here/nccl_tests.sh" "$s"
+            WORK=$WORK_ROOT/nccl timeout -k 10 "${VAL_NCCL_TIMEOUT:-540}" \
+                bash "$here/nccl_tests.sh" "$s"
             r=$? ;;
         megatron)
             WORK=$WORK_ROOT/megatron bash "$here/megatron.sh" "$s" \
@@ -99,7 +104,7 @@ for p in "${parts[@]}"; do
     esac
     v=$([ $r -eq 0 ] && echo PASS || { [ $r -eq 77 ] && echo SKIP; } || echo FAIL)
     [ $r -eq 0 ] || [ $r -eq 77 ] || rc=1
-    echo "== $p: $v ($(( $(date +%s) - t0 )) s)" | tee -a "$s"
+    echo "== $p: $v (exit $r, $(( $(date +%s) - t0 )) s)" | tee -a "$s"
 done
 echo "== validate: $([ $rc -eq 0 ] && echo PASS || echo FAIL) ($(( $(date +%s) - t_all )) s); summaries in $outdir"
 exit $rc
