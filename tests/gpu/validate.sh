@@ -97,7 +97,7 @@ for p in "${parts[@]}"; do
             r=$? ;;
         megatron)
             WORK=$WORK_ROOT/megatron bash "$here/megatron.sh" "$s" \
-                "${mg_cfgs[@]}"
+                ${mg_cfgs[@]+"${mg_cfgs[@]}"}
             r=$? ;;
         *) echo "unknown part '$p' (torch mem nccl megatron)" | tee -a "$s"
            r=2 ;;
