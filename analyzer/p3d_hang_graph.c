@@ -1,0 +1,452 @@
+/*
+ * p3d_hang_graph.c - hang analysis, part 2: for every waiting op, the
+ * members that have not arrived; the wait graph; its roots (reachable
+ * ranks that wait for nobody); what each root owes; mismatches met on
+ * the way.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_util.h"
+
+struct p3d_hedge {
+    int from, to, hard;
+    const struct p3d_rec_op *o;       /* the waiting op, NULL for init */
+};
+
+struct p3d_hg {
+    struct p3d_job *job;
+    struct p3d_hjob *hj;
+    struct p3d_hedge *e;
+    size_t n, cap;
+};
+
+static void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
+                        const struct p3d_rec_op *o)
+{
+    struct p3d_hedge e = {from, to, hard, o};
+
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].from == from && g->e[i].to == to && g->e[i].o == o)
+            return;
+    g->cap = p3d_grow((void **)&g->e, g->cap, g->n, sizeof(*g->e));
+    g->e[g->n++] = e;
+}
+
+static int p3d_hg_has_file(const struct p3d_hg *g, int b)
+{
+    return b >= 0 && b < g->hj->world && g->hj->hr[b].r != NULL &&
+           g->hj->hr[b].open;
+}
+
+/* Has member b (global) issued the counterpart of o (rank a's op)? */
+static int p3d_hg_arrived(const struct p3d_hg *g, int b,
+                          const struct p3d_rec_op *o)
+{
+    const struct p3d_hrank *h = &g->hj->hr[b];
+
+    if (!p3d_hg_has_file(g, b))
+        return 0;
+    if (o->op == P3D_OP_SEND)
+        return p3d_hang_count(h, o->comm_hash, P3D_HK_RECV, o->comm_rank) >
+               o->seq;
+    if (o->op == P3D_OP_RECV)
+        return p3d_hang_count(h, o->comm_hash, P3D_HK_SEND, o->comm_rank) >
+               o->seq;
+    return p3d_hang_count(h, o->comm_hash, P3D_HK_COLL, -1) > o->seq;
+}
+
+/* Hard edges of rank a's pending op o: members that have not arrived. */
+static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
+{
+    int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash), n = 0;
+    const struct p3d_gcomm *c;
+
+    if (gi < 0 || o->seq == UINT64_MAX)
+        return 0;
+    c = &g->job->comms[gi];
+    for (int j = 0; j < c->size; j++) {
+        int b = c->slot[j];
+        if (b < 0 || b == a || (P3D_OP_IS_P2P(o->op) && j != o->peer))
+            continue;
+        if (!p3d_hg_arrived(g, b, o)) {
+            p3d_hg_edge(g, a, b, 1, o);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Soft edges: members of a's pending comms that are waiting too. */
+static void p3d_hg_soft(struct p3d_hg *g, int a)
+{
+    const struct p3d_hrank *h = &g->hj->hr[a];
+
+    for (size_t i = 0; i < h->n_ops; i++) {
+        int gi;
+        if (!h->pend[i])
+            continue;
+        gi = p3d_map_get(&g->job->comm_idx, h->ops[i]->comm_hash);
+        for (int j = 0; gi >= 0 && j < g->job->comms[gi].size; j++) {
+            int b = g->job->comms[gi].slot[j];
+            if (b >= 0 && b != a && b < g->hj->world &&
+                g->hj->hr[b].state == P3D_HS_WAITING)
+                p3d_hg_edge(g, a, b, 0, h->ops[i]);
+        }
+    }
+}
+
+static void p3d_hg_edges(struct p3d_hg *g)
+{
+    for (int a = 0; a < g->hj->world; a++) {
+        struct p3d_hrank *h = &g->hj->hr[a];
+        int n = 0;
+        if (h->state != P3D_HS_WAITING)
+            continue;
+        for (size_t i = 0; i < h->n_ops; i++)
+            if (h->pend[i])
+                n += p3d_hg_op_edges(g, a, h->ops[i]);
+        h->hard = n > 0;
+    }
+    for (int a = 0; a < g->hj->world; a++)
+        if (g->hj->hr[a].state == P3D_HS_WAITING && !g->hj->hr[a].hard)
+            p3d_hg_soft(g, a);
+}
+
+static int p3d_hg_out(const struct p3d_hg *g, int a)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].from == a)
+            return 1;
+    return 0;
+}
+
+/* Ranks reachable from any waiting rank; roots = those waiting for none. */
+static int p3d_hg_roots(struct p3d_hg *g, int *root)
+{
+    int w = g->hj->world, n = 0, changed = 1;
+    char *reach = p3d_xcalloc((size_t)w, 1);
+
+    for (int a = 0; a < w; a++)
+        reach[a] = g->hj->hr[a].state == P3D_HS_WAITING;
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < g->n; i++)
+            if (reach[g->e[i].from] && !reach[g->e[i].to])
+                reach[g->e[i].to] = 1, changed = 1;
+    }
+    for (int a = 0; a < w; a++)
+        if (reach[a] && !p3d_hg_out(g, a))
+            root[n++] = a;
+    for (int a = 0; n == 0 && a < w; a++)   /* a cycle: the stuck ones */
+        if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING &&
+            !g->hj->hr[a].hard)
+            root[n++] = a;
+    for (int a = 0; n == 0 && a < w; a++)   /* a cycle of hard waits */
+        if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING)
+            root[n++] = a;
+    free(reach);
+    return n;
+}
+
+/* The op rank a is blocked in: oldest pending op with a hard edge. */
+static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
+{
+    const struct p3d_hrank *h = &g->hj->hr[a];
+    const struct p3d_hedge *best = NULL;
+
+    memset(w, 0, sizeof(*w));
+    w->rank = a;
+    w->peer = -1;
+    w->label = -1;
+    for (size_t i = 0; i < g->n; i++) {
+        const struct p3d_hedge *e = &g->e[i];
+        if (e->from != a)
+            continue;
+        if (best == NULL || (e->hard > best->hard) ||
+            (e->hard == best->hard && e->o && best->o &&
+             e->o->t_enter < best->o->t_enter))
+            best = e;
+        if (w->n_for < P3D_HANG_WAITFOR) {
+            int k = 0;
+            while (k < w->n_for && w->waiting_for[k] != e->to)
+                k++;
+            if (k == w->n_for)
+                w->waiting_for[w->n_for++] = e->to;
+        }
+    }
+    if (best != NULL && best->o != NULL) {
+        const struct p3d_rec_op *o = best->o;
+        int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
+        w->comm = o->comm_hash;
+        w->op = o->op;
+        w->seq = o->seq;
+        w->t_enter = o->t_enter;
+        w->stack_id = o->stack_id;
+        if (o->peer >= 0 && gi >= 0 && o->peer < g->job->comms[gi].size)
+            w->peer = g->job->comms[gi].slot[o->peer];
+        w->label = p3d_hang_label(g->job, o->comm_hash);
+        return;
+    }
+    for (size_t i = 0; i < h->n_ops; i++)       /* no edge: oldest pending */
+        if (h->pend[i]) {
+            const struct p3d_rec_op *o = h->ops[i];
+            w->comm = o->comm_hash, w->op = o->op, w->seq = o->seq;
+            w->t_enter = o->t_enter, w->stack_id = o->stack_id;
+            w->label = p3d_hang_label(g->job, o->comm_hash);
+            return;
+        }
+    for (int k = 0; k < h->n_hang; k++)         /* blocked in an init */
+        if (h->hang[k]->op == P3D_HANG_OP_INIT) {
+            w->comm = h->hang[k]->comm_hash, w->op = P3D_HANG_OP_INIT;
+            w->seq = UINT64_MAX;
+            w->t_enter = h->hang[k]->t - h->hang[k]->pending_ns;
+            return;
+        }
+}
+
+/* Distance of each rank to a root along wait edges (BFS backwards). */
+static void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root,
+                         int *depth)
+{
+    int w = g->hj->world, changed = 1;
+
+    for (int a = 0; a < w; a++)
+        depth[a] = -1;
+    for (int i = 0; i < n_root; i++)
+        depth[root[i]] = 0;
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            int d = depth[g->e[i].to];
+            if (d >= 0 && (depth[g->e[i].from] < 0 ||
+                           depth[g->e[i].from] > d + 1)) {
+                depth[g->e[i].from] = d + 1;
+                changed = 1;
+            }
+        }
+    }
+}
+
+static int p3d_wait_cmp(const void *a, const void *b)
+{
+    const struct p3d_hang_wait *x = a, *y = b;
+
+    if (x->depth != y->depth)
+        return x->depth - y->depth;
+    return x->rank - y->rank;
+}
+
+/* Pipeline stage of a global rank under the job's layout, -1 unknown. */
+static int p3d_hg_stage(const struct p3d_job *job, int rank)
+{
+    const struct p3d_layout *l = &job->layout;
+    int stride = 1;
+
+    if (!l->valid)
+        return -1;
+    for (int j = 0; j < P3D_AX_N; j++) {
+        int ax = l->ord[j];
+        if (ax == P3D_AX_PP)
+            return l->size[ax] > 0 ? (rank / stride) % l->size[ax] : -1;
+        stride *= l->size[ax] > 0 ? l->size[ax] : 1;
+    }
+    return -1;
+}
+
+/*
+ * What root r would have issued next, read from a "twin": a rank of the
+ * same pipeline stage (same program) that got further and agrees on r's
+ * last op.  Returns the twin's next op, or NULL.
+ */
+static const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
+                                                 int r)
+{
+    const struct p3d_hrank *h = &g->hj->hr[r];
+    int st = p3d_hg_stage(g->job, r);
+    size_t n = h->n_ops;
+
+    if (st < 0 || n == 0)
+        return NULL;
+    for (int t = 0; t < g->hj->world; t++) {
+        const struct p3d_hrank *x = &g->hj->hr[t];
+        const struct p3d_rec_op *a, *b;
+        if (t == r || !p3d_hg_has_file(g, t) || x->n_ops <= n ||
+            p3d_hg_stage(g->job, t) != st)
+            continue;
+        a = h->ops[n - 1];
+        b = x->ops[n - 1];
+        if (a->op == b->op && a->seq == b->seq &&
+            p3d_hang_label(g->job, a->comm_hash) ==
+                p3d_hang_label(g->job, b->comm_hash))
+            return x->ops[n];
+    }
+    return NULL;
+}
+
+/* Pick the op root r owes first among the hard waits on it. */
+static void p3d_hg_owed(const struct p3d_hg *g, struct p3d_hang_root *rt)
+{
+    const struct p3d_rec_op *nx = p3d_hg_twin_next(g, rt->rank), *best = 0;
+    int lbl = nx ? p3d_hang_label(g->job, nx->comm_hash) : -1, how = 0;
+
+    for (size_t i = 0; i < g->n; i++) {
+        const struct p3d_hedge *e = &g->e[i];
+        int el, eh;
+        if (e->to != rt->rank || !e->hard || e->o == NULL)
+            continue;
+        rt->n_waiters++;
+        el = p3d_hang_label(g->job, e->o->comm_hash);
+        eh = nx && el == lbl ? (e->o->op == nx->op ? 3 : 2) : 0;
+        if (best == NULL || eh > how ||
+            (eh == how && e->o->t_enter < best->t_enter))
+            best = e->o, how = eh;
+    }
+    if (best == NULL)
+        return;
+    rt->owed_comm = best->comm_hash;
+    rt->owed_label = p3d_hang_label(g->job, best->comm_hash);
+    rt->owed_op = best->op == P3D_OP_SEND ? P3D_OP_RECV
+                  : best->op == P3D_OP_RECV ? P3D_OP_SEND : best->op;
+    rt->owed_seq = best->seq;
+    rt->owed_how = how ? 1 : rt->n_waiters == 1 ? 2 : 0;
+    rt->issued_on_comm = p3d_hang_count_comm(&g->hj->hr[rt->rank],
+                                             best->comm_hash);
+}
+
+static void p3d_hg_fill_root(const struct p3d_hg *g, int r,
+                             struct p3d_hang_root *rt, uint64_t t_end)
+{
+    const struct p3d_hrank *h = &g->hj->hr[r];
+
+    memset(rt, 0, sizeof(*rt));
+    rt->rank = r;
+    rt->state = h->state == P3D_HS_WAITING ? P3D_HS_STUCK : h->state;
+    rt->owed_label = rt->owed_op = -1;
+    rt->last = h->n_ops ? h->ops[h->n_ops - 1] : NULL;
+    rt->t_last = h->t_last;
+    rt->since_ns = t_end > h->t_last && h->t_last ? t_end - h->t_last : 0;
+    p3d_hg_owed(g, rt);
+}
+
+/* How often rank r used `count` in ops of kind `op` on `comm`. */
+static int p3d_hg_uses(const struct p3d_hg *g, int r, uint64_t comm, int op,
+                       int64_t count)
+{
+    const struct p3d_hrank *h;
+    int n = 0;
+
+    if (!p3d_hg_has_file(g, r))
+        return 0;
+    h = &g->hj->hr[r];
+    for (size_t i = 0; i < h->n_ops; i++)
+        n += h->ops[i]->comm_hash == comm && h->ops[i]->op == op &&
+             (int64_t)h->ops[i]->count == count;
+    return n;
+}
+
+/* 1 if comm is on the chain (a wait's or a root's communicator). */
+static int p3d_hg_on_chain(const struct p3d_hang_res *res, uint64_t comm)
+{
+    for (int i = 0; i < res->n_waiting; i++)
+        if (res->wait[i].comm == comm)
+            return 1;
+    for (int i = 0; i < res->n_roots; i++)
+        if (res->roots[i].owed_comm == comm)
+            return 1;
+    return 0;
+}
+
+/*
+ * Mismatches on the chain (all of them when no hang was found).  Of two
+ * disagreeing members the odd one is the one whose value it used only
+ * this once on that communicator (matching keeps the lowest rank as
+ * reference, which is not necessarily the odd one).
+ */
+static void p3d_hg_mismatches(const struct p3d_hg *g,
+                              struct p3d_hang_res *res)
+{
+    const struct p3d_match_res *m = g->job->match;
+
+    for (int i = 0; m != NULL && i < m->n_kept && res->n_mm < 16; i++) {
+        const struct p3d_mismatch *x = &m->mm[i];
+        struct p3d_hang_mm *y = &res->mm[res->n_mm];
+        if (x->field >= P3D_MM_UNMATCHED ||
+            (res->detected && !p3d_hg_on_chain(res, x->comm)))
+            continue;
+        y->comm = x->comm, y->seq = x->seq, y->field = x->field;
+        y->op = x->op, y->rank_a = x->rank_a, y->rank_b = x->rank_b;
+        y->va = x->va, y->vb = x->vb;
+        if (x->field == P3D_MM_COUNT &&
+            p3d_hg_uses(g, x->rank_a, x->comm, x->op, x->va) == 1 &&
+            p3d_hg_uses(g, x->rank_b, x->comm, x->op, x->vb) > 1) {
+            y->rank_a = x->rank_b, y->rank_b = x->rank_a;  /* b is normal */
+            y->va = x->vb, y->vb = x->va;
+        }
+        res->n_mm++;
+    }
+}
+
+static uint64_t p3d_hg_t_end(const struct p3d_hjob *hj)
+{
+    uint64_t t = 0;
+
+    for (int a = 0; a < hj->world; a++) {
+        if (hj->hr[a].t_last > t)
+            t = hj->hr[a].t_last;
+        if (hj->hr[a].t_close > t)
+            t = hj->hr[a].t_close;
+    }
+    return t;
+}
+
+static void p3d_hg_waits(struct p3d_hg *g, struct p3d_hang_res *res,
+                         const int *depth)
+{
+    res->wait = p3d_xcalloc((size_t)g->hj->world, sizeof(*res->wait));
+    for (int a = 0; a < g->hj->world; a++) {
+        if (g->hj->hr[a].state != P3D_HS_WAITING)
+            continue;
+        p3d_hg_wait(g, a, &res->wait[res->n_waiting]);
+        res->wait[res->n_waiting++].depth = depth[a] > 0 ? depth[a] - 1
+                                                         : depth[a];
+    }
+    if (res->n_waiting > 1)
+        qsort(res->wait, (size_t)res->n_waiting, sizeof(*res->wait),
+              p3d_wait_cmp);
+}
+
+void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
+                    struct p3d_hang_res *res)
+{
+    struct p3d_hg g = {job, hj, NULL, 0, 0};
+    int *root = p3d_xcalloc((size_t)hj->world, sizeof(int));
+    int *depth = p3d_xcalloc((size_t)hj->world, sizeof(int));
+    int n_root = 0;
+
+    res->t_end = p3d_hg_t_end(hj);
+    res->state = p3d_xcalloc((size_t)hj->world, sizeof(int));
+    for (int a = 0; a < hj->world; a++)
+        res->detected |= hj->hr[a].state == P3D_HS_WAITING;
+    if (res->detected) {
+        p3d_hg_edges(&g);
+        n_root = p3d_hg_roots(&g, root);
+        p3d_hg_depth(&g, root, n_root, depth);
+        p3d_hg_waits(&g, res, depth);
+        res->roots = p3d_xcalloc((size_t)n_root + 1, sizeof(*res->roots));
+        for (int i = 0; i < n_root; i++)
+            p3d_hg_fill_root(&g, root[i], &res->roots[res->n_roots++],
+                             res->t_end);
+    }
+    for (int a = 0; a < hj->world; a++)
+        res->state[a] = hj->hr[a].state;
+    for (int i = 0; i < res->n_roots; i++)
+        res->state[res->roots[i].rank] = res->roots[i].state;
+    p3d_hg_mismatches(&g, res);
+    free(g.e);
+    free(root);
+    free(depth);
+}

@@ -1,0 +1,31 @@
+/*
+ * p3d_symbol.h - offline symbolization of return addresses recorded by
+ * the shim: a pc is mapped to its loaded object with the trace's
+ * P3D_REC_MODULE records (path, base, size), and, when that file is
+ * readable here, to function+offset through its ELF symbol table
+ * (.symtab, else .dynsym) read directly: no addr2line or other tool.
+ * C++ names are shown mangled (no demangler is linked).
+ *
+ * Not thread-safe (a per-process cache of parsed files); call from the
+ * report thread only.
+ */
+#ifndef P3D_SYMBOL_H
+#define P3D_SYMBOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p3d_format.h"
+
+/*
+ * Write "func+0xOFF (file)" or, when the file cannot be read,
+ * "file+0xOFF [not symbolized: file not readable here]", or
+ * "0xPC [no module]" into buf.
+ */
+void p3d_symbol_pc(char *buf, size_t n, uint64_t pc,
+                   const struct p3d_rec_module *const *mods, size_t n_mods);
+
+/* Free the cache. */
+void p3d_symbol_free(void);
+
+#endif /* P3D_SYMBOL_H */
