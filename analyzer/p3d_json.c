@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "p3d_bw.h"
+#include "p3d_hang.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
@@ -255,5 +256,7 @@ void p3d_json_write(FILE *f, const struct p3d_job *job)
     p3d_json_ranks(f, job);
     p3d_json_match(f, job);
     fputs("  \"steps\": null,\n  \"bubble\": null,\n  \"verdict\": null,\n"
-          "  \"hang\": null\n}\n", f);
+          "  \"hang\": ", f);
+    p3d_hang_json(f, job);  /* issue 7 */
+    fputs("\n}\n", f);
 }

@@ -17,6 +17,7 @@
 
 #include "p3d_discover.h"
 #include "p3d_dump.h"
+#include "p3d_hang.h"
 #include "p3d_json.h"
 #include "p3d_label.h"
 #include "p3d_layout.h"
@@ -151,6 +152,7 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
     p3d_label_all(job);
     if (m)
         p3d_matcher_finish(m, job);
+    p3d_hang_analyze(job);  /* issue 7 */
 }
 
 static void p3d_say_jobs(const struct p3d_jobset *set, int all)
@@ -210,6 +212,7 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
             p3d_json_write(js, &set.jobs[i]);
         if (js && o->all && set.n > 1)
             fputs(i + 1 < set.n ? ",\n" : "]\n", js);
+        p3d_hang_free(&set.jobs[i]);
         p3d_job_free(&set.jobs[i]);
     }
     if (js && js != stdout && fclose(js))
