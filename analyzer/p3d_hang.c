@@ -199,6 +199,16 @@ static void p3d_hang_gpu_done(struct p3d_hrank *h)
 }
 
 /* Did op i never complete? */
+/*
+ * GPU-only pending ops of a killed rank (file not closed, no SIGTERM)
+ * count only when its watchdog confirmed a hang: a killed process is not
+ * waiting, and its last GPU completions may simply not have been flushed.
+ */
+static int p3d_hang_gpu_trusted(const struct p3d_hrank *h)
+{
+    return h->closed || h->term || h->n_hang > 0;
+}
+
 static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
 {
     const struct p3d_rec_op *o = h->ops[i];
@@ -213,7 +223,7 @@ static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
         if (g < 0)
             return 0;           /* GroupEnd never called: not submitted */
     }
-    return h->have_gpu && !h->done[i];
+    return h->have_gpu && !h->done[i] && p3d_hang_gpu_trusted(h);
 }
 
 static void p3d_hang_classify(struct p3d_hrank *h)

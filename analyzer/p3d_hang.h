@@ -21,6 +21,7 @@
 #include "p3d_job.h"
 
 #define P3D_HANG_WAITFOR 8   /* ranks listed per wait */
+#define P3D_HANG_MEMBERS 64  /* members listed for an owed op */
 
 /* How a rank stands at the end of its trace. */
 enum p3d_hang_state {
@@ -48,6 +49,7 @@ struct p3d_hang_wait {
     int n_for;
     int waiting_for[P3D_HANG_WAITFOR];
     int depth;           /* distance to a root (0 = waits on it) */
+    int inferred;        /* not in NCCL: blocked creating the comm */
 };
 
 #define P3D_HANG_OP_INIT 0x80
@@ -64,6 +66,8 @@ struct p3d_hang_root {
     uint64_t owed_seq;
     uint64_t issued_on_comm;         /* ops it issued on owed_comm */
     int n_waiters;                   /* ranks waiting on it directly */
+    int n_owed_members;              /* members of owed_comm (known) */
+    int owed_members[P3D_HANG_MEMBERS];
 };
 
 struct p3d_hang_mm {                 /* a mismatch on the chain */

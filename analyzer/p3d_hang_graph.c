@@ -15,6 +15,8 @@
 struct p3d_hedge {
     int from, to, hard;
     const struct p3d_rec_op *o;       /* the waiting op, NULL for init */
+    uint64_t comm, seq, t;            /* what waits: op or init */
+    int op, label;
 };
 
 struct p3d_hg {
@@ -27,11 +29,15 @@ struct p3d_hg {
 static void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
                         const struct p3d_rec_op *o)
 {
-    struct p3d_hedge e = {from, to, hard, o};
+    struct p3d_hedge e = {from, to, hard, o, 0, 0, 0, -1, -1};
 
     for (size_t i = 0; i < g->n; i++)
         if (g->e[i].from == from && g->e[i].to == to && g->e[i].o == o)
             return;
+    if (o != NULL) {
+        e.comm = o->comm_hash, e.seq = o->seq, e.t = o->t_enter;
+        e.op = o->op, e.label = p3d_hang_label(g->job, o->comm_hash);
+    }
     g->cap = p3d_grow((void **)&g->e, g->cap, g->n, sizeof(*g->e));
     g->e[g->n++] = e;
 }
@@ -99,6 +105,198 @@ static void p3d_hg_soft(struct p3d_hg *g, int a)
     }
 }
 
+
+/* Coordinate of rank r on dense axis ax under the layout, -1 unknown. */
+static int p3d_hg_coord(const struct p3d_job *job, int r, int ax)
+{
+    const struct p3d_layout *l = &job->layout;
+    int stride = 1;
+
+    if (!l->valid)
+        return -1;
+    for (int j = 0; j < P3D_AX_N; j++) {
+        int x = l->ord[j], n = l->size[x] > 0 ? l->size[x] : 1;
+        if (x == ax)
+            return (r / stride) % n;
+        stride *= n;
+    }
+    return -1;
+}
+
+/* The k-th communicator rank h created (creation order), or NULL. */
+static const struct p3d_rcomm *p3d_hg_created(const struct p3d_hrank *h,
+                                              int k)
+{
+    for (int i = 0; h->r != NULL && i < h->r->n_comms; i++)
+        if (h->r->comms[i].created && k-- == 0)
+            return &h->r->comms[i];
+    return NULL;
+}
+
+static int p3d_hg_n_created(const struct p3d_hrank *h)
+{
+    int n = 0;
+
+    for (int i = 0; h->r != NULL && i < h->r->n_comms; i++)
+        n += h->r->comms[i].created;
+    return n;
+}
+
+/*
+ * Members of the communicator rank a was creating when it blocked in an
+ * init: a rank t of a's stage created its k-th communicator (same
+ * program, same order) with members M; a's is the set shaped like M
+ * under the layout (axes M varies take M's values, the others a's).
+ */
+static int p3d_hg_like(const struct p3d_job *job, const struct p3d_gcomm *m,
+                       int a, int *out)
+{
+    uint64_t vals[P3D_AX_N] = {0};
+    int n = 0, fixed[P3D_AX_N];
+
+    for (int ax = 0; ax < P3D_AX_N; ax++) {
+        for (int i = 0; i < m->n_members; i++) {
+            int c = p3d_hg_coord(job, m->members[i], ax);
+            if (c < 0 || c >= 64)
+                return 0;
+            vals[ax] |= 1ull << c;
+        }
+        fixed[ax] = __builtin_popcountll(vals[ax]) == 1;
+    }
+    for (int w = 0; w < job->world_size; w++) {
+        int ok = 1;
+        for (int ax = 0; ax < P3D_AX_N && ok; ax++) {
+            int c = p3d_hg_coord(job, w, ax);
+            ok = fixed[ax] ? c == p3d_hg_coord(job, a, ax)
+                           : !!(vals[ax] & (1ull << c));
+        }
+        if (ok)
+            out[n++] = w;
+    }
+    return n;
+}
+
+/* Did rank b create (or block creating) communicator `hash`? */
+static int p3d_hg_joined(const struct p3d_hg *g, int b, uint64_t hash)
+{
+    const struct p3d_hrank *h = &g->hj->hr[b];
+
+    if (!p3d_hg_has_file(g, b))
+        return 0;
+    if (p3d_map_get(&h->r->idx, hash) >= 0)
+        return 1;
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT &&
+            h->hang[k]->comm_hash == hash)
+            return 1;
+    return 0;
+}
+
+static int p3d_hg_stage(const struct p3d_job *job, int rank);
+static const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
+                                                 int r);
+
+/* Has rank b a communicator with exactly the members mem[0..n)? */
+static int p3d_hg_has_set(const struct p3d_hg *g, int b, const int *mem,
+                          int n)
+{
+    const struct p3d_hrank *h = &g->hj->hr[b];
+
+    for (int i = 0; p3d_hg_has_file(g, b) && i < h->r->n_comms; i++) {
+        const struct p3d_gcomm *c;
+        if (h->r->comms[i].gcomm < 0)
+            continue;
+        c = &g->job->comms[h->r->comms[i].gcomm];
+        if (c->n_members == n && !memcmp(c->members, mem, sizeof(int) *
+                                         (size_t)n))
+            return 1;
+    }
+    return 0;
+}
+
+/* Is h blocked in a communicator init (so it made that comm's id)? */
+static int p3d_hg_in_init(const struct p3d_hrank *h)
+{
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT)
+            return 1;
+    return 0;
+}
+
+/*
+ * A rank outside NCCL whose next op (per a rank of its stage) is the
+ * first on a communicator it has not created is blocked making it: in
+ * PyTorch the group's lowest rank makes the NCCL id and the others wait
+ * for it in the store.  Edge to that lowest rank if it never created it.
+ */
+static void p3d_hg_infer(struct p3d_hg *g, int a)
+{
+    const struct p3d_rec_op *nx = p3d_hg_twin_next(g, a);
+    int gi = nx ? p3d_map_get(&g->job->comm_idx, nx->comm_hash) : -1, n;
+    int *mem;
+    struct p3d_hedge *e;
+
+    if (gi < 0)
+        return;
+    mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    n = p3d_hg_like(g->job, &g->job->comms[gi], a, mem);
+    if (n > 1 && !p3d_hg_has_set(g, a, mem, n) && mem[0] != a &&
+        !p3d_hg_has_set(g, mem[0], mem, n) &&
+        !p3d_hg_in_init(&g->hj->hr[mem[0]])) {
+        p3d_hg_edge(g, a, mem[0], 1, NULL);
+        e = &g->e[g->n - 1];
+        e->comm = 0, e->seq = UINT64_MAX, e->t = g->hj->hr[a].t_last;
+        e->op = P3D_HANG_OP_INIT, e->label = g->job->comms[gi].label;
+        g->hj->hr[a].inferred = 1;
+    }
+    free(mem);
+}
+
+/* Edges of a rank blocked in a communicator init; 0 if members unknown. */
+static int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
+                               int *mem, int *label)
+{
+    const struct p3d_hrank *h = &g->hj->hr[a];
+    int k = p3d_hg_n_created(h), st = p3d_hg_stage(g->job, a), nm = 0;
+    int gi = p3d_map_get(&g->job->comm_idx, hash);
+
+    if (gi >= 0) {
+        for (int j = 0; j < g->job->comms[gi].n_members; j++)
+            mem[nm++] = g->job->comms[gi].members[j];
+    }
+    for (int t = 0; gi < 0 && nm == 0 && t < g->hj->world; t++) {
+        const struct p3d_rcomm *c;
+        if (t == a || !p3d_hg_has_file(g, t) ||
+            p3d_hg_stage(g->job, t) != st ||
+            (c = p3d_hg_created(&g->hj->hr[t], k)) == NULL || c->gcomm < 0)
+            continue;
+        nm = p3d_hg_like(g->job, &g->job->comms[c->gcomm], a, mem);
+        *label = g->job->comms[c->gcomm].label;
+    }
+    if (gi >= 0)
+        *label = g->job->comms[gi].label;
+    return nm;
+}
+
+static int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash,
+                             uint64_t t0)
+{
+    int *mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    int label = -1, n = 0, nm = p3d_hg_init_members(g, a, hash, mem, &label);
+
+    for (int i = 0; i < nm; i++)
+        if (mem[i] != a && !p3d_hg_joined(g, mem[i], hash)) {
+            struct p3d_hedge *e;
+            p3d_hg_edge(g, a, mem[i], 1, NULL);
+            e = &g->e[g->n - 1];
+            e->comm = hash, e->seq = UINT64_MAX, e->t = t0;
+            e->op = P3D_HANG_OP_INIT, e->label = label;
+            n++;
+        }
+    free(mem);
+    return nm > 0 ? n : -1;
+}
+
 static void p3d_hg_edges(struct p3d_hg *g)
 {
     for (int a = 0; a < g->hj->world; a++) {
@@ -109,11 +307,22 @@ static void p3d_hg_edges(struct p3d_hg *g)
         for (size_t i = 0; i < h->n_ops; i++)
             if (h->pend[i])
                 n += p3d_hg_op_edges(g, a, h->ops[i]);
+        for (int k = 0; k < h->n_hang; k++)
+            if (h->hang[k]->op == P3D_HANG_OP_INIT) {
+                int e = p3d_hg_init_edges(g, a, h->hang[k]->comm_hash,
+                                          h->hang[k]->t -
+                                              h->hang[k]->pending_ns);
+                n += e > 0 ? e : 0;
+                h->init_unknown |= e < 0;
+            }
         h->hard = n > 0;
     }
     for (int a = 0; a < g->hj->world; a++)
         if (g->hj->hr[a].state == P3D_HS_WAITING && !g->hj->hr[a].hard)
             p3d_hg_soft(g, a);
+    for (int a = 0; a < g->hj->world; a++)
+        if (g->hj->hr[a].state == P3D_HS_NOT_IN_NCCL)
+            p3d_hg_infer(g, a);
 }
 
 static int p3d_hg_out(const struct p3d_hg *g, int a)
@@ -131,7 +340,8 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
     char *reach = p3d_xcalloc((size_t)w, 1);
 
     for (int a = 0; a < w; a++)
-        reach[a] = g->hj->hr[a].state == P3D_HS_WAITING;
+        reach[a] = g->hj->hr[a].state == P3D_HS_WAITING ||
+                   g->hj->hr[a].inferred;
     while (changed) {
         changed = 0;
         for (size_t i = 0; i < g->n; i++)
@@ -139,7 +349,7 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
                 reach[g->e[i].to] = 1, changed = 1;
     }
     for (int a = 0; a < w; a++)
-        if (reach[a] && !p3d_hg_out(g, a))
+        if (reach[a] && !p3d_hg_out(g, a) && !g->hj->hr[a].init_unknown)
             root[n++] = a;
     for (int a = 0; n == 0 && a < w; a++)   /* a cycle: the stuck ones */
         if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING &&
@@ -167,8 +377,7 @@ static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
         if (e->from != a)
             continue;
         if (best == NULL || (e->hard > best->hard) ||
-            (e->hard == best->hard && e->o && best->o &&
-             e->o->t_enter < best->o->t_enter))
+            (e->hard == best->hard && e->t < best->t))
             best = e;
         if (w->n_for < P3D_HANG_WAITFOR) {
             int k = 0;
@@ -177,6 +386,11 @@ static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
             if (k == w->n_for)
                 w->waiting_for[w->n_for++] = e->to;
         }
+    }
+    if (best != NULL && best->o == NULL) {        /* an init */
+        w->comm = best->comm, w->op = best->op, w->seq = best->seq;
+        w->t_enter = best->t, w->label = best->label;
+        return;
     }
     if (best != NULL && best->o != NULL) {
         const struct p3d_rec_op *o = best->o;
@@ -269,7 +483,7 @@ static const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
     int st = p3d_hg_stage(g->job, r);
     size_t n = h->n_ops;
 
-    if (st < 0 || n == 0)
+    if (st < 0)
         return NULL;
     for (int t = 0; t < g->hj->world; t++) {
         const struct p3d_hrank *x = &g->hj->hr[t];
@@ -277,6 +491,8 @@ static const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
         if (t == r || !p3d_hg_has_file(g, t) || x->n_ops <= n ||
             p3d_hg_stage(g->job, t) != st)
             continue;
+        if (n == 0)
+            return x->ops[0];
         a = h->ops[n - 1];
         b = x->ops[n - 1];
         if (a->op == b->op && a->seq == b->seq &&
@@ -287,34 +503,52 @@ static const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
     return NULL;
 }
 
+/* Members of the owed op's communicator (for the report). */
+static void p3d_hg_owed_members(const struct p3d_hg *g,
+                                const struct p3d_hedge *e,
+                                struct p3d_hang_root *rt)
+{
+    int gi = p3d_map_get(&g->job->comm_idx, e->comm), lbl;
+    int *mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int)), n = 0;
+
+    if (gi >= 0)
+        for (int j = 0; j < g->job->comms[gi].n_members; j++)
+            mem[n++] = g->job->comms[gi].members[j];
+    else if (e->op == P3D_HANG_OP_INIT)
+        n = p3d_hg_init_members(g, e->from, e->comm, mem, &lbl);
+    for (int i = 0; i < n && i < P3D_HANG_MEMBERS; i++)
+        rt->owed_members[rt->n_owed_members++] = mem[i];
+    free(mem);
+}
+
 /* Pick the op root r owes first among the hard waits on it. */
 static void p3d_hg_owed(const struct p3d_hg *g, struct p3d_hang_root *rt)
 {
-    const struct p3d_rec_op *nx = p3d_hg_twin_next(g, rt->rank), *best = 0;
+    const struct p3d_rec_op *nx = p3d_hg_twin_next(g, rt->rank);
+    const struct p3d_hedge *best = NULL;
     int lbl = nx ? p3d_hang_label(g->job, nx->comm_hash) : -1, how = 0;
 
     for (size_t i = 0; i < g->n; i++) {
         const struct p3d_hedge *e = &g->e[i];
-        int el, eh;
-        if (e->to != rt->rank || !e->hard || e->o == NULL)
+        int eh;
+        if (e->to != rt->rank || !e->hard)
             continue;
         rt->n_waiters++;
-        el = p3d_hang_label(g->job, e->o->comm_hash);
-        eh = nx && el == lbl ? (e->o->op == nx->op ? 3 : 2) : 0;
-        if (best == NULL || eh > how ||
-            (eh == how && e->o->t_enter < best->t_enter))
-            best = e->o, how = eh;
+        eh = nx && e->label == lbl ? (e->op == nx->op ? 3 : 2) : 0;
+        if (best == NULL || eh > how || (eh == how && e->t < best->t))
+            best = e, how = eh;
     }
     if (best == NULL)
         return;
-    rt->owed_comm = best->comm_hash;
-    rt->owed_label = p3d_hang_label(g->job, best->comm_hash);
+    rt->owed_comm = best->comm;
+    rt->owed_label = best->label;
     rt->owed_op = best->op == P3D_OP_SEND ? P3D_OP_RECV
                   : best->op == P3D_OP_RECV ? P3D_OP_SEND : best->op;
     rt->owed_seq = best->seq;
     rt->owed_how = how ? 1 : rt->n_waiters == 1 ? 2 : 0;
     rt->issued_on_comm = p3d_hang_count_comm(&g->hj->hr[rt->rank],
-                                             best->comm_hash);
+                                             best->comm);
+    p3d_hg_owed_members(g, best, rt);
 }
 
 static void p3d_hg_fill_root(const struct p3d_hg *g, int r,
@@ -380,11 +614,13 @@ static void p3d_hg_mismatches(const struct p3d_hg *g,
         y->comm = x->comm, y->seq = x->seq, y->field = x->field;
         y->op = x->op, y->rank_a = x->rank_a, y->rank_b = x->rank_b;
         y->va = x->va, y->vb = x->vb;
+        y->rank_a = x->rank_b, y->rank_b = x->rank_a;  /* b is the odd */
+        y->va = x->vb, y->vb = x->va;                  /* one by default */
         if (x->field == P3D_MM_COUNT &&
             p3d_hg_uses(g, x->rank_a, x->comm, x->op, x->va) == 1 &&
             p3d_hg_uses(g, x->rank_b, x->comm, x->op, x->vb) > 1) {
-            y->rank_a = x->rank_b, y->rank_b = x->rank_a;  /* b is normal */
-            y->va = x->vb, y->vb = x->va;
+            y->rank_a = x->rank_a, y->rank_b = x->rank_b;  /* a is odd */
+            y->va = x->va, y->vb = x->vb;
         }
         res->n_mm++;
     }
@@ -408,9 +644,10 @@ static void p3d_hg_waits(struct p3d_hg *g, struct p3d_hang_res *res,
 {
     res->wait = p3d_xcalloc((size_t)g->hj->world, sizeof(*res->wait));
     for (int a = 0; a < g->hj->world; a++) {
-        if (g->hj->hr[a].state != P3D_HS_WAITING)
+        if (g->hj->hr[a].state != P3D_HS_WAITING && !g->hj->hr[a].inferred)
             continue;
         p3d_hg_wait(g, a, &res->wait[res->n_waiting]);
+        res->wait[res->n_waiting].inferred = g->hj->hr[a].inferred;
         res->wait[res->n_waiting++].depth = depth[a] > 0 ? depth[a] - 1
                                                          : depth[a];
     }
@@ -430,9 +667,16 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
     res->t_end = p3d_hg_t_end(hj);
     res->state = p3d_xcalloc((size_t)hj->world, sizeof(int));
     for (int a = 0; a < hj->world; a++)
-        res->detected |= hj->hr[a].state == P3D_HS_WAITING;
+        res->detected |= hj->hr[a].state == P3D_HS_WAITING ||
+                         hj->hr[a].state == P3D_HS_NOT_IN_NCCL;
     if (res->detected) {
         p3d_hg_edges(&g);
+        res->detected = 0;
+        for (int a = 0; a < hj->world; a++)
+            res->detected |= hj->hr[a].state == P3D_HS_WAITING ||
+                             hj->hr[a].inferred;
+    }
+    if (res->detected) {
         n_root = p3d_hg_roots(&g, root);
         p3d_hg_depth(&g, root, n_root, depth);
         p3d_hg_waits(&g, res, depth);

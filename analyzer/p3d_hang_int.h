@@ -46,6 +46,8 @@ struct p3d_hrank {
     int term, have_gpu, closed, n_pend;
     int state;
     int hard;                        /* has waits on ranks not arrived */
+    int init_unknown;                /* in an init, members unknown */
+    int inferred;                    /* outside NCCL, blocked making a comm */
 };
 
 struct p3d_hjob {

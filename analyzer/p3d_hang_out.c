@@ -79,7 +79,13 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
     const struct p3d_hrank *h = p3d_ho_rank(job, rt->rank);
 
     fprintf(f, "  root rank %d: %s\n", rt->rank, p3d_ho_state_text(rt->state));
-    if (rt->owed_op >= 0)
+    if (rt->owed_op == P3D_HANG_OP_INIT)
+        fprintf(f, "    never created the (%s) communicator the others "
+                "wait to make [%s]\n", p3d_ho_lbl(rt->owed_label),
+                rt->owed_how == 1 ? "its next op, per a rank of the same "
+                "stage" : rt->owed_how == 2 ? "the only one waited on"
+                : "earliest wait on it");
+    else if (rt->owed_op >= 0)
         fprintf(f, "    never issued: %s #%" PRIu64 " on comm 0x%016" PRIx64
                 " (%s) [%s]; it issued %" PRIu64 " ops on that comm\n",
                 p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_comm,
@@ -104,6 +110,13 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
     char who[128];
 
     p3d_fmt_ranks(who, sizeof(who), w->waiting_for, w->n_for);
+    if (w->inferred) {
+        fprintf(f, "    rank %d is outside NCCL, blocked creating its next "
+                "(%s) communicator, whose NCCL id rank(s) %s never made "
+                "[inferred from a rank of its stage]\n", w->rank,
+                p3d_ho_lbl(w->label), who);
+        return;
+    }
     fprintf(f, "    rank %d waits in %s #%" PRIu64 " on comm 0x%016" PRIx64
             " (%s)", w->rank, p3d_ho_op(w->op),
             w->seq == UINT64_MAX ? 0 : w->seq, w->comm,
@@ -114,6 +127,8 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
     fprintf(f, " since %.3f s, for %s%s\n",
             (double)(job->hang->t_end - w->t_enter) / 1e9,
             w->n_for ? "rank(s) " : "", w->n_for ? who
+            : w->op == P3D_HANG_OP_INIT ? "members not known (no rank of "
+              "its stage made this communicator)"
             : "no missing member (all arrived)");
 }
 
@@ -215,10 +230,15 @@ static void p3d_hj_root(FILE *f, const struct p3d_job *job,
     if (rt->owed_op >= 0)
         fprintf(f, "\"owed\": {\"comm\": \"0x%016" PRIx64 "\", \"label\": "
                 "\"%s\", \"op\": \"%s\", \"seq\": %" PRIu64 ", \"how\": "
-                "\"%s\", \"issued_on_comm\": %" PRIu64 "}, ", rt->owed_comm,
-                p3d_ho_lbl(rt->owed_label), p3d_ho_op(rt->owed_op),
-                rt->owed_seq, rt->owed_how == 1 ? "twin" : rt->owed_how == 2
-                ? "only" : "earliest", rt->issued_on_comm);
+                "\"%s\", \"issued_on_comm\": %" PRIu64 ", \"members\": [",
+                rt->owed_comm, p3d_ho_lbl(rt->owed_label),
+                p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_how == 1
+                ? "twin" : rt->owed_how == 2 ? "only" : "earliest",
+                rt->issued_on_comm);
+    for (int i = 0; rt->owed_op >= 0 && i < rt->n_owed_members; i++)
+        fprintf(f, "%s%d", i ? ", " : "", rt->owed_members[i]);
+    if (rt->owed_op >= 0)
+        fputs("]}, ", f);
     else
         fputs("\"owed\": null, ", f);
     if (rt->last != NULL) {
@@ -239,11 +259,13 @@ static void p3d_hj_wait(FILE *f, const struct p3d_job *job,
 {
     fprintf(f, "%s\n      {\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
             "\"label\": \"%s\", \"op\": \"%s\", \"seq\": %" PRId64 ", "
-            "\"peer\": %d, \"depth\": %d, \"pending_s\": %.6f, "
-            "\"waiting_for\": [", first ? "" : ",", w->rank, w->comm,
+            "\"peer\": %d, \"depth\": %d, \"inferred\": %s, "
+            "\"pending_s\": %.6f, \"waiting_for\": [", first ? "" : ",",
+            w->rank, w->comm,
             p3d_ho_lbl(w->label), p3d_ho_op(w->op),
             w->seq == UINT64_MAX ? (int64_t)-1 : (int64_t)w->seq, w->peer,
-            w->depth, (double)(job->hang->t_end - w->t_enter) / 1e9);
+            w->depth, w->inferred ? "true" : "false",
+            (double)(job->hang->t_end - w->t_enter) / 1e9);
     for (int k = 0; k < w->n_for; k++)
         fprintf(f, "%s%d", k ? ", " : "", w->waiting_for[k]);
     fputs("], ", f);
