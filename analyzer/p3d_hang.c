@@ -231,6 +231,10 @@ static void p3d_hang_classify(struct p3d_hrank *h)
     int init_hang = 0;
 
     h->pend = p3d_xcalloc(h->n_ops + 1, 1);
+    for (int k = 0; k < h->n_hang; k++) /* an init that later returned */
+        if (h->hang[k]->op == P3D_HANG_OP_INIT &&
+            p3d_map_get(&h->r->idx, h->hang[k]->comm_hash) >= 0)
+            h->hang[k--] = h->hang[--h->n_hang];
     for (int k = 0; k < h->n_hang; k++)
         init_hang |= h->hang[k]->op == P3D_HANG_OP_INIT;
     if (!(h->closed && !h->term))

@@ -176,6 +176,16 @@ static int p3d_hg_like(const struct p3d_job *job, const struct p3d_gcomm *m,
     return n;
 }
 
+/* Is h blocked in the init of communicator `hash`? */
+static int p3d_hg_in_init_of(const struct p3d_hrank *h, uint64_t hash)
+{
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT &&
+            h->hang[k]->comm_hash == hash)
+            return 1;
+    return 0;
+}
+
 /* Did rank b create (or block creating) communicator `hash`? */
 static int p3d_hg_joined(const struct p3d_hg *g, int b, uint64_t hash)
 {
@@ -196,9 +206,9 @@ static int p3d_hg_stage(const struct p3d_job *job, int rank);
 static const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
                                                  int r);
 
-/* Has rank b a communicator with exactly the members mem[0..n)? */
+/* Has rank b a communicator used as `label` with members mem[0..n)? */
 static int p3d_hg_has_set(const struct p3d_hg *g, int b, const int *mem,
-                          int n)
+                          int n, int label)
 {
     const struct p3d_hrank *h = &g->hj->hr[b];
 
@@ -207,8 +217,8 @@ static int p3d_hg_has_set(const struct p3d_hg *g, int b, const int *mem,
         if (h->r->comms[i].gcomm < 0)
             continue;
         c = &g->job->comms[h->r->comms[i].gcomm];
-        if (c->n_members == n && !memcmp(c->members, mem, sizeof(int) *
-                                         (size_t)n))
+        if (c->n_members == n && c->label == label &&
+            !memcmp(c->members, mem, sizeof(int) * (size_t)n))
             return 1;
     }
     return 0;
@@ -233,15 +243,16 @@ static void p3d_hg_infer(struct p3d_hg *g, int a)
 {
     const struct p3d_rec_op *nx = p3d_hg_twin_next(g, a);
     int gi = nx ? p3d_map_get(&g->job->comm_idx, nx->comm_hash) : -1, n;
-    int *mem;
+    int *mem, lbl;
     struct p3d_hedge *e;
 
     if (gi < 0)
         return;
     mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
     n = p3d_hg_like(g->job, &g->job->comms[gi], a, mem);
-    if (n > 1 && !p3d_hg_has_set(g, a, mem, n) && mem[0] != a &&
-        !p3d_hg_has_set(g, mem[0], mem, n) &&
+    lbl = g->job->comms[gi].label;
+    if (n > 1 && !p3d_hg_has_set(g, a, mem, n, lbl) && mem[0] != a &&
+        !p3d_hg_has_set(g, mem[0], mem, n, lbl) &&
         !p3d_hg_in_init(&g->hj->hr[mem[0]])) {
         p3d_hg_edge(g, a, mem[0], 1, NULL);
         e = &g->e[g->n - 1];
@@ -253,6 +264,55 @@ static void p3d_hg_infer(struct p3d_hg *g, int a)
 }
 
 /* Edges of a rank blocked in a communicator init; 0 if members unknown. */
+/* Set of a's layout group varying the axes in `mask`; returns its size. */
+static int p3d_hg_axes_group(const struct p3d_job *job, int a, unsigned mask,
+                             int *out)
+{
+    int n = 0;
+
+    for (int w = 0; w < job->world_size; w++) {
+        int ok = 1;
+        for (int ax = 0; ax < P3D_AX_N && ok; ax++)
+            ok = (mask & (1u << ax)) ||
+                 p3d_hg_coord(job, w, ax) == p3d_hg_coord(job, a, ax);
+        if (ok)
+            out[n++] = w;
+    }
+    return n;
+}
+
+/*
+ * Members of an init nobody finished, from the layout: the one group of
+ * a (some axes varied) with `nranks` members that holds every rank seen
+ * blocked in the same init.  0 if none or several fit.
+ */
+static int p3d_hg_guess(const struct p3d_hg *g, uint64_t hash,
+                        uint64_t nranks, int a, int *mem)
+{
+    int *cand = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    int n = 0, found = 0;
+
+    for (unsigned mask = 1; mask < (1u << P3D_AX_N); mask++) {
+        int k = p3d_hg_axes_group(g->job, a, mask, cand), ok = 1;
+        if ((uint64_t)k != nranks)
+            continue;
+        for (int b = 0; b < g->hj->world && ok; b++) {
+            int in = 0;
+            for (int i = 0; i < k; i++)
+                in |= cand[i] == b;
+            ok = in || !p3d_hg_in_init_of(&g->hj->hr[b], hash);
+        }
+        if (ok && (!found || n != k || memcmp(mem, cand, sizeof(int) *
+                                              (size_t)k))) {
+            found++;
+            memcpy(mem, cand, sizeof(int) * (size_t)k);
+            n = k;
+        }
+    }
+    free(cand);
+    return found == 1 ? n : 0;
+}
+
 static int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
                                int *mem, int *label)
 {
@@ -275,6 +335,10 @@ static int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
     }
     if (gi >= 0)
         *label = g->job->comms[gi].label;
+    for (int j = 0; nm == 0 && j < h->n_hang; j++)
+        if (h->hang[j]->op == P3D_HANG_OP_INIT &&
+            h->hang[j]->comm_hash == hash)
+            nm = p3d_hg_guess(g, hash, h->hang[j]->seq, a, mem);
     return nm;
 }
 

@@ -38,7 +38,10 @@ struct p3d_ifstream {
     uint64_t done_id;
 };
 
-static struct p3d_ifslot p3d_if[P3D_INFLIGHT_SLOTS];
+#define P3D_IF_INITS 64     /* slots of comm-init pseudo-ops, after ops */
+#define P3D_IF_ALL (P3D_INFLIGHT_SLOTS + P3D_IF_INITS)
+
+static struct p3d_ifslot p3d_if[P3D_IF_ALL];
 static struct p3d_ifstream p3d_if_streams[P3D_IF_STREAMS];
 static uint64_t p3d_if_overflow;
 static int p3d_if_live = -1;  /* -1 undecided, 0 never, 1 completions seen */
@@ -72,11 +75,19 @@ static int p3d_if_open(const struct p3d_ifslot *s, uint64_t w)
     return (w >> P3D_IF_SHIFT) > p3d_if_stream_done(s->stream);
 }
 
+/* Slot k of op_id's probe sequence (inits live in their own region). */
+static struct p3d_ifslot *p3d_if_at(uint64_t op_id, int k)
+{
+    if (op_id & P3D_INFLIGHT_INIT_ID)
+        return &p3d_if[P3D_INFLIGHT_SLOTS + (op_id + k) % P3D_IF_INITS];
+    return &p3d_if[(op_id + k) % P3D_INFLIGHT_SLOTS];
+}
+
 /* Slot of op_id: the first of P3D_IF_PROBE slots from its home. */
 static struct p3d_ifslot *p3d_if_slot(uint64_t op_id)
 {
     for (int k = 0; k < P3D_IF_PROBE; k++) {
-        struct p3d_ifslot *s = &p3d_if[(op_id + k) % P3D_INFLIGHT_SLOTS];
+        struct p3d_ifslot *s = p3d_if_at(op_id, k);
         uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
         if (w != 0 && (w >> P3D_IF_SHIFT) == op_id)
             return s;
@@ -90,8 +101,7 @@ void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
     struct p3d_ifslot *s = NULL;
 
     for (int k = 0; k < P3D_IF_PROBE && s == NULL; k++) {
-        struct p3d_ifslot *c =
-            &p3d_if[(ctx->op_id + k) % P3D_INFLIGHT_SLOTS];
+        struct p3d_ifslot *c = p3d_if_at(ctx->op_id, k);
         uint64_t old = __atomic_load_n(&c->word, __ATOMIC_ACQUIRE);
         if ((old == 0 || !p3d_if_open(c, old)) &&
             __atomic_compare_exchange_n(&c->word, &old, P3D_IF_BUSY, 0,
@@ -123,10 +133,9 @@ uint64_t p3d_inflight_init_begin(uint64_t comm_hash, int nranks, int rank)
     ctx.op_id = P3D_INFLIGHT_INIT_ID |
                 __atomic_add_fetch(&ids, 1, __ATOMIC_RELAXED);
     ctx.comm_hash = comm_hash;
-    ctx.seq = UINT64_MAX;
+    ctx.seq = nranks > 0 ? (uint64_t)nranks : UINT64_MAX;
     ctx.op = P3D_INFLIGHT_INIT;
     ctx.peer = rank;
-    (void)nranks;
     p3d_inflight_add(&ctx, p3d_now(), 0);
     return ctx.op_id;
 }
@@ -231,7 +240,7 @@ int p3d_inflight_pending(struct p3d_inflight_op *out, int max)
     struct p3d_inflight_op o;
     int n = 0, k = 0;
 
-    for (int i = 0; i < P3D_INFLIGHT_SLOTS; i++) {
+    for (int i = 0; i < P3D_IF_ALL; i++) {
         if (!p3d_if_copy(i, &o))
             continue;
         n++;
@@ -261,7 +270,7 @@ uint32_t p3d_inflight_pending_on(uint64_t comm_hash)
     struct p3d_inflight_op o;
     uint32_t n = 0;
 
-    for (int i = 0; i < P3D_INFLIGHT_SLOTS; i++)
+    for (int i = 0; i < P3D_IF_ALL; i++)
         if (p3d_if_copy(i, &o) && o.comm_hash == comm_hash)
             n++;
     return n;

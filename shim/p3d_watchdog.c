@@ -255,8 +255,8 @@ static void p3d_wd_scan(uint64_t *last_id, int *reports)
 {
     static char buf[8192];
     struct p3d_inflight_op ops[P3D_WD_SHOW];
-    uint64_t now = p3d_now();
     int n_all = p3d_inflight_pending(ops, P3D_WD_SHOW);
+    uint64_t now = p3d_now();   /* after the scan: no op is newer */
     size_t len;
 
     if (n_all == 0 || p3d_wd_timeout_ns == 0 || *reports >= P3D_WD_REPORTS)

@@ -18,7 +18,7 @@ set -u
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/p3dhang-test.XXXXXX")
 python3 - "$P3D_BUILD" "$OUT" "${HANG_MATRIX:-quick}" "${HANG_JOBS:-8}" \
     <<'PY'
-import json, os, re, subprocess, sys, time
+import json, os, re, signal, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 
 build, out, mode, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -55,19 +55,41 @@ f(C, "hang", 5, "pp", [4, 20])
 f(C, "hang", 1, "dp", [2])                               # optimizer AG
 F = [x for x in F if mode == "full" or x[5]]
 
+def stop_children(pid):
+    """SIGTERM the rank processes of the p3d-sim driver `pid`."""
+    try:
+        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    except OSError:
+        return
+    for k in kids:
+        try:
+            os.kill(int(k), signal.SIGTERM)
+        except OSError:
+            pass
+
 def run(i):
     lay, kind, rank, grp, n, _ = F[i]
     name = f"f{i:02d}-{kind}-{rank}-{grp}-{n}"
     arg = {"hang": f"--hang {rank}:{grp}:{n}", "kill": f"--kill {rank}:{n}",
            "mismatch": f"--mismatch {rank}:{grp}:{n}"}[kind]
-    extra = "--grace 3" if kind == "kill" else "--timeout 4"
     env = dict(os.environ, P3D_HANG_TIMEOUT=str(TIMEOUT), P3D_QUIET="1")
-    cmd = ([f"{build}/p3d-sim"] + lay.split() + arg.split() + extra.split()
+    cmd = ([f"{build}/p3d-sim"] + lay.split() + arg.split()
            + ["--iters", "1", "--fwd-ms", "1", "--bwd-ms", "1", "--opt-ms",
-              "1", "--out", out, "--job-id", name, "--shim",
-              f"{build}/libp3dtrace.so", "--quiet"])
+              "1", "--timeout", "20", "--grace", "20", "--out", out,
+              "--job-id", name, "--shim", f"{build}/libp3dtrace.so",
+              "--quiet"])
     with open(f"{out}/{name}.err", "w") as err:
-        subprocess.run(cmd, env=env, stderr=err, stdout=subprocess.DEVNULL)
+        sim = subprocess.Popen(cmd, env=env, stderr=err,
+                               stdout=subprocess.DEVNULL)
+        stop_at = None
+        while sim.poll() is None:   # hung: stop the ranks 2 s after the
+            time.sleep(0.1)         # first watchdog report (machine load
+            if stop_at is None and "HANG?" in open(f"{out}/{name}.err").read():
+                stop_at = time.time() + 2     # does not matter then)
+            if stop_at is not None and time.time() > stop_at:
+                stop_children(sim.pid)
+                stop_at = float("inf")
+        sim.wait()
     with open(f"{out}/{name}.txt", "w") as txt:
         subprocess.run([f"{build}/p3d-analyze", "-q", "--json",
                         f"{out}/{name}.json", f"{out}/{name}"], stdout=txt)
