@@ -13,7 +13,8 @@
 #include "p3d_util.h"
 
 const char *const p3d_hang_state_name[] = {
-    "ok", "waiting", "not_in_nccl", "killed", "exited", "no_trace", "stuck"};
+    "ok", "waiting", "not_in_nccl", "killed", "exited", "no_trace", "stuck",
+    "cycle"};
 
 #define P3D_PUSH(arr, n, cap, v)                                              \
     do {                                                                      \
@@ -75,6 +76,11 @@ static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
         break;
     case P3D_REC_NOTE:
         p3d_hang_on_str(h, (const void *)r);
+        break;
+    case P3D_REC_COMM_END:
+        if (((const struct p3d_rec_comm_end *)r)->how == P3D_END_ABORT &&
+            h->n_abort < 4)
+            h->abort[h->n_abort++] = (const void *)r;
         break;
     default:
         break;

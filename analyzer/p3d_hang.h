@@ -31,7 +31,8 @@ enum p3d_hang_state {
     P3D_HS_KILLED,      /* file not closed, nothing pending */
     P3D_HS_EXITED,      /* closed cleanly while others waited */
     P3D_HS_NO_TRACE,    /* no readable trace file */
-    P3D_HS_STUCK        /* waiting, but every peer arrived */
+    P3D_HS_STUCK,       /* waiting, but every peer arrived */
+    P3D_HS_CYCLE        /* in a circular wait, the most waited-on rank */
 };
 
 extern const char *const p3d_hang_state_name[];

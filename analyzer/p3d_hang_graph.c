@@ -397,6 +397,32 @@ static int p3d_hg_out(const struct p3d_hg *g, int a)
     return 0;
 }
 
+/*
+ * Every waiting rank waits on another: a circular wait (e.g. a rank that
+ * skipped a collective and went on to the next one, whose peer still
+ * sits in the skipped one).  The root is the rank most others wait on.
+ */
+static int p3d_hg_cycle_roots(struct p3d_hg *g, const char *reach,
+                              int *root)
+{
+    int w = g->hj->world, best = 0, n = 0;
+    int *in = p3d_xcalloc((size_t)w, sizeof(int));
+
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].hard && reach[g->e[i].from])
+            in[g->e[i].to]++;
+    for (int a = 0; a < w; a++)
+        if (reach[a] && in[a] > best)
+            best = in[a];
+    for (int a = 0; best > 0 && a < w; a++)
+        if (reach[a] && in[a] == best) {
+            root[n++] = a;
+            g->hj->hr[a].cycle = 1;
+        }
+    free(in);
+    return n;
+}
+
 /* Ranks reachable from any waiting rank; roots = those waiting for none. */
 static int p3d_hg_roots(struct p3d_hg *g, int *root)
 {
@@ -419,9 +445,8 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
         if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING &&
             !g->hj->hr[a].hard)
             root[n++] = a;
-    for (int a = 0; n == 0 && a < w; a++)   /* a cycle of hard waits */
-        if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING)
-            root[n++] = a;
+    if (n == 0)                             /* a cycle of hard waits */
+        n = p3d_hg_cycle_roots(g, reach, root);
     free(reach);
     return n;
 }
@@ -622,7 +647,8 @@ static void p3d_hg_fill_root(const struct p3d_hg *g, int r,
 
     memset(rt, 0, sizeof(*rt));
     rt->rank = r;
-    rt->state = h->state == P3D_HS_WAITING ? P3D_HS_STUCK : h->state;
+    rt->state = h->cycle ? P3D_HS_CYCLE
+                : h->state == P3D_HS_WAITING ? P3D_HS_STUCK : h->state;
     rt->owed_label = rt->owed_op = -1;
     rt->last = h->n_ops ? h->ops[h->n_ops - 1] : NULL;
     rt->t_last = h->t_last;

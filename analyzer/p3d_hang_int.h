@@ -36,6 +36,8 @@ struct p3d_hrank {
     const struct p3d_rec_gpu_op **gpu;
     size_t n_gpu, cap_gpu;
     const struct p3d_rec_hang *hang[8];
+    const struct p3d_rec_comm_end *abort[4]; /* ncclCommAbort records */
+    int n_abort;
     int n_hang;
     const struct p3d_rec_stack **stacks;
     size_t n_stacks, cap_stacks;
@@ -48,6 +50,7 @@ struct p3d_hrank {
     int hard;                        /* has waits on ranks not arrived */
     int init_unknown;                /* in an init, members unknown */
     int inferred;                    /* outside NCCL, blocked making a comm */
+    int cycle;                       /* root of a circular wait */
 };
 
 struct p3d_hjob {

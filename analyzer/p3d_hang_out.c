@@ -41,6 +41,10 @@ static const char *p3d_ho_state_text(int s)
     case P3D_HS_STUCK:
         return "inside NCCL, but every peer it needs arrived (mismatch, "
                "deadlock or a network/NCCL fault)";
+    case P3D_HS_CYCLE:
+        return "inside NCCL in a circular wait (deadlock): it waits on "
+               "ranks that wait on it, and most waits end at it; look "
+               "for an op it skipped or reordered";
     default: return p3d_hang_state_name[s];
     }
 }
@@ -145,6 +149,34 @@ static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
     }
 }
 
+static const char *p3d_ho_nccl_err(int e)
+{
+    static const char *const n[] = {
+        "none", "ncclUnhandledCudaError", "ncclSystemError",
+        "ncclInternalError", "ncclInvalidArgument", "ncclInvalidUsage",
+        "ncclRemoteError", "ncclInProgress"};
+
+    return e >= 0 && e < 8 ? n[e] : "?";
+}
+
+/* ncclCommAbort calls (PyTorch's watchdog aborts on its timeout). */
+static void p3d_ho_aborts(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hjob *hj = job->hang->priv;
+
+    for (int a = 0; a < hj->world; a++)
+        for (int k = 0; k < hj->hr[a].n_abort; k++) {
+            const struct p3d_rec_comm_end *e = hj->hr[a].abort[k];
+            fprintf(f, "  rank %d called ncclCommAbort on comm 0x%016" PRIx64
+                    " (%s) %.3f s before the end; reason (last async "
+                    "error): %s; %u op(s) pending\n", a, e->comm_hash,
+                    p3d_ho_lbl(p3d_hang_label(job, e->comm_hash)),
+                    job->hang->t_end > e->t_enter
+                    ? (double)(job->hang->t_end - e->t_enter) / 1e9 : 0.0,
+                    p3d_ho_nccl_err(e->last_async_error), e->pending_ops);
+        }
+}
+
 /* Ranks in neither list: not in NCCL and nobody waits on them. */
 static void p3d_ho_others(FILE *f, const struct p3d_job *job)
 {
@@ -178,6 +210,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
         fprintf(f, "\nhang analysis: no hang: every recorded op "
                 "completed%s\n", res->n_mm ? "; but ops disagree:" : "");
         p3d_ho_mm(f, res, job);
+        p3d_ho_aborts(f, job);
         return;
     }
     for (int i = 0; i < res->n_roots && i < 64; i++)
@@ -197,6 +230,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
                      "      ");
     }
     p3d_ho_others(f, job);
+    p3d_ho_aborts(f, job);
     if (res->n_mm)
         fprintf(f, "  mismatched ops on the chain:\n");
     p3d_ho_mm(f, res, job);
@@ -292,6 +326,22 @@ static void p3d_hj_mm(FILE *f, const struct p3d_job *job)
     fputs("]", f);
 }
 
+static void p3d_hj_aborts(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hjob *hj = job->hang->priv;
+    int first = 1;
+
+    fputs(",\n    \"aborts\": [", f);
+    for (int a = 0; a < hj->world; a++)
+        for (int k = 0; k < hj->hr[a].n_abort; k++, first = 0)
+            fprintf(f, "%s{\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
+                    "\"reason\": \"%s\", \"pending_ops\": %u}",
+                    first ? "" : ", ", a, hj->hr[a].abort[k]->comm_hash,
+                    p3d_ho_nccl_err(hj->hr[a].abort[k]->last_async_error),
+                    hj->hr[a].abort[k]->pending_ops);
+    fputs("]", f);
+}
+
 void p3d_hang_json(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_hang_res *res = job->hang;
@@ -316,5 +366,6 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
                 p3d_hang_state_name[res->state[a]]);
     fputs("],\n    ", f);
     p3d_hj_mm(f, job);
+    p3d_hj_aborts(f, job);
     fputs("}", f);
 }
