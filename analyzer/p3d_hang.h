@@ -77,6 +77,21 @@ struct p3d_hang_mm {                 /* a mismatch on the chain */
     int64_t va, vb;
 };
 
+/* Member status at a communicator's frontier. */
+enum { P3D_HF_DONE, P3D_HF_WAITING, P3D_HF_NOT_ARRIVED };
+
+struct p3d_hang_frontier {           /* one communicator on the chain */
+    uint64_t comm;
+    int label;
+    int64_t max_enqueued;            /* highest collective seq issued */
+    int64_t min_incomplete;          /* lowest never completed, -1 */
+    int n;                           /* members listed */
+    int rank[P3D_HANG_MEMBERS];
+    uint8_t st[P3D_HANG_MEMBERS];    /* P3D_HF_* */
+};
+
+#define P3D_HANG_FRONTIERS 32
+
 struct p3d_hang_res {
     int detected;
     int n_waiting;
@@ -85,6 +100,8 @@ struct p3d_hang_res {
     struct p3d_hang_root *roots;
     int n_mm;
     struct p3d_hang_mm mm[16];
+    int n_fr;
+    struct p3d_hang_frontier fr[P3D_HANG_FRONTIERS];
     int *state;                      /* [world_size] p3d_hang_state */
     uint64_t t_end;                  /* latest record of the job */
     void *priv;                      /* per-rank scan data (stacks) */

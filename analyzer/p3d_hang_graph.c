@@ -716,6 +716,86 @@ static void p3d_hg_mismatches(const struct p3d_hg *g,
     }
 }
 
+/* Lowest pending seq of rank h on comm (collectives; P2P: any pending
+ * op counts as seq 0 of its pair), or -1. */
+static int64_t p3d_hg_min_pending(const struct p3d_hrank *h, uint64_t comm,
+                                  int *any)
+{
+    int64_t m = -1;
+
+    *any = 0;
+    for (size_t i = 0; i < h->n_ops; i++) {
+        const struct p3d_rec_op *o = h->ops[i];
+        if (!h->pend[i] || o->comm_hash != comm)
+            continue;
+        *any = 1;
+        if (!P3D_OP_IS_P2P(o->op) && (m < 0 || (int64_t)o->seq < m))
+            m = (int64_t)o->seq;
+    }
+    return m;
+}
+
+/* Is any hard wait on `comm` waiting for rank b? */
+static int p3d_hg_waited_on(const struct p3d_hg *g, uint64_t comm, int b)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].hard && g->e[i].to == b && g->e[i].comm == comm)
+            return 1;
+    return 0;
+}
+
+/* Frontier of one joined communicator and each member's status there. */
+static void p3d_hg_frontier(const struct p3d_hg *g, uint64_t comm,
+                            struct p3d_hang_frontier *fr)
+{
+    const struct p3d_gcomm *c =
+        &g->job->comms[p3d_map_get(&g->job->comm_idx, comm)];
+    int any;
+
+    fr->comm = comm;
+    fr->label = c->label;
+    fr->max_enqueued = fr->min_incomplete = -1;
+    for (int j = 0; j < c->n_members; j++) {
+        int b = c->members[j];
+        int64_t mp;
+        if (!p3d_hg_has_file(g, b))
+            continue;
+        mp = p3d_hg_min_pending(&g->hj->hr[b], comm, &any);
+        if (mp >= 0 && (fr->min_incomplete < 0 || mp < fr->min_incomplete))
+            fr->min_incomplete = mp;
+        if ((int64_t)p3d_hang_count(&g->hj->hr[b], comm, P3D_HK_COLL, -1) - 1 >
+            fr->max_enqueued)
+            fr->max_enqueued = (int64_t)p3d_hang_count(
+                                   &g->hj->hr[b], comm, P3D_HK_COLL, -1) - 1;
+    }
+    for (int j = 0; j < c->n_members && fr->n < P3D_HANG_MEMBERS; j++) {
+        int b = c->members[j];
+        fr->rank[fr->n] = b;
+        fr->st[fr->n] = P3D_HF_DONE;
+        if (!p3d_hg_has_file(g, b) || p3d_hg_waited_on(g, comm, b))
+            fr->st[fr->n] = P3D_HF_NOT_ARRIVED;
+        else if (p3d_hg_min_pending(&g->hj->hr[b], comm, &any), any)
+            fr->st[fr->n] = P3D_HF_WAITING;
+        fr->n++;
+    }
+}
+
+/* Frontiers of the communicators the waits are on. */
+static void p3d_hg_frontiers(const struct p3d_hg *g, struct p3d_hang_res *res)
+{
+    for (int i = 0; i < res->n_waiting && res->n_fr < P3D_HANG_FRONTIERS;
+         i++) {
+        uint64_t comm = res->wait[i].comm;
+        int k = 0;
+        if (p3d_map_get(&g->job->comm_idx, comm) < 0)
+            continue;
+        while (k < res->n_fr && res->fr[k].comm != comm)
+            k++;
+        if (k == res->n_fr)
+            p3d_hg_frontier(g, comm, &res->fr[res->n_fr++]);
+    }
+}
+
 static uint64_t p3d_hg_t_end(const struct p3d_hjob *hj)
 {
     uint64_t t = 0;
@@ -774,6 +854,7 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
         for (int i = 0; i < n_root; i++)
             p3d_hg_fill_root(&g, root[i], &res->roots[res->n_roots++],
                              res->t_end);
+        p3d_hg_frontiers(&g, res);
     }
     for (int a = 0; a < hj->world; a++)
         res->state[a] = hj->hr[a].state;

@@ -177,6 +177,31 @@ static void p3d_ho_aborts(FILE *f, const struct p3d_job *job)
         }
 }
 
+static const char *const p3d_hf_name[] = {"done", "waiting",
+                                          "not_arrived"};
+
+static void p3d_ho_frontiers(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+
+    if (res->n_fr)
+        fprintf(f, "  communicators on the chain (frontier: highest "
+                "collective seq issued / lowest never completed):\n");
+    for (int i = 0; i < res->n_fr; i++) {
+        const struct p3d_hang_frontier *fr = &res->fr[i];
+        if (fr->max_enqueued < 0)
+            fprintf(f, "    0x%016" PRIx64 " (%s): send/recv only;",
+                    fr->comm, p3d_ho_lbl(fr->label));
+        else
+            fprintf(f, "    0x%016" PRIx64 " (%s): %" PRId64 " / %" PRId64
+                    ";", fr->comm, p3d_ho_lbl(fr->label), fr->max_enqueued,
+                    fr->min_incomplete);
+        for (int k = 0; k < fr->n; k++)
+            fprintf(f, " %d %s", fr->rank[k], p3d_hf_name[fr->st[k]]);
+        fputc('\n', f);
+    }
+}
+
 /* Ranks in neither list: not in NCCL and nobody waits on them. */
 static void p3d_ho_others(FILE *f, const struct p3d_job *job)
 {
@@ -229,6 +254,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
         p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
                      "      ");
     }
+    p3d_ho_frontiers(f, job);
     p3d_ho_others(f, job);
     p3d_ho_aborts(f, job);
     if (res->n_mm)
@@ -342,6 +368,25 @@ static void p3d_hj_aborts(FILE *f, const struct p3d_job *job)
     fputs("]", f);
 }
 
+static void p3d_hj_frontiers(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+
+    fputs(",\n    \"frontiers\": [", f);
+    for (int i = 0; i < res->n_fr; i++) {
+        const struct p3d_hang_frontier *fr = &res->fr[i];
+        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
+                "\"max_enqueued_seq\": %" PRId64 ", \"min_incomplete_seq\": %"
+                PRId64 ", \"members\": {", i ? ", " : "", fr->comm,
+                p3d_ho_lbl(fr->label), fr->max_enqueued, fr->min_incomplete);
+        for (int k = 0; k < fr->n; k++)
+            fprintf(f, "%s\"%d\": \"%s\"", k ? ", " : "", fr->rank[k],
+                    p3d_hf_name[fr->st[k]]);
+        fputs("}}", f);
+    }
+    fputs("]", f);
+}
+
 void p3d_hang_json(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_hang_res *res = job->hang;
@@ -367,5 +412,6 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
     fputs("],\n    ", f);
     p3d_hj_mm(f, job);
     p3d_hj_aborts(f, job);
+    p3d_hj_frontiers(f, job);
     fputs("}", f);
 }
