@@ -185,6 +185,7 @@ void p3d_job_free(struct p3d_job *job)
     }
     free(job->ranks);
     free(job->comms);
+    free(job->match);
     p3d_map_free(&job->comm_idx);
     memset(job, 0, sizeof(*job));
 }

@@ -4,7 +4,8 @@
  * of the member set, "labels" all of them (most specific first),
  * "used_as" the one usage shows the communicator serves as (e.g. label
  * "PP", used_as "EMB" for the embedding group at PP = 2).  Added here:
- * communicators[].used_as, job.id,
+ * communicators[].used_as, .size_hist (calls per power-of-two message
+ * size: key 2^b counts sizes in [2^(b-1), 2^b)), job.id,
  * job.missing_ranks, layout.explained/total/contradicted,
  * communicators[].by_op, .per_rank, .role, .missing_members,
  * ranks[].file/records/ops/closed/truncated, matching.  Later issues fill
@@ -19,6 +20,7 @@
 #include "p3d_label.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
+#include "p3d_time.h"
 #include "p3d_util.h"
 
 static void p3d_js(FILE *f, const char *s)
@@ -162,6 +164,19 @@ static void p3d_json_per_rank(FILE *f, const struct p3d_job *job, int gi)
     fputc('}', f);
 }
 
+/* Message sizes: {"<2^b>": calls with 2^(b-1) <= bytes < 2^b}, "1": 0 B. */
+static void p3d_json_hist(FILE *f, const uint64_t *h)
+{
+    int n = 0;
+
+    fputs(", \"size_hist\": {", f);
+    for (int b = 0; b < P3D_HIST_N; b++)
+        if (h[b])
+            fprintf(f, "%s\"%llu\": %" PRIu64, n++ ? ", " : "",
+                    1ull << b, h[b]);
+    fputc('}', f);
+}
+
 static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
 {
     const struct p3d_gcomm *g = &job->comms[gi];
@@ -191,6 +206,7 @@ static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
         fputs("null", f);
     fputs(", \"by_op\": ", f);
     p3d_json_byop(f, g->st);
+    p3d_json_hist(f, g->hist);
     p3d_json_per_rank(f, job, gi);
     fprintf(f, "}%s\n", gi + 1 < job->n_comms ? "," : "");
 }
@@ -207,13 +223,11 @@ static void p3d_json_ranks(FILE *f, const struct p3d_job *job)
         fputs(", \"file\": ", f);
         p3d_js(f, r->path);
         fprintf(f, ", \"readable\": %s, \"records\": %" PRIu64 ", \"ops\": %"
-                PRIu64 ", \"closed\": %s, \"truncated\": %s, "
-                "\"peak_mem_bytes\": null, \"step_time_ms\": null, "
-                "\"nccl_frac\": null, \"exposed_comm_frac\": null, "
-                "\"idle_frac\": null, \"bubble_frac\": null}%s\n",
+                PRIu64 ", \"closed\": %s, \"truncated\": %s",
                 r->failed ? "false" : "true", r->n_records, r->n_ops,
-                r->closed ? "true" : "false", r->truncated ? "true" : "false",
-                i + 1 < job->n_ranks ? "," : "");
+                r->closed ? "true" : "false", r->truncated ? "true" : "false");
+        p3d_time_json_rank(f, job, i); /* time fields (p3d_time_json.c) */
+        fprintf(f, "}%s\n", i + 1 < job->n_ranks ? "," : "");
     }
     fputs("  ],\n", f);
 }
@@ -255,8 +269,8 @@ void p3d_json_write(FILE *f, const struct p3d_job *job)
     fputs("  ],\n", f);
     p3d_json_ranks(f, job);
     p3d_json_match(f, job);
-    fputs("  \"steps\": null,\n  \"bubble\": null,\n  \"verdict\": null,\n"
-          "  \"hang\": ", f);
+    p3d_time_json(f, job); /* steps, bubble, verdict, clock, wait */
+    fputs("  \"hang\": ", f);
     p3d_hang_json(f, job);  /* issue 7 */
     fputs("\n}\n", f);
 }

@@ -41,6 +41,8 @@ static int p3d_parse_order(struct p3d_layout *l, const char *order)
     char buf[64], *save = NULL, *tok;
     int n = 0, seen = 0;
 
+    if (!strcmp(order, "titan")) /* DeviceMesh (pp, dp, cp, tp), tp fastest */
+        order = "tp-cp-ep-dp-pp";
     if (strlen(order) >= sizeof(buf))
         return -1;
     strcpy(buf, order);

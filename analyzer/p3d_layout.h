@@ -7,13 +7,14 @@
 
 #include "p3d_job.h"
 
-/* Labels, in order of specificity (the order of "labels" lists). */
+/* Labels, in order of specificity (the order of "labels" lists; the same
+ * order as the simulator's truth.json). */
 #define P3D_LABELS(X)                                                         \
-    X(P3D_LBL_TP, "TP") X(P3D_LBL_CP, "CP") X(P3D_LBL_DP, "DP")               \
-    X(P3D_LBL_PP, "PP") X(P3D_LBL_EP, "EP") X(P3D_LBL_P2P, "P2P")             \
-    X(P3D_LBL_EMB, "EMB") X(P3D_LBL_POS_EMB, "POS-EMB")                       \
+    X(P3D_LBL_TP, "TP") X(P3D_LBL_CP, "CP") X(P3D_LBL_EP, "EP")               \
+    X(P3D_LBL_DP, "DP") X(P3D_LBL_PP, "PP") X(P3D_LBL_P2P, "P2P")             \
     X(P3D_LBL_DP_CP, "DP-CP") X(P3D_LBL_TP_CP, "TP-CP") X(P3D_LBL_MP, "MP")   \
-    X(P3D_LBL_EXPERT_DP, "EXPERT-DP") X(P3D_LBL_TP_DP_CP, "TP-DP-CP")         \
+    X(P3D_LBL_TP_DP_CP, "TP-DP-CP") X(P3D_LBL_EXPERT_DP, "EXPERT-DP")         \
+    X(P3D_LBL_EMB, "EMB") X(P3D_LBL_POS_EMB, "POS-EMB")                       \
     X(P3D_LBL_WORLD, "WORLD") X(P3D_LBL_OTHER, "OTHER")
 
 enum p3d_label {

@@ -13,6 +13,7 @@
 #include "p3d_label.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
+#include "p3d_time.h"
 
 void p3d_fmt_bytes(char *buf, size_t n, double b)
 {
@@ -332,4 +333,5 @@ void p3d_report_text(FILE *f, const struct p3d_job *job)
             p3d_report_rank(f, job, &job->ranks[i]);
     p3d_report_match(f, job);
     p3d_hang_report(f, job);  /* issue 7 */
+    p3d_time_report(f, job); /* p3d_seedrow.c: ends with the seed row */
 }

@@ -86,7 +86,7 @@ unsigned p3d_use_primary(enum p3d_use u)
     case P3D_USE_A2A:
         return B(P3D_LBL_EP);
     case P3D_USE_RSAG:
-        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP);
+        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
     case P3D_USE_LAYER:
         return B(P3D_LBL_CP);
     case P3D_USE_BCAST:

@@ -53,12 +53,36 @@ int p3d_core_enabled(void)
     return !p3d_core_cfg()->disabled;
 }
 
-uint64_t p3d_now(void)
+/*
+ * Test hook P3D_TEST_CLOCK_OFFSET_NS: a signed offset added to every
+ * CLOCK_MONOTONIC and CLOCK_REALTIME value the shim records (GPU times
+ * too: they are mapped onto p3d_now()), so one machine can pose as hosts
+ * with skewed clocks.  Read once when the library loads.
+ */
+static int64_t p3d_clock_off;
+
+__attribute__((constructor(101))) static void p3d_core_clock_hook(void)
+{
+    p3d_clock_off = p3d_env_test_clock_offset();
+}
+
+static uint64_t p3d_clock_ns(clockid_t id)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+           (uint64_t)p3d_clock_off;
+}
+
+uint64_t p3d_now(void)
+{
+    return p3d_clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t p3d_now_real(void)
+{
+    return p3d_clock_ns(CLOCK_REALTIME);
 }
 
 uint32_t p3d_tid(void)

@@ -10,7 +10,8 @@
  *
  * Flow: cuptiSubscribe claims CUPTI (it fails if torch.profiler, Nsight or
  * another tool holds it: then the caller falls back to CUDA events);
- * CONCURRENT_KERNEL, MEMCPY, MEMSET and EXTERNAL_CORRELATION are enabled;
+ * CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION and DRIVER (the
+ * API records external correlation attaches to) are enabled;
  * buffers come from a fixed pool mapped once.  The hooks push the op's id
  * (or its group's key) as external correlation id around the NCCL call;
  * CUPTI then emits (correlationId -> external id) records, and each NCCL
@@ -349,6 +350,16 @@ static int cupti_enable_all(void)
             cupti_busy(r);
             return -1;
         }
+    /*
+     * External correlation records accompany API activity records only,
+     * so the driver API kind must be on: NCCL launches with cuLaunchKernel*
+     * through driver entry points.  Its own records are ignored.  Without
+     * it, launch order per stream still links the kernels.
+     */
+    if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
+        p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
+                      "unavailable: NCCL kernels are linked to ops by "
+                      "launch order only");
     if (cu.Enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
         cu.Enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS)
         p3d_warn_once("cupti_memcpy", "CUPTI copy tracing unavailable: "
@@ -363,6 +374,7 @@ static void cupti_undo(void)
         cu.Disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
         cu.Disable(CUPTI_ACTIVITY_KIND_MEMCPY);
         cu.Disable(CUPTI_ACTIVITY_KIND_MEMSET);
+        cu.Disable(CUPTI_ACTIVITY_KIND_DRIVER);
     }
     if (cu.Unsubscribe && cupti_sub)
         cu.Unsubscribe(cupti_sub);
@@ -419,19 +431,26 @@ void p3d_cupti_pop(void)
     cu.Pop(CUPTI_EXT_KIND, &last);
 }
 
+/* Per-thread cache of stream -> CUPTI id (a job has a few NCCL streams). */
+#define CUPTI_SID_CACHE 8
+
 uint32_t p3d_cupti_stream_id(void *stream)
 {
-    static __thread void *last_stream;
-    static __thread uint32_t last_id;
+    static __thread void *c_stream[CUPTI_SID_CACHE];
+    static __thread uint32_t c_id[CUPTI_SID_CACHE];
+    static __thread unsigned c_next;
     uint32_t id = 0;
+    unsigned i;
 
-    if (last_id && stream == last_stream)
-        return last_id;
+    for (i = 0; i < CUPTI_SID_CACHE; i++)
+        if (c_id[i] && c_stream[i] == stream)
+            return c_id[i];
     if (!cu.GetStreamIdEx ||
         cu.GetStreamIdEx(NULL, (CUstream)stream, 0, &id) != CUPTI_SUCCESS)
         return 0;
-    last_stream = stream;
-    last_id = id;
+    i = c_next++ % CUPTI_SID_CACHE;
+    c_stream[i] = stream;
+    c_id[i] = id;
     return id;
 }
 

@@ -29,9 +29,38 @@ struct order_unit {
     uint32_t remaining;      /* kernels still expected */
 };
 
+#define P3D_ORDER_HINTS 64
+
 static struct order_unit order_ring[P3D_ORDER_SLOTS];
 static _Atomic uint64_t order_head;
 static uint64_t order_tail;  /* oldest unit maybe waiting (reader only) */
+
+/*
+ * Per stream, the sequence after its last matched unit: units of a stream
+ * are consumed in order, so a scan may start there (a stream whose units
+ * never get kernels, e.g. a 1-rank communicator's, holds the tail back).
+ */
+static struct {
+    uint32_t stream;
+    uint64_t next;
+} order_hint[P3D_ORDER_HINTS];
+
+static uint64_t order_start(uint32_t stream)
+{
+    uint32_t i = stream % P3D_ORDER_HINTS;
+
+    if (order_hint[i].stream == stream && order_hint[i].next > order_tail)
+        return order_hint[i].next;
+    return order_tail;
+}
+
+static void order_hint_set(uint32_t stream, uint64_t next)
+{
+    uint32_t i = stream % P3D_ORDER_HINTS;
+
+    order_hint[i].stream = stream;
+    order_hint[i].next = next;
+}
 
 void p3d_cupti_order_push(uint32_t stream, uint64_t key, uint32_t kernels)
 {
@@ -80,13 +109,14 @@ int p3d_cupti_order_match(uint32_t stream, uint64_t *key)
 {
     uint64_t head = order_begin(), s;
 
-    for (s = order_tail; s < head; s++) {
+    for (s = order_start(stream); s < head; s++) {
         struct order_unit *u = order_unit(s);
 
         if (!u || u->stream != stream || !u->remaining)
             continue;
         *key = u->key;
-        u->remaining--;
+        if (--u->remaining == 0)
+            order_hint_set(stream, s + 1);
         order_trim(head);
         return 1;
     }
@@ -97,7 +127,7 @@ void p3d_cupti_order_linked(uint32_t stream, uint64_t key)
 {
     uint64_t head = order_begin(), s, found = head;
 
-    for (s = order_tail; s < head && found == head; s++) {
+    for (s = order_start(stream); s < head && found == head; s++) {
         struct order_unit *u = order_unit(s);
 
         if (u && u->stream == stream && u->remaining && u->key == key)
@@ -105,12 +135,13 @@ void p3d_cupti_order_linked(uint32_t stream, uint64_t key)
     }
     if (found == head)
         return;                    /* not queued: leave the others alone */
-    for (s = order_tail; s < found; s++) {
+    for (s = order_start(stream); s < found; s++) {
         struct order_unit *u = order_unit(s);
 
         if (u && u->stream == stream)
             u->remaining = 0;      /* older unit that launched nothing */
     }
-    order_unit(found)->remaining--;
+    if (--order_unit(found)->remaining == 0)
+        order_hint_set(stream, found + 1);
     order_trim(head);
 }

@@ -126,3 +126,27 @@ void p3d_cfg_load(struct p3d_cfg *cfg)
     snprintf(cfg->dir, sizeof(cfg->dir), "%s", dir);
     p3d_env_job_id(cfg->job_id, sizeof(cfg->job_id));
 }
+
+/* Test hook: signed clock offset in ns; 0 if unset or malformed. */
+int64_t p3d_env_test_clock_offset(void)
+{
+    const char *s = getenv("P3D_TEST_CLOCK_OFFSET_NS");
+    char *end;
+    long long v;
+
+    if (s == NULL || *s == '\0')
+        return 0;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    return (int64_t)v;
+}
+
+/* Test hook: the hostname to record instead of gethostname's. */
+const char *p3d_env_test_hostname(void)
+{
+    const char *s = getenv("P3D_TEST_HOSTNAME");
+
+    return s != NULL && *s != '\0' ? s : NULL;
+}

@@ -23,6 +23,7 @@
 
 #define EV_SLOTS 4096
 #define EV_REF_NS 1000000000ull
+#define EV_REF_BRACKET_NS 50000ull   /* accept a reference within 25 us */
 
 enum { EV_FREE, EV_FILLING, EV_READY };
 
@@ -158,7 +159,8 @@ void p3d_events_group_end_after(uint32_t group_id)
 /* Re-anchor the reference event (background thread). */
 static int ev_ref_update(const struct p3d_cuda_api *c)
 {
-    uint64_t h0, h1;
+    uint64_t h0 = 0, h1 = 0;
+    int tries;
 
     if (!ev_ref_stream) {
         int old = -1, bad;
@@ -177,11 +179,20 @@ static int ev_ref_update(const struct p3d_cuda_api *c)
             return -1;
         }
     }
-    h0 = p3d_now();
-    if (c->EventRecord(ev_ref, ev_ref_stream) != cudaSuccess ||
-        c->EventSynchronize(ev_ref) != cudaSuccess)
-        return -1;
-    h1 = p3d_now();
+    /*
+     * The event's time lies between h0 and h1; retry until the bracket is
+     * narrow (a first record may wait for the stream to start, a loaded
+     * host may deschedule us), keeping the last, which is the recorded one.
+     */
+    for (tries = 0; tries < 8; tries++) {
+        h0 = p3d_now();
+        if (c->EventRecord(ev_ref, ev_ref_stream) != cudaSuccess ||
+            c->EventSynchronize(ev_ref) != cudaSuccess)
+            return -1;
+        h1 = p3d_now();
+        if (h1 - h0 < EV_REF_BRACKET_NS)
+            break;
+    }
     ev_ref_host = h0 + (h1 - h0) / 2;
     ev_ref_at = h1;
     return 0;

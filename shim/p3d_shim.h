@@ -47,6 +47,15 @@ int p3d_core_enabled(void);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t p3d_now(void);
+/* CLOCK_REALTIME ns, shifted like p3d_now() by the test clock offset. */
+uint64_t p3d_now_real(void);
+/*
+ * Test hooks (documented in tests/sim/README.md): P3D_TEST_CLOCK_OFFSET_NS
+ * (signed ns added to every recorded clock value, 0 if unset or bad) and
+ * P3D_TEST_HOSTNAME (the hostname written in the header, NULL if unset).
+ */
+int64_t p3d_env_test_clock_offset(void);
+const char *p3d_env_test_hostname(void);
 
 /* Kernel thread id of the caller, cached per thread. */
 uint32_t p3d_tid(void);

@@ -199,15 +199,13 @@ static void p3d_writer_anchor(struct p3d_file_hdr *h)
     int i;
 
     for (i = 0; i < 3; i++) {
-        struct timespec rt;
         uint64_t m0 = p3d_now(), m1;
+        uint64_t rt = p3d_now_real();
 
-        clock_gettime(CLOCK_REALTIME, &rt);
         m1 = p3d_now();
         if (m1 - m0 < best) {
             best = m1 - m0;
-            h->start_realtime_ns =
-                (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+            h->start_realtime_ns = rt;
             h->start_mono_ns = m0 + (m1 - m0) / 2;
         }
     }
@@ -232,7 +230,10 @@ static void p3d_writer_fill_hdr(struct p3d_file_hdr *h,
     h->ppid = (uint64_t)getppid();
     p3d_writer_anchor(h);
     memcpy(h->job_id, cfg->job_id, strnlen(cfg->job_id, P3D_JOB_ID_LEN - 1));
-    gethostname(h->hostname, P3D_HOST_LEN - 1);
+    if (p3d_env_test_hostname())
+        strncpy(h->hostname, p3d_env_test_hostname(), P3D_HOST_LEN - 1);
+    else
+        gethostname(h->hostname, P3D_HOST_LEN - 1);
     h->hostname[P3D_HOST_LEN - 1] = '\0';
     h->nccl_version_compile = NCCL_VERSION_CODE;
 }

@@ -7,8 +7,9 @@
  * Every kernel the fakes report becomes a CUpti_ActivityKernel10 record
  * (timestamps = host CLOCK_MONOTONIC + P3DFAKE_CUPTI_OFFSET, the same
  * offset cuptiGetTimestamp adds, so the shim must convert); if an external
- * correlation id is pushed on the reporting thread, an
- * CUpti_ActivityExternalCorrelation record precedes it.  Buffers come from
+ * correlation id is pushed on the reporting thread and the driver or
+ * runtime API kind is enabled (CUPTI attaches external correlation to API
+ * records), a CUpti_ActivityExternalCorrelation record precedes it.  Buffers come from
  * the client's request callback and are handed back when full or at
  * cuptiActivityFlushAll, on the flushing thread.
  *
@@ -181,8 +182,11 @@ static void fk_listener(const char *name, void *stream, uint64_t start,
     pthread_mutex_lock(&fk_lock);
     fk_log(is_nccl, ext, start, end, name);
     fk_corr++;
+    /* As in CUPTI: only next to API records (driver/runtime kinds). */
     with_ext = ext && !fk_env_on("P3D_FAKE_CUPTI_NO_EXT") &&
-               ((fk_enabled >> CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) & 1);
+               ((fk_enabled >> CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) & 1) &&
+               ((fk_enabled >> CUPTI_ACTIVITY_KIND_DRIVER) & 1 ||
+                (fk_enabled >> CUPTI_ACTIVITY_KIND_RUNTIME) & 1);
     p = fk_room(ks + (with_ext ? xs : 0), &full, &fsize, &fvalid);
     if (p && with_ext) {
         CUpti_ActivityExternalCorrelation *x = (void *)p;

@@ -1,7 +1,8 @@
 /*
  * fake_selftest.c - checks that the fake NCCL and cudart behave like the
  * real ones: results of every collective, grouped p2p, split, PreMulSum,
- * kernel reports, abort.  Run as `p3dfake-selftest N`: the parent
+ * kernel reports, abort, InitRankScalable, shrink.  Run as
+ * `p3dfake-selftest N`: the parent
  * fork+execs N ranks (each a fresh process, so it also works under the
  * shim), which rendezvous through a unique id written to a file.
  * Exit 0 when every rank passed.
@@ -181,6 +182,28 @@ static void st_split(ncclComm_t c, cudaStream_t s)
     NCCLOK(ncclCommDestroy(sub));
 }
 
+/* InitRankScalable with two ids, then shrink the last rank away. */
+static void st_scalable(ncclUniqueId *ids, cudaStream_t s)
+{
+    ncclComm_t c, sh = NULL;
+    int v = 1, excl = st_n - 1, n = 0;
+
+    NCCLOK(ncclCommInitRankScalable(&c, st_n, st_rank, 2, ids, NULL));
+    NCCLOK(ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, c, s));
+    SYNC(s);
+    CHECK(v == st_n);
+    if (st_rank != excl) {
+        NCCLOK(ncclCommShrink(c, &excl, 1, &sh, NULL, NCCL_SHRINK_DEFAULT));
+        NCCLOK(ncclCommCount(sh, &n));
+        CHECK(n == st_n - 1);
+        NCCLOK(ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, sh, s));
+        SYNC(s);
+        CHECK(v == st_n * (st_n - 1));
+        NCCLOK(ncclCommDestroy(sh));
+    }
+    NCCLOK(ncclCommDestroy(c));
+}
+
 static void *st_blocked_recv(void *arg)
 {
     ncclComm_t c = arg;
@@ -224,7 +247,7 @@ static void st_local(void)
 
 static int st_child(const char *idfile)
 {
-    ncclUniqueId id;
+    ncclUniqueId id, ids[2];
     ncclComm_t c;
     cudaStream_t s;
     FILE *f = fopen(idfile, "rb");
@@ -232,8 +255,9 @@ static int st_child(const char *idfile)
     ncclResult_t st = ncclInProgress;
 
     CHECK(f && fread(&id, sizeof(id), 1, f) == 1);
+    CHECK(fread(ids, sizeof(ids[0]), 2, f) == 2);
     fclose(f);
-    p3dfake_set_kernel_listener(st_listener);
+    p3dfake_set_kernel_observer(st_listener);   /* CUPTI may listen */
     CHECK(cudaSetDevice(st_rank % 8) == cudaSuccess);
     CHECK(cudaStreamCreate(&s) == cudaSuccess);
     cfg.blocking = 0;
@@ -245,6 +269,7 @@ static int st_child(const char *idfile)
     st_gathers(c, s);
     st_ring(c, s);
     st_split(c, s);
+    st_scalable(ids, s);
     SYNC(s);
     CHECK(st_nccl_kernels >= 13);
     if (st_rank == 0)
@@ -258,7 +283,7 @@ int main(int argc, char **argv)
 {
     char idfile[] = "/tmp/p3dfake-selftest-XXXXXX";
     const char *r = getenv("P3DFAKE_ST_RANK");
-    ncclUniqueId id;
+    ncclUniqueId id[3];
     int fd, bad = 0;
     pid_t *pids;
 
@@ -270,8 +295,9 @@ int main(int argc, char **argv)
     if (st_n < 2)
         return 2;
     fd = mkstemp(idfile);
-    NCCLOK(ncclGetUniqueId(&id));
-    CHECK(fd >= 0 && write(fd, &id, sizeof(id)) == sizeof(id));
+    for (int i = 0; i < 3; i++)
+        NCCLOK(ncclGetUniqueId(&id[i]));
+    CHECK(fd >= 0 && write(fd, id, sizeof(id)) == sizeof(id));
     close(fd);
     pids = calloc((size_t)st_n, sizeof(*pids));
     for (int i = 0; i < st_n; i++) {

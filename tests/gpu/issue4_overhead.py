@@ -5,7 +5,7 @@ interleaved in one run.
 
 Usage (GPU machine, repo root, after `make`):
     python3 tests/gpu/issue4_overhead.py [--out DIR] [--pairs 5]
-        [--steps 150] [--nproc 2]
+        [--steps 200] [--nproc 2]
 Prints the median step time of every child run, the per-pair ratio
 shim/plain, and one PASS/FAIL line: median ratio - 1 < 1%; exit 1 on FAIL.
 
@@ -87,7 +87,7 @@ def main():
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--nproc", type=int, default=2)
     a = ap.parse_args()
     if a.worker:

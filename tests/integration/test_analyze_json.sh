@@ -29,8 +29,8 @@ grep -Eq '"by_op": \{"AllReduce": \{"calls": 6, "bytes": 48, "gpu_time_ms": [0-9
     fail "by_op"
 grep -Eq '"per_rank": \{"4": \{"calls": 9, "bytes": [0-9]+\}, "6": \{"calls": 9' "$T/o.json" ||
     fail "per_rank"
-grep -q '"steps": null' "$T/o.json" && grep -q '"hang": {"detected": false' "$T/o.json" ||
-    fail "placeholders"
+grep -q '"hang": {"detected": false' "$T/o.json" || fail "placeholders"
+grep -Eq '"steps": \{"count": [0-9]+' "$T/o.json" || fail "steps (issue 6)"
 if command -v python3 > /dev/null 2>&1; then
     python3 - "$T/o.json" <<'PY' || fail "python check"
 import json, sys
@@ -47,6 +47,7 @@ for c in d["communicators"]:
     assert c["ops"] == sum(v["calls"] for v in c["by_op"].values())
     assert c["ops"] == sum(v["calls"] for v in c["per_rank"].values())
     assert c["bytes"] == sum(v["bytes"] for v in c["by_op"].values())
+    assert c["ops"] == sum(c["size_hist"].values()), c
 assert len(d["ranks"]) == 8 and d["ranks"][3]["rank"] == 3
 assert d["job"]["cmdline"].startswith('python3 pretrain_gpt.py a"b\\c')
 PY

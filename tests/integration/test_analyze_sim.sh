@@ -13,6 +13,9 @@ L=$P3D_BUILD/libp3dtrace.so
 command -v python3 > /dev/null || { echo "no python3"; exit 77; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+# under make asan the shim needs the ASan runtime, which cannot come first
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+export P3D_QUIET=1
 fails=0
 run() { # name sim-args...
     name=$1
@@ -20,6 +23,8 @@ run() { # name sim-args...
     "$S" "$@" -m 4 --iters 2 --fwd-ms 0.2 --bwd-ms 0.4 --opt-ms 0.1 \
         --out "$T" --job-id "$name" --shim "$L" --quiet > "$T/$name.sim" 2>&1
     [ -f "$T/$name/truth.json" ] || { echo "FAIL $name: sim made no truth"; cat "$T/$name.sim"; fails=$((fails+1)); return; }
+    ls "$T/$name"/rank-*.p3d > /dev/null 2>&1 ||
+        { echo "FAIL $name: no traces"; cat "$T/$name.sim"; fails=$((fails+1)); return; }
     "$A" -q --json "$T/$name.json" "$T/$name" > /dev/null 2> "$T/$name.err"
     for f in "$T/$name"/rank-*.p3d; do
         "$A" --dump "$f" | awk -v f="$(basename "$f")" \
@@ -64,4 +69,9 @@ run l2212 --tp 2 --pp 2 --dp 1 --cp 2
 run l4211 --tp 4 --pp 2 --dp 1
 run l2221pd --tp 2 --pp 2 --dp 2 --order tp-cp-ep-pp-dp
 run l2221sp --tp 2 --pp 2 --dp 2 --sequence-parallel --no-dist-opt
+if "$S" --help 2>&1 | grep -q -- --ep; then
+    run ep2141 --tp 2 --pp 1 --dp 4 --ep 2
+    run ep2221 --tp 2 --pp 2 --dp 2 --ep 2
+    run ep1241 --tp 1 --pp 2 --dp 4 --ep 4
+fi
 [ $fails -eq 0 ]

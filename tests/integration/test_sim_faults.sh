@@ -3,7 +3,7 @@
 # hang (rank stops before op N of a group while the others block in NCCL
 # until the driver's timeout; again with asynchronous streams, where the
 # peers' ops are enqueued and never complete, as on a GPU), kill -9 (the truncated file stays readable
-# and holds exactly the ops before), straggler, mismatched count, host
+# and holds exactly the ops before), straggler, mismatched count and reduction op, host
 # clock skew (needs the shim to honour P3D_TEST_HOSTNAME and
 # P3D_TEST_CLOCK_OFFSET_NS; skipped with a note if it does not).
 set -u
@@ -26,6 +26,7 @@ expect ahang 1 --tp 2 --pp 2 --dp 2 -m 4 --hang 5:pp:7 --timeout 2 --async
 expect kill 1 --tp 2 --pp 2 --dp 2 -m 4 --kill 3:40 --grace 0.3
 expect strag 0 --tp 2 --pp 2 --dp 2 -m 4 --straggler 1:50 --fwd-ms 8
 expect mism 0 --tp 2 --pp 2 --dp 2 -m 4 --mismatch 2:tp:5
+expect mismop 0 --tp 2 --pp 2 --dp 2 -m 4 --mismatch 2:tp:3:op
 expect skew 0 --tp 2 --pp 2 --dp 2 -m 4 --hosts 2 --skew 4:5000000000
 skew=$?
 python3 - "$SIM_OUT" <<'PY' || fail=1

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The simulated Megatron job under the shim, for the layouts (TP,PP,DP,CP)
 # (2,2,2,1) (1,4,2,1) (2,1,4,1) (2,2,1,2) (4,2,1,1), both Megatron orders
-# and the torchtitan-style one, sequence parallel and plain DP all-reduce:
+# and the torchtitan-style one, sequence parallel, plain DP all-reduce, the
+# interleaved schedule (pp=4, 2 virtual chunks), GPU-like async streams and
+# MoE expert parallelism (ep=2):
 # every trace must agree with the simulator's truth.json (comm membership,
 # per-comm op counts and bytes, contiguous and consistent seqs).
 set -u
@@ -24,6 +26,7 @@ run ppdp --tp 2 --pp 2 --dp 2 --order tp-cp-ep-pp-dp -m 4 --sequence-parallel
 run titan --tp 2 --pp 2 --dp 2 --order titan -m 4 --no-dist-opt
 run vpp --tp 2 --pp 4 --vpp 2 -m 4
 run async --tp 2 --pp 2 --dp 2 -m 4 --cp 1 --async
+run moe --tp 1 --pp 2 --dp 4 --ep 2 -m 4
 # Ground truth itself: Megatron's worked example (megatron.md section 6).
 python3 - "$SIM_OUT" <<'PY' || fail=1
 import json, sys
@@ -51,6 +54,9 @@ t = json.load(open(f"{sys.argv[1]}/vpp/truth.json"))
 # from the last stage + 2 x 4 grads.  2 iterations.
 pp0 = t["ranks"][0]["comms"]["pp-0"]["ops"]
 assert pp0["Send"]["count"] == pp0["Recv"]["count"] == 24, pp0
+# expert generator (megatron.md section 2): tp=1 ep=2 edp=2 pp=2
+assert groups("moe", "ep") == [[0, 1], [2, 3], [4, 5], [6, 7]]
+assert groups("moe", "epdp") == [[0, 2], [1, 3], [4, 6], [5, 7]]
 print("truth: Megatron groups as in megatron.md section 6")
 PY
 exit $fail

@@ -141,6 +141,8 @@ static ncclResult_t rank_call(struct rank_ctx *x, const struct rank_op *o,
         return ncclAllGather(s, r, o->count, o->dt, c, st);
     case SK_BROADCAST:
         return ncclBroadcast(s, r, o->count, o->dt, o->peer, c, st);
+    case SK_ALLTOALL:
+        return ncclAlltoAll(s, r, o->count, o->dt, c, st);
     case SK_SEND:
         return ncclSend(s, o->count, o->dt, o->peer, c, st);
     case SK_RECV:
@@ -200,7 +202,13 @@ static void rank_faults(struct rank_ctx *x, struct rank_op *ops, int n)
             rank_kill(x);
         if (x->rank == c->mismatch_rank && g == c->mismatch_grp &&
             ng == (uint64_t)c->mismatch_n) {
-            ops[i].count += 1;
+            int k = ops[i].kind, red = k == SK_ALLREDUCE ||
+                                       k == SK_REDUCESCATTER || k == SK_REDUCE;
+
+            if (c->mismatch_redop && red)   /* else: no op to get wrong */
+                ops[i].op = ops[i].op == ncclMax ? ncclSum : ncclMax;
+            else
+                ops[i].count += 1;
             x->t->mismatch_op = nt;
         }
     }

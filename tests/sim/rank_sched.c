@@ -62,18 +62,35 @@ static void rank_tp_out(struct rank_ctx *x)
                  ncclSum, -1);
 }
 
-/* One layer's compute, split by the CP ring steps. */
+/* MoE (--ep > 1): token dispatch or combine, an all-to-all on EP. */
+static void rank_moe_a2a(struct rank_ctx *x)
+{
+    size_t per = x->cfg->tp_bytes / 2 / (size_t)x->cfg->ep;
+
+    rank_one(x, SG_EP, SK_ALLTOALL, per, ncclBfloat16, ncclSum, -1);
+}
+
+/*
+ * One layer: attention (compute split by the CP ring steps), TP out, then
+ * with MoE dispatch all-to-all, expert compute, combine all-to-all.
+ */
 static void rank_layer(struct rank_ctx *x, int kind, int mb, double ms)
 {
-    int cp = x->cfg->size[SA_CP];
+    int cp = x->cfg->size[SA_CP], moe = x->cfg->ep > 1;
+    double attn = moe ? ms / 2 : ms;
 
     rank_tp_in(x);
     for (int s = 0; s < cp; s++) {
         if (s > 0)
             rank_cp_step(x);
-        rank_compute(x, kind, mb, ms / cp);
+        rank_compute(x, kind, mb, attn / cp);
     }
     rank_tp_out(x);
+    if (!moe)
+        return;
+    rank_moe_a2a(x);
+    rank_compute(x, kind, mb, ms / 2);
+    rank_moe_a2a(x);
 }
 
 static void rank_batch_bcast(struct rank_ctx *x, int chunk)
@@ -216,6 +233,10 @@ static void rank_finalize_grads(struct rank_ctx *x)
             : (struct rank_op){ SG_DP_CP, SK_ALLREDUCE, bucket, ncclFloat32,
                                 ncclSum, -1 };
     rank_submit(x, ops, nb, 1);
+    if (c->ep > 1)                            /* expert grads on EP-DP */
+        rank_one(x, SG_EPDP, c->dist_opt ? SK_REDUCESCATTER : SK_ALLREDUCE,
+                 c->dist_opt ? bucket / (size_t)(dpcp / c->ep) : bucket,
+                 ncclFloat32, ncclSum, -1);
     if (x->pp > 1 && (x->stage == 0 || x->stage == x->pp - 1))
         rank_one(x, SG_EMB, SK_ALLREDUCE, c->emb_bytes / 4, ncclFloat32,
                  ncclSum, -1);
@@ -243,6 +264,9 @@ static void rank_optimizer(struct rank_ctx *x)
                                                          : 1,
                                    ncclBfloat16, ncclSum, -1 };
     rank_submit(x, ops, nb, 1);
+    if (c->ep > 1)
+        rank_one(x, SG_EPDP, SK_ALLGATHER, bucket / (size_t)(dpcp / c->ep),
+                 ncclBfloat16, ncclSum, -1);
 }
 
 /* Interleaved schedule helpers (Megatron, microbatch group size = pp). */

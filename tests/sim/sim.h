@@ -31,6 +31,8 @@ enum sim_grp {
     SG_PP,       /* PIPELINE_MODEL_PARALLEL_GROUP: send/recv */
     SG_EMB,      /* EMBEDDING_GROUP: first + last stage */
     SG_DISTOPT,  /* INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP (all) */
+    SG_EP,       /* EXPERT_MODEL_PARALLEL_GROUP: MoE token all-to-all */
+    SG_EPDP,     /* EXPERT_DATA_PARALLEL_GROUP: expert grads, params */
     SG_COUNT
 };
 
@@ -49,7 +51,8 @@ struct sim_skew {
 };
 
 struct sim_cfg {
-    int size[SA_COUNT];          /* tp cp ep dp pp */
+    int size[SA_COUNT];          /* dense generator: tp cp ep(=1) dp pp */
+    int ep;                      /* expert parallel (MoE when > 1) */
     int order[SA_COUNT];         /* axes, fastest varying first */
     char order_str[64];
     int world;
@@ -76,6 +79,7 @@ struct sim_cfg {
     long kill_n;
     int mismatch_rank, mismatch_grp;
     long mismatch_n;
+    int mismatch_redop;          /* 1: wrong reduction op, else count+1 */
     int n_skew;
     struct sim_skew skew[SIM_MAX_SKEW];
     /* driver */
@@ -132,6 +136,7 @@ void sim_coords(const struct sim_cfg *c, int rank, int coord[SA_COUNT]);
 int sim_rank_of(const struct sim_cfg *c, const int coord[SA_COUNT]);
 int sim_members(const struct sim_cfg *c, int grp, int rank, int *out);
 int sim_stage(const struct sim_cfg *c, int rank);
+void sim_expert_cfg(const struct sim_cfg *c, struct sim_cfg *e);
 const char *sim_grp_short(int grp);
 const char *sim_grp_megatron(int grp);
 int sim_grp_parse(const char *s);

@@ -20,9 +20,12 @@ static const char sim_usage[] =
 "schedule: -m/--micro-batches M --vpp V --iters N --layers L (per stage)\n"
 "         --fwd-ms A[,B..] --bwd-ms A[,B..] (per stage and micro-batch)\n"
 "         --opt-ms X --sequence-parallel --no-dist-opt --buckets N\n"
+"         --ep N (MoE: all-to-all per layer on EP, expert grads on EP-DP)\n"
 "bytes:   --tp-bytes --pp-bytes --cp-bytes --dp-bytes --emb-bytes (K/M ok)\n"
 "faults:  --straggler R:PCT --hang R:GROUP:N --kill R:N --skew R:NS\n"
-"         --mismatch R:GROUP:N   (GROUP: world dp cp mp tp pp emb distopt;\n"
+"         --mismatch R:GROUP:N[:op] (count+1, or :op another reduction;\n"
+"         GROUP: world dp cp mp tp pp emb distopt\n"
+"         ep epdp;\n"
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
 "         --grace S --comm-names --async --quiet\n";
@@ -89,6 +92,7 @@ static void sim_defaults(struct sim_cfg *c)
     c->emb_bytes = 256 << 10;
     c->buckets = 2;
     c->dist_opt = 1;
+    c->ep = 1;
     c->straggler_rank = c->hang_rank = c->kill_rank = -1;
     c->mismatch_rank = -1;
     snprintf(c->out, sizeof(c->out), "traces");
@@ -130,7 +134,7 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_PP: c->size[SA_PP] = atoi(a); break;
     case O_DP: c->size[SA_DP] = atoi(a); break;
     case O_CP: c->size[SA_CP] = atoi(a); break;
-    case O_EP: c->size[SA_EP] = atoi(a); break;
+    case O_EP: c->ep = atoi(a); break;
     case O_ORDER: snprintf(c->order_str, sizeof(c->order_str), "%s", a);
         break;
     case 'm': c->m = atoi(a); break;
@@ -156,6 +160,7 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_HANG: return sim_fault3(a, &c->hang_rank, &c->hang_grp, &c->hang_n);
     case O_KILL: return sim_fault2(a, &c->kill_rank, &c->kill_n);
     case O_MISM:
+        c->mismatch_redop = strstr(a, ":op") != NULL;
         return sim_fault3(a, &c->mismatch_rank, &c->mismatch_grp,
                           &c->mismatch_n);
     case O_SKEW:
@@ -177,6 +182,26 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     return 0;
 }
 
+/* Megatron: ep divides dp*cp; order ends in pp unless PP = 1 or EDP = DP. */
+static int sim_check_ep(const struct sim_cfg *c)
+{
+    int edp, n = (int)strlen(c->order_str);
+
+    if (c->ep < 1 || (c->size[SA_DP] * c->size[SA_CP]) % c->ep) {
+        fprintf(stderr, "p3d-sim: error: --ep must divide dp * cp\n");
+        return -1;
+    }
+    edp = c->world / (c->size[SA_TP] * c->ep * c->size[SA_PP]);
+    if (c->ep > 1 && c->size[SA_PP] > 1 && edp != c->size[SA_DP] &&
+        (n < 2 || strcmp(c->order_str + n - 2, "pp") != 0) &&
+        strcmp(c->order_str, "titan") != 0) {
+        fprintf(stderr, "p3d-sim: error: with --ep the order must end in "
+                        "pp (Megatron)\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int sim_check(struct sim_cfg *c)
 {
     c->world = 1;
@@ -185,10 +210,8 @@ static int sim_check(struct sim_cfg *c)
             return -1;
         c->world *= c->size[a];
     }
-    if (c->size[SA_EP] != 1) {
-        fprintf(stderr, "p3d-sim: error: --ep > 1 is not simulated yet\n");
+    if (sim_check_ep(c) != 0)
         return -1;
-    }
     if (sim_parse_order(c->order_str, c->order) != 0 ||
         c->world > SIM_MAX_RANKS || c->size[SA_PP] > SIM_MAX_STAGES ||
         c->m < 1 || c->vpp < 1 || c->iters < 1 || c->iters > SIM_MAX_ITERS ||

@@ -111,13 +111,30 @@ static int sim_vary(const struct sim_cfg *c, int rank, unsigned mask,
     return n;
 }
 
+/*
+ * Megatron's expert generator: RankGenerator(tp=TP, ep=EP, dp=EDP, pp=PP,
+ * cp=1) with the same order, EDP = world / (TP * EP * PP).
+ */
+void sim_expert_cfg(const struct sim_cfg *c, struct sim_cfg *e)
+{
+    *e = *c;
+    e->size[SA_CP] = 1;
+    e->size[SA_EP] = c->ep;
+    e->size[SA_DP] = c->world / (c->size[SA_TP] * c->ep * c->size[SA_PP]);
+}
+
 /* Members of rank's instance of grp, ascending; returns the count. */
 int sim_members(const struct sim_cfg *c, int grp, int rank, int *out)
 {
     const unsigned all = (1u << SA_COUNT) - 1;
+    struct sim_cfg e;
     int n;
 
     switch (grp) {
+    case SG_EP:
+    case SG_EPDP:
+        sim_expert_cfg(c, &e);
+        return sim_vary(&e, rank, 1u << (grp == SG_EP ? SA_EP : SA_DP), out);
     case SG_TP: return sim_vary(c, rank, 1u << SA_TP, out);
     case SG_CP: return sim_vary(c, rank, 1u << SA_CP, out);
     case SG_PP: return sim_vary(c, rank, 1u << SA_PP, out);
@@ -143,6 +160,8 @@ static const char *sim_grp_names[SG_COUNT][2] = {
     { "pp", "PIPELINE_MODEL_PARALLEL_GROUP" },
     { "emb", "EMBEDDING_GROUP" },
     { "distopt", "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP" },
+    { "ep", "EXPERT_MODEL_PARALLEL_GROUP" },
+    { "epdp", "EXPERT_DATA_PARALLEL_GROUP" },
 };
 
 const char *sim_grp_short(int grp)

@@ -19,14 +19,18 @@
 
 /* Canonical labels, most specific first; mask of axes, or special. */
 #define SIM_LBL_EMB 0x100u
+#define SIM_LBL_EP 0x200u
+#define SIM_LBL_EPDP 0x400u
 #define SIM_LBL_ALL 0x1fu
 static const struct { const char *name; unsigned mask; } sim_labels[] = {
-    { "TP", 1u << SA_TP }, { "CP", 1u << SA_CP }, { "DP", 1u << SA_DP },
+    { "TP", 1u << SA_TP }, { "CP", 1u << SA_CP }, { "EP", SIM_LBL_EP },
+    { "DP", 1u << SA_DP },
     { "PP", 1u << SA_PP }, { "DP-CP", (1u << SA_DP) | (1u << SA_CP) },
     { "TP-CP", (1u << SA_TP) | (1u << SA_CP) },
     { "MP", (1u << SA_TP) | (1u << SA_PP) },
     { "TP-DP-CP", (1u << SA_TP) | (1u << SA_DP) | (1u << SA_CP) },
-    { "EMB", SIM_LBL_EMB }, { "WORLD", SIM_LBL_ALL },
+    { "EXPERT-DP", SIM_LBL_EPDP }, { "EMB", SIM_LBL_EMB },
+    { "WORLD", SIM_LBL_ALL },
 };
 #define SIM_N_LABELS (sizeof(sim_labels) / sizeof(sim_labels[0]))
 
@@ -56,6 +60,10 @@ static int sim_label_members(const struct sim_cfg *c, unsigned mask,
 
     if (mask == SIM_LBL_EMB)
         return sim_members(c, SG_EMB, rank, out);
+    if (mask == SIM_LBL_EP || mask == SIM_LBL_EPDP)
+        return c->ep > 1 ? sim_members(c, mask == SIM_LBL_EP ? SG_EP : SG_EPDP,
+                                       rank, out)
+                         : 0;
     if (mask == SIM_LBL_ALL)
         return sim_members(c, SG_WORLD, rank, out);
     sim_coords(c, rank, co);
@@ -103,7 +111,8 @@ static void sim_json_labels(FILE *f, const struct sim_cfg *c, const int *mem,
 static const char *sim_grp_label(int g)
 {
     static const char *l[SG_COUNT] = { "WORLD", "DP-CP", "CP", "MP", "TP",
-                                       "PP", "EMB", "WORLD" };
+                                       "PP", "EMB", "WORLD", "EP",
+                                       "EXPERT-DP" };
 
     return l[g];
 }
@@ -296,8 +305,7 @@ static void sim_json_header(FILE *f, const struct sim_cfg *c,
             c->job_id, run->jobdir, c->world);
     fprintf(f, "\"layout\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"cp\":%d,"
                "\"ep\":%d,\"order\":\"",
-            c->size[SA_TP], p, c->size[SA_DP], c->size[SA_CP],
-            c->size[SA_EP]);
+            c->size[SA_TP], p, c->size[SA_DP], c->size[SA_CP], c->ep);
     for (int i = 0; i < SA_COUNT; i++)
         fprintf(f, "%s%s", i ? "-" : "", sim_axis_name(c->order[i]));
     fprintf(f, "\",\"order_arg\":\"%s\"},\n", c->order_str);
@@ -351,6 +359,9 @@ static void sim_json_faults(FILE *f, const struct sim_cfg *c,
     sim_json_fault3(f, "hang", c->hang_rank, c->hang_grp, c->hang_n, c);
     sim_json_fault3(f, "mismatch", c->mismatch_rank, c->mismatch_grp,
                     c->mismatch_n, c);
+    fprintf(f, "\"mismatch_kind\":\"%s\",",
+            c->mismatch_rank < 0 ? "none"
+            : c->mismatch_redop ? "redop" : "count");
     if (c->kill_rank >= 0)
         fprintf(f, "\"kill\":{\"rank\":%d,\"n\":%ld},", c->kill_rank,
                 c->kill_n);

@@ -157,10 +157,17 @@ def parse_header(buf, path="<buffer>"):
 def _decode(tag, buf, pos, length):
     name, fmt, fields, tail = RECORDS[tag]
     fixed = FIXED_LEN[tag]
-    if length < fixed:
-        raise ValueError(f"{name} record of {length} bytes < {fixed}")
+    short = length < fixed
+    if short:
+        # An older minor may lack trailing fields: they read as zero.
+        if tail is not None:
+            raise ValueError(f"{name} record of {length} bytes < {fixed}")
+        buf = bytes(buf[pos:pos + length]) + b"\0" * (fixed - length)
+        pos = 0
     rec = dict(zip(fields, struct.unpack_from(fmt, buf, pos + 4)))
     rec["type"] = name
+    if short:
+        rec["short"] = length
     for k in ("reserved", "reserved2"):
         rec.pop(k, None)
     end = pos + length

@@ -1,0 +1,253 @@
+/*
+ * p3d_overlap.c - where the time of a step goes, per rank per iteration,
+ * with interval unions (HTA / Megatron-Bridge definitions): compute busy,
+ * NCCL busy, exposed NCCL (not overlapped by compute) split by the label
+ * of the group whose op it was, overlapped NCCL, idle.  Then the job's
+ * step time over steady iterations and the verdict: NCCL dominates when
+ * exposed communication is the largest share of the step.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_bw.h"
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+static int p3d_op_label(const struct p3d_job *job, const struct p3d_top *o)
+{
+    return o->gcomm >= 0 ? job->comms[o->gcomm].label : P3D_LBL_OTHER;
+}
+
+/* Exposed time of each op, overlaps between ops given to the earlier. */
+static void p3d_overlap_lbl(const struct p3d_job *job,
+                            const struct p3d_tl *tl, int64_t s, int64_t e,
+                            struct p3d_tbreak *b)
+{
+    int64_t cur = s;
+
+    for (size_t i = 0; i < tl->n_ops; i++) {
+        const struct p3d_top *o = &tl->ops[i];
+        int64_t a = o->s > cur ? o->s : cur, z = o->e < e ? o->e : e;
+        if (z <= a)
+            continue;
+        b->exposed_lbl[p3d_op_label(job, o)] += p3d_iv_minus(a, z,
+                                                             &tl->compute);
+        cur = z;
+    }
+}
+
+static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
+                            const struct p3d_ivs *busy, int k)
+{
+    struct p3d_tbreak *b = &tl->br[k];
+    int64_t s, e;
+
+    if (!p3d_time_window(tl, k, &s, &e))
+        return;
+    b->step = e - s;
+    b->compute = p3d_ivs_cover(&tl->compute, s, e);
+    b->copy = p3d_ivs_cover(&tl->copy, s, e);
+    b->nccl = p3d_ivs_cover(&tl->nccl, s, e);
+    b->exposed = p3d_ivs_minus(&tl->nccl, &tl->compute, s, e);
+    b->overlapped = b->nccl - b->exposed;
+    b->idle = b->step - p3d_ivs_cover(busy, s, e);
+    p3d_overlap_lbl(job, tl, s, e, b);
+}
+
+static void p3d_overlap_rank(const struct p3d_job *job, struct p3d_tl *tl,
+                             int n_iter)
+{
+    struct p3d_ivs busy = {0};
+    const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+
+    tl->br = p3d_xcalloc((size_t)n_iter + 1, sizeof(*tl->br));
+    for (int j = 0; j < 3; j++)
+        for (size_t i = 0; i < l[j]->n; i++)
+            p3d_ivs_add(&busy, l[j]->v[i].s, l[j]->v[i].e);
+    p3d_ivs_union(&busy);
+    for (int k = 0; k < n_iter; k++)
+        p3d_overlap_one(job, tl, &busy, k);
+    p3d_ivs_free(&busy);
+}
+
+static int p3d_dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static int p3d_dbl_cmp(const void *a, const void *b);
+
+/*
+ * Warm-up: leading iterations (communicator creation, allocator growth,
+ * compilation) that took over 1.25 times the median of the later ones;
+ * at least two iterations stay.
+ */
+static int p3d_overlap_warm(const struct p3d_time_res *t)
+{
+    double *v = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*v));
+    int w = 0;
+
+    for (; w <= t->n_iter - 3; w++) {
+        int n = 0;
+        for (int k = w + 1; k < t->n_iter; k++)
+            v[n++] = (double)t->step[k];
+        qsort(v, (size_t)n, sizeof(*v), p3d_dbl_cmp);
+        if ((double)t->step[w] <= 1.25 * v[n / 2])
+            break;
+    }
+    free(v);
+    return w;
+}
+
+/* 1 if some rank created a communicator inside the first iteration
+ * (lazy creation: that iteration is warm-up whatever its length). */
+static int p3d_overlap_inits(const struct p3d_job *job,
+                             const struct p3d_time_res *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        const struct p3d_tl *tl = &t->tl[i];
+        int64_t s, e, sh = t->n_hosts > 1 ? t->hosts[tl->host].shift : 0;
+        if (!p3d_time_window(tl, 0, &s, &e))
+            continue;
+        for (int k = 0; k < job->ranks[i].n_comms; k++) {
+            int64_t c = (int64_t)job->ranks[i].comms[k].t_create + sh;
+            if (job->ranks[i].comms[k].created && c >= s && c < e)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Mean step over ranks per iteration; warm-up; steady median. */
+static void p3d_overlap_steps(const struct p3d_job *job,
+                              struct p3d_time_res *t)
+{
+    double *v = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*v));
+    int n = 0;
+
+    t->step = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*t->step));
+    for (int k = 0; k < t->n_iter; k++) {
+        int64_t sum = 0, cnt = 0;
+        for (int i = 0; i < t->n; i++)
+            if (t->tl[i].br && t->tl[i].br[k].step) {
+                sum += t->tl[i].br[k].step;
+                cnt++;
+            }
+        t->step[k] = cnt ? sum / cnt : 0;
+    }
+    t->warm = p3d_overlap_warm(t);
+    if (!t->warm && t->n_iter >= 3 && p3d_overlap_inits(job, t))
+        t->warm = 1;
+    for (int k = t->warm; k < t->n_iter; k++)
+        v[n++] = (double)t->step[k] / 1e6;
+    qsort(v, (size_t)n, sizeof(*v), p3d_dbl_cmp);
+    if (n) {
+        t->step_ms = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        t->step_min_ms = v[0];
+        t->step_max_ms = v[n - 1];
+    }
+    for (int k = 0; k < t->warm; k++)
+        t->warm_ms += (double)t->step[k] / 1e6 / t->warm;
+    free(v);
+}
+
+static void p3d_overlap_fracs(struct p3d_time_res *t)
+{
+    double sum[7 + P3D_LBL_COUNT] = {0};
+
+    for (int i = 0; i < t->n; i++)
+        for (int k = t->warm; k < t->n_iter && t->tl[i].br; k++) {
+            const struct p3d_tbreak *b = &t->tl[i].br[k];
+            sum[0] += (double)b->step;
+            sum[1] += (double)b->compute;
+            sum[2] += (double)b->nccl;
+            sum[3] += (double)b->exposed;
+            sum[4] += (double)b->overlapped;
+            sum[5] += (double)b->idle;
+            sum[6] += (double)b->copy;
+            for (int l = 0; l < P3D_LBL_COUNT; l++)
+                sum[7 + l] += (double)b->exposed_lbl[l];
+        }
+    if (sum[0] <= 0)
+        return;
+    t->f_compute = sum[1] / sum[0];
+    t->f_nccl = sum[2] / sum[0];
+    t->f_exposed = sum[3] / sum[0];
+    t->f_overlapped = sum[4] / sum[0];
+    t->f_idle = sum[5] / sum[0];
+    t->f_copy = sum[6] / sum[0];
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        t->f_lbl[l] = sum[7 + l] / sum[0];
+}
+
+/* Bus bandwidth per label over ops with a GPU time; best single op. */
+static void p3d_overlap_busbw(const struct p3d_job *job,
+                              struct p3d_time_res *t)
+{
+    double bytes[P3D_LBL_COUNT] = {0}, ns[P3D_LBL_COUNT] = {0};
+
+    for (int i = 0; i < t->n; i++)
+        for (size_t k = 0; k < t->tl[i].n_ops; k++) {
+            const struct p3d_top *o = &t->tl[i].ops[k];
+            int n = o->gcomm >= 0 ? job->comms[o->gcomm].size : 1;
+            int l = p3d_op_label(job, o);
+            double b = p3d_bw_bytes(o->op, n, (double)o->bytes) *
+                       p3d_bw_factor(o->op, n);
+            if (!o->has_gpu || o->e <= o->s || !o->bytes)
+                continue;
+            bytes[l] += b;
+            ns[l] += (double)(o->e - o->s);
+            if (o->bytes >= 65536 && b / (double)(o->e - o->s) >
+                                         t->best_busbw) {
+                t->best_busbw = b / (double)(o->e - o->s);
+                t->best_lbl = l;
+            }
+        }
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        t->busbw[l] = ns[l] > 0 ? bytes[l] / ns[l] : 0;
+}
+
+static void p3d_overlap_verdict(struct p3d_time_res *t)
+{
+    double top = 0;
+
+    t->top_lbl = -1;
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (t->f_lbl[l] > top) {
+            top = t->f_lbl[l];
+            t->top_lbl = l;
+        }
+    t->dominates = t->f_exposed > t->f_compute && t->f_exposed > t->f_idle;
+    if (!t->have_compute) {
+        t->dominates = -1;
+        snprintf(t->why, sizeof(t->why), "cannot tell: the traces have no "
+                 "compute kernel times; NCCL busy %.1f%% of the step%s%s",
+                 100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",
+                 t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "");
+        return;
+    }
+    snprintf(t->why, sizeof(t->why),
+             "NCCL %s: exposed NCCL %.1f%% of the step vs compute %.1f%% "
+             "and idle %.1f%%%s%s%s", t->dominates ? "dominates"
+                                                   : "does not dominate",
+             100 * t->f_exposed, 100 * t->f_compute, 100 * t->f_idle,
+             t->top_lbl >= 0 ? "; most exposed time is on " : "",
+             t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "",
+             t->top_lbl >= 0 ? " ops" : "");
+}
+
+void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t)
+{
+    if (!t->n_iter)
+        return;
+    for (int i = 0; i < t->n; i++)
+        if (t->tl[i].n_iter)
+            p3d_overlap_rank(job, &t->tl[i], t->n_iter);
+    p3d_overlap_steps(job, t);
+    p3d_overlap_fracs(t);
+    p3d_overlap_busbw(job, t);
+    p3d_overlap_verdict(t);
+}

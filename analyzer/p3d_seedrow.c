@@ -1,0 +1,214 @@
+/*
+ * p3d_seedrow.c - the time section of the text report and the seed's
+ * record row that ends it: config | TP | PP | CP | DP | micro-batches |
+ * max mem/rank | step time | tokens/s | observations.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "p3d_report.h"
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+static const char *const p3d_src_text[] = {
+    "host call times only (no GPU times in the traces): NCCL times are "
+    "enqueue-to-return on the host",
+    "NCCL kernel spans attributed to ops by stream and order (no GPU_OP "
+    "records)",
+    "GPU kernel times (GPU_OP)"};
+
+static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
+{
+    int src = P3D_TSRC_GPU;
+
+    for (int i = 0; i < t->n; i++)
+        if (t->tl[i].n_ops && t->tl[i].src < src)
+            src = t->tl[i].src;
+    fprintf(f, "  op times: %s\n", p3d_src_text[src]);
+    if (!t->have_compute)
+        fprintf(f, "  no compute spans in the traces: overlap and idle "
+                   "cannot be computed (compute counted as 0)\n");
+    if (t->n_hosts < 2) {
+        fprintf(f, "  clocks: one host, CLOCK_MONOTONIC as recorded\n");
+        return;
+    }
+    for (int h = 1; h < t->n_hosts; h++)
+        fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
+                "(%d collective instances)\n", t->hosts[h].name,
+                (double)t->hosts[h].offset_ns / 1e6,
+                (double)t->hosts[h].uncert_ns / 1e6, t->hosts[0].name,
+                t->hosts[h].n_inst);
+    fprintf(f, "  clocks: %d receives completed before their send started "
+               "after the estimate; %d hosts moved to fix that\n",
+            t->clock_violations, t->clock_fixed);
+}
+
+static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
+{
+    fprintf(f, "  iterations: %d found", t->n_iter);
+    if (t->warm)
+        fprintf(f, "; warm-up iteration 0 took %.3f ms (excluded)",
+                t->warm_ms);
+    fprintf(f, "\n  step time: %.3f ms median over %d steady iterations "
+               "(%.3f .. %.3f)\n", t->step_ms, t->n_iter - t->warm,
+            t->step_min_ms, t->step_max_ms);
+    for (int k = 0; k < t->n_iter; k++)
+        fprintf(f, "    iteration %d: %.3f ms%s\n", k,
+                (double)t->step[k] / 1e6, k < t->warm ? " (warm-up)" : "");
+    if (t->tokens_per_s > 0)
+        fprintf(f, "  throughput: %.0f tokens/s (global batch %d x "
+                   "sequence %d)\n", t->tokens_per_s, t->gbs, t->seq_len);
+    else if (t->samples_per_s > 0)
+        fprintf(f, "  throughput: %.2f samples/s\n", t->samples_per_s);
+}
+
+static void p3d_tr_where(FILE *f, const struct p3d_job *job,
+                         const struct p3d_time_res *t)
+{
+    fprintf(f, "  where the time goes (steady iterations, mean over ranks):"
+               "\n    compute %.1f%%, NCCL busy %.1f%%, exposed NCCL %.1f%%,"
+               " overlapped NCCL %.1f%%, copy %.1f%%, idle %.1f%%\n",
+            100 * t->f_compute, 100 * t->f_nccl, 100 * t->f_exposed,
+            100 * t->f_overlapped, 100 * t->f_copy, 100 * t->f_idle);
+    fprintf(f, "    exposed NCCL by group:");
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (t->f_lbl[l] >= 0.0005)
+            fprintf(f, " %s %.1f%%", p3d_label_name[l], 100 * t->f_lbl[l]);
+    fprintf(f, "\n    busbw by group (GB/s, ops with GPU times):");
+    if (t->best_busbw <= 0)
+        fprintf(f, " none (no GPU times)");
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (t->busbw[l] > 0)
+            fprintf(f, " %s %.2f (%.0f%% of best)", p3d_label_name[l],
+                    t->busbw[l], t->best_busbw > 0
+                                     ? 100 * t->busbw[l] / t->best_busbw
+                                     : 0);
+    if (t->best_busbw > 0)
+        fprintf(f, "; best single op %.2f GB/s on %s",
+                t->best_busbw, p3d_label_name[t->best_lbl]);
+    fprintf(f, "\n  verdict: %s\n", t->why);
+    (void)job;
+}
+
+static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
+{
+    if (t->pp < 2 || !t->stages)
+        return;
+    fprintf(f, "  pipeline bubble: p=%d m=%d v=%d (m from %s): theory "
+               "(p-1)/(m+p-1)/v = %.1f%%, measured %.1f%% (excess %+.1f "
+               "points)\n", t->pp, t->m, t->v,
+            t->m_src == 1 ? "the schedule" : t->m_src == 2 ? "the command "
+                                                           "line" : "nowhere",
+            100 * t->theory, 100 * t->measured,
+            100 * (t->measured - t->theory));
+    for (int s = 0; s < t->n_stages; s++) {
+        const struct p3d_tstage *g = &t->stages[s];
+        fprintf(f, "    stage %d: bubble %.1f%% (warm-up/cool-down %.1f%%, "
+                   "steady %.1f%%; late sender %.1f%%, transfer %.1f%%), "
+                   "compute %.1f%%\n", s, 100 * g->bubble_frac,
+                100 * g->fill_frac, 100 * g->steady_frac,
+                100 * g->late_frac, 100 * g->transfer_frac,
+                100 * g->busy_frac);
+    }
+    fprintf(f, "    busiest stage (sets the pace): %d\n", t->worst_stage);
+}
+
+static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
+{
+    int n = t->n_strag < 5 ? t->n_strag : 5;
+
+    fprintf(f, "  wait states (steady): %" PRIu64 " collective instances, "
+               "%" PRIu64 " pipeline send/recv pairs\n", t->n_wait_inst,
+            t->n_p2p);
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (t->nxn_ms[l] > 0)
+            fprintf(f, "    %-6s wait at NxN %.3f ms, last to arrive most "
+                       "often: rank %d\n", p3d_label_name[l], t->nxn_ms[l],
+                    t->late_rank[l]);
+    fprintf(f, "    PP Late Sender %.3f ms, Late Receiver %.3f ms\n",
+            t->late_sender_ms, t->late_receiver_ms);
+    fprintf(f, "  stragglers (waiting caused to others):");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s rank %d %.3f ms (last %" PRId64 " times)",
+                i ? "," : "", t->strag[i].rank, t->strag[i].caused_ms,
+                t->strag[i].late_count);
+    fputc('\n', f);
+}
+
+/* A straggler is worth naming when it caused clearly the most waiting. */
+static int p3d_tr_straggler(const struct p3d_time_res *t)
+{
+    if (t->n_strag < 2 || t->strag[0].caused_ms <= 0)
+        return -1;
+    if (t->strag[0].caused_ms < 1.5 * t->strag[1].caused_ms)
+        return -1;
+    return t->strag[0].rank;
+}
+
+static void p3d_tr_obs(char *b, size_t n, const struct p3d_time_res *t)
+{
+    size_t k = 0;
+    int s = p3d_tr_straggler(t);
+
+    b[0] = '\0';
+    if (t->dominates < 0)
+        k += (size_t)snprintf(b + k, n - k, "no compute times: NCCL %.0f%% "
+                              "of the step (host)", 100 * t->f_nccl);
+    else if (t->dominates && t->top_lbl >= 0)
+        k += (size_t)snprintf(b + k, n - k, "NCCL dominates (exposed %.0f%%,"
+                              " mostly %s)", 100 * t->f_exposed,
+                              p3d_label_name[t->top_lbl]);
+    else
+        k += (size_t)snprintf(b + k, n - k, "compute %.0f%%, exposed NCCL "
+                              "%.0f%%", 100 * t->f_compute,
+                              100 * t->f_exposed);
+    if (k < n && t->pp > 1 && t->stages)
+        k += (size_t)snprintf(b + k, n - k, "; bubble %.0f%% vs theory "
+                              "%.0f%%", 100 * t->measured, 100 * t->theory);
+    if (k < n && s >= 0)
+        k += (size_t)snprintf(b + k, n - k, "; straggler rank %d", s);
+    if (k < n && t->n_hosts > 1)
+        snprintf(b + k, n - k, "; clocks of %d hosts aligned", t->n_hosts);
+}
+
+static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
+                        const struct p3d_time_res *t)
+{
+    const struct p3d_layout *l = &job->layout;
+    char mem[32] = "n/a", obs[400], mb[16] = "n/a", tok[32] = "n/a";
+
+    if (t->peak_mem)
+        p3d_fmt_bytes(mem, sizeof(mem), (double)t->peak_mem);
+    if (t->m)
+        snprintf(mb, sizeof(mb), "%d", t->m);
+    if (t->tokens_per_s > 0)
+        snprintf(tok, sizeof(tok), "%.0f", t->tokens_per_s);
+    p3d_tr_obs(obs, sizeof(obs), t);
+    fprintf(f, "\nseed table row:\n| config | TP | PP | CP | DP | "
+               "micro-batches | max mem/rank | step time | tokens/s | "
+               "observations |\n");
+    fprintf(f, "| %s | %d | %d | %d | %d | %s | %s | %.1f ms | %s | %s |\n",
+            job->job_id, l->size[P3D_AX_TP], l->size[P3D_AX_PP],
+            l->size[P3D_AX_CP], l->size[P3D_AX_DP], mb, mem, t->step_ms,
+            tok, obs);
+}
+
+void p3d_time_report(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_time_res *t = job->time;
+
+    if (!t)
+        return;
+    fprintf(f, "\ntime:\n");
+    if (!t->n_iter) {
+        fprintf(f, "  no repeating op pattern found: no iterations, step "
+                   "time or bubble\n");
+        return;
+    }
+    p3d_tr_clock(f, t);
+    p3d_tr_steps(f, t);
+    p3d_tr_where(f, job, t);
+    p3d_tr_bubble(f, t);
+    p3d_tr_wait(f, t);
+    p3d_tr_seed(f, job, t);
+}

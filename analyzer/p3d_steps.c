@@ -1,0 +1,221 @@
+/*
+ * p3d_steps.c - iterations of each rank from the repetition of its op
+ * sequence.
+ *
+ * Every op gets a signature (communicator, op, bytes, peer).  The period
+ * is the shortest P whose longest P-periodic stretch of the sequence
+ * (sig[i] == sig[i + P]) is the longest and spans two periods or more; a
+ * multiple of the true period covers no more, a sub-pattern (the
+ * micro-batch loop) breaks at the optimizer, and set-up or tear-down ops
+ * before the first or after the last iteration (Megatron's extra
+ * all-reduces) only shorten the stretch.  The phase comes from the
+ * schedule: an iteration ends with a run of step-level collectives (DP
+ * gradient reduce-scatter, optimizer, MP/WORLD all-reduces), so the op
+ * after the longest such run starts the next one; without such ops, the
+ * op after the largest host gap does.  Iterations are numbered from the
+ * end so all ranks agree; the job keeps as many as every rank has.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+#define P3D_STEPS_SEARCH 16384 /* the period is looked for here */
+
+size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
+                        size_t *r1)
+{
+    size_t best = 0, best_cov = 0;
+
+    *r0 = *r1 = 0;
+    for (size_t p = 1; p <= n / 2; p++) {
+        size_t run = 0;
+        for (size_t i = 0; i + p < n; i++) {
+            run = sig[i] == sig[i + p] ? run + 1 : 0;
+            if (run >= p && run + p > best_cov) {
+                best = p;
+                best_cov = run + p;
+                *r1 = i + p + 1;
+                *r0 = *r1 - best_cov;
+            }
+        }
+    }
+    return best;
+}
+
+static int p3d_step_level(const struct p3d_job *job, const struct p3d_top *o)
+{
+    int l;
+
+    if (o->gcomm < 0 || P3D_OP_IS_P2P(o->op))
+        return 0;
+    l = job->comms[o->gcomm].label;
+    return l != P3D_LBL_TP && l != P3D_LBL_CP && l != P3D_LBL_PP &&
+           l != P3D_LBL_P2P && l != P3D_LBL_EP && l != P3D_LBL_TP_CP;
+}
+
+/* Cyclic position in [w, w + p) where an iteration starts. */
+static size_t p3d_steps_phase(const struct p3d_job *job,
+                              const struct p3d_tl *tl, size_t w, size_t p)
+{
+    size_t best_len = 0, best_end = 0, run = 0;
+    int64_t gap = -1;
+
+    for (size_t k = 0; k < 2 * p; k++) { /* twice round: runs that wrap */
+        const struct p3d_top *o = &tl->ops[w + k % p];
+        run = p3d_step_level(job, o) ? run + 1 : 0;
+        if (run > best_len && run <= p) {
+            best_len = run;
+            best_end = (k + 1) % p;
+        }
+    }
+    if (best_len)
+        return best_end;
+    for (size_t k = 1; k < p; k++) {
+        int64_t g = tl->ops[w + k].h0 - tl->ops[w + k - 1].h1;
+        if (g > gap) {
+            gap = g;
+            best_end = k;
+        }
+    }
+    return best_end;
+}
+
+static uint64_t p3d_sig(const struct p3d_top *o)
+{
+    uint64_t h = (uint64_t)(o->gcomm + 2) * 0x9e3779b97f4a7c15ull;
+
+    h ^= ((uint64_t)o->op << 56) ^ o->bytes ^ ((uint64_t)(o->peer + 1) << 40);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* Signatures of ops [base, base + n). */
+static uint64_t *p3d_steps_sigs(const struct p3d_tl *tl, size_t base,
+                                size_t n)
+{
+    uint64_t *sig = p3d_xcalloc(n + 1, sizeof(*sig));
+
+    for (size_t i = 0; i < n; i++)
+        sig[i] = p3d_sig(&tl->ops[base + i]);
+    return sig;
+}
+
+static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
+{
+    size_t n = tl->n_ops, w = n > P3D_STEPS_SEARCH ? P3D_STEPS_SEARCH : n;
+    uint64_t *sig = p3d_steps_sigs(tl, 0, n);
+    size_t r0, r1, p = p3d_steps_period(sig + n - w, w, &r0, &r1), b, c;
+    int k = 0;
+
+    r0 += n - w;
+    r1 += n - w;
+    while (p && r0 > 0 && sig[r0 - 1] == sig[r0 - 1 + p])
+        r0--;
+    while (p && r1 < n && sig[r1] == sig[r1 - p])
+        r1++;
+    free(sig);
+    if (!p)
+        return;
+    c = p3d_steps_phase(job, tl, r1 - p, p);
+    b = r1 - p + c; /* start of the last iteration, maybe cut */
+    while (b >= r0 + p)
+        b -= p;
+    tl->period = p;
+    tl->it_op = p3d_xcalloc((r1 - b) / p + 2, sizeof(*tl->it_op));
+    for (; b + p <= r1; b += p)
+        tl->it_op[k++] = b;
+    if (!k)
+        return;
+    tl->n_iter = k;
+    tl->it_op[k] = tl->it_op[k - 1] + p;
+}
+
+/* The last iteration ends when the GPU work running at its last op's
+ * return is done (asynchronous streams drain after the host). */
+static int64_t p3d_steps_drain(const struct p3d_tl *tl, int64_t end)
+{
+    const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+
+    for (int j = 0; j < 3; j++)
+        for (size_t i = 0; i < l[j]->n; i++)
+            if (l[j]->v[i].s < end && l[j]->v[i].e > end)
+                end = l[j]->v[i].e;
+    return end;
+}
+
+/* End of the work of iteration k: its ops' returns and GPU ends. */
+static int64_t p3d_steps_work_end(const struct p3d_tl *tl, int k)
+{
+    int64_t end = 0;
+
+    for (size_t i = tl->it_op[k]; i < tl->it_op[k + 1]; i++) {
+        const struct p3d_top *o = &tl->ops[i];
+        end = o->hg > end ? o->hg : end;
+        end = o->e > end ? o->e : end;
+    }
+    return p3d_steps_drain(tl, end);
+}
+
+static int p3d_i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Iteration k runs from its first op's call to the next one's.  The last
+ * has no next: it ends at the end of its work plus the median tail the
+ * others had between their work and the next iteration (host sync,
+ * logging, data loading).
+ */
+static void p3d_steps_times(struct p3d_tl *tl)
+{
+    int n = tl->n_iter;
+    int64_t *tail = p3d_xcalloc((size_t)n + 1, sizeof(*tail));
+
+    tl->it_t = p3d_xcalloc((size_t)n + 1, sizeof(*tl->it_t));
+    for (int k = 0; k < n; k++)
+        tl->it_t[k] = tl->ops[tl->it_op[k]].h0;
+    for (int k = 0; k + 1 < n; k++) {
+        tail[k] = tl->it_t[k + 1] - p3d_steps_work_end(tl, k);
+        if (tail[k] < 0)
+            tail[k] = 0;
+    }
+    qsort(tail, (size_t)(n - 1), sizeof(*tail), p3d_i64_cmp);
+    tl->it_t[n] = p3d_steps_work_end(tl, n - 1) + (n > 1 ? tail[(n - 1) / 2]
+                                                          : 0);
+    free(tail);
+}
+
+int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e)
+{
+    int i = tl->first_it + k;
+
+    if (!tl->n_iter || i < 0 || i >= tl->n_iter)
+        return 0;
+    *s = tl->it_t[i];
+    *e = tl->it_t[i + 1];
+    return *e > *s;
+}
+
+void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
+{
+    int n = -1;
+
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        if (tl->n_ops < 4)
+            continue;
+        p3d_steps_rank(job, tl);
+        if (!tl->n_iter)
+            continue;
+        p3d_steps_times(tl);
+        n = n < 0 || tl->n_iter < n ? tl->n_iter : n;
+    }
+    t->n_iter = n < 0 ? 0 : n;
+    for (int i = 0; i < t->n; i++)
+        if (t->tl[i].n_iter)
+            t->tl[i].first_it = t->tl[i].n_iter - t->n_iter;
+}

@@ -1,0 +1,125 @@
+/*
+ * p3d_time.c - run the time analysis of a job: load the timelines, align
+ * clocks, find iterations, then breakdown, bubble and wait states; and
+ * read the batch facts (global batch, sequence length, micro-batches,
+ * virtual stages) from the recorded command line.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+int p3d_time_stage(const struct p3d_job *job, int rank)
+{
+    int c[P3D_AX_N];
+
+    if (!job->layout.valid || rank < 0)
+        return 0;
+    p3d_layout_coords(&job->layout, rank, c);
+    return c[P3D_AX_PP];
+}
+
+/* Integer value of flag `name` in a NUL-separated argv, 0 if absent. */
+static int p3d_time_flag(const char *argv, size_t len, const char *name)
+{
+    size_t nl = strlen(name);
+
+    for (size_t i = 0; i < len;) {
+        const char *a = argv + i;
+        size_t al = strnlen(a, len - i);
+        if (!strncmp(a, name, nl) && a[nl] == '=')
+            return atoi(a + nl + 1);
+        if (al == nl && !strncmp(a, name, nl) && i + al + 1 < len)
+            return atoi(a + al + 1);
+        i += al + 1;
+    }
+    return 0;
+}
+
+static void p3d_time_cmdline(const struct p3d_job *job,
+                             struct p3d_time_res *t)
+{
+    const struct p3d_rank *r = NULL;
+    int mbs, dp, nl, lpv;
+
+    for (int i = 0; i < job->n_ranks && !r; i++)
+        if (job->ranks[i].cmdline)
+            r = &job->ranks[i];
+    if (!r)
+        return;
+    t->gbs = p3d_time_flag(r->cmdline, r->cmdline_len, "--global-batch-size");
+    t->seq_len = p3d_time_flag(r->cmdline, r->cmdline_len, "--seq-length");
+    mbs = p3d_time_flag(r->cmdline, r->cmdline_len, "--micro-batch-size");
+    dp = job->layout.valid ? job->layout.size[P3D_AX_DP] : 0;
+    if (t->gbs && mbs && dp && t->gbs % (mbs * dp) == 0) {
+        t->m = t->gbs / (mbs * dp);
+        t->m_src = 2;
+    }
+    t->v = p3d_time_flag(r->cmdline, r->cmdline_len,
+                         "--virtual-pipeline-model-parallel-size");
+    if (!t->v)
+        t->v = p3d_time_flag(r->cmdline, r->cmdline_len, "--vpp");
+    nl = p3d_time_flag(r->cmdline, r->cmdline_len, "--num-layers");
+    lpv = p3d_time_flag(r->cmdline, r->cmdline_len,
+                        "--num-layers-per-virtual-pipeline-stage");
+    if (!t->v && nl && lpv && job->layout.valid)
+        t->v = nl / job->layout.size[P3D_AX_PP] / lpv;
+}
+
+static void p3d_time_rates(struct p3d_time_res *t)
+{
+    if (t->step_ms <= 0)
+        return;
+    if (t->gbs && t->seq_len)
+        t->tokens_per_s = (double)t->gbs * t->seq_len / (t->step_ms / 1e3);
+    if (t->gbs)
+        t->samples_per_s = (double)t->gbs / (t->step_ms / 1e3);
+}
+
+void p3d_time_job(struct p3d_job *job)
+{
+    struct p3d_time_res *t = p3d_xcalloc(1, sizeof(*t));
+    size_t n_ops = 0;
+
+    job->time = t;
+    p3d_time_load(job, t);
+    for (int i = 0; i < t->n; i++)
+        n_ops += t->tl[i].n_ops;
+    if (!n_ops)
+        return;
+    p3d_clock_align(job, t);
+    p3d_steps_find(job, t);
+    p3d_time_cmdline(job, t);
+    p3d_overlap_all(job, t);
+    p3d_bubble_all(job, t);
+    p3d_wait_all(job, t);
+    p3d_time_rates(t);
+}
+
+void p3d_time_free(struct p3d_job *job)
+{
+    struct p3d_time_res *t = job->time;
+
+    if (!t)
+        return;
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        free(tl->ops);
+        p3d_ivs_free(&tl->compute);
+        p3d_ivs_free(&tl->copy);
+        p3d_ivs_free(&tl->nccl);
+        p3d_ivs_free(&tl->nsp_raw);
+        free(tl->nsp_stream);
+        free(tl->it_op);
+        free(tl->it_t);
+        free(tl->br);
+    }
+    free(t->tl);
+    free(t->hosts);
+    free(t->step);
+    free(t->stages);
+    free(t->strag);
+    free(t);
+    job->time = NULL;
+}

@@ -1,0 +1,202 @@
+/*
+ * p3d_time.h - the time analysis of a job: every rank's timeline (NCCL
+ * ops with host and GPU times, compute/copy/NCCL busy spans) on one clock,
+ * its iterations, where the time of a step goes, the pipeline bubble,
+ * wait states and stragglers, and the seed table row.
+ *
+ * Modules: p3d_time_load.c (timelines), p3d_time_ivl.c (interval
+ * arithmetic), p3d_clock.c (host clock offsets), p3d_steps.c
+ * (iterations), p3d_overlap.c (breakdown, verdict), p3d_bubble.c,
+ * p3d_wait.c (wait states), p3d_seedrow.c (text), p3d_time_json.c.
+ */
+#ifndef P3D_TIME_H
+#define P3D_TIME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "p3d_job.h"
+#include "p3d_layout.h"
+
+struct p3d_iv {
+    int64_t s, e;
+};
+
+struct p3d_ivs { /* a list of intervals; "union" when sorted, disjoint */
+    struct p3d_iv *v;
+    size_t n, cap;
+};
+
+void p3d_ivs_add(struct p3d_ivs *l, int64_t s, int64_t e);
+/* Sort and merge into a union (disjoint, ascending). */
+void p3d_ivs_union(struct p3d_ivs *l);
+/* |u ∩ [s, e)| of a union u. */
+int64_t p3d_ivs_cover(const struct p3d_ivs *u, int64_t s, int64_t e);
+/* |a \ b| ∩ [s, e) for unions a and b. */
+int64_t p3d_ivs_minus(const struct p3d_ivs *a, const struct p3d_ivs *b,
+                      int64_t s, int64_t e);
+/* |[s0, e0) \ b| for a union b. */
+int64_t p3d_iv_minus(int64_t s0, int64_t e0, const struct p3d_ivs *b);
+void p3d_ivs_free(struct p3d_ivs *l);
+
+/* Where GPU times come from. */
+enum { P3D_TSRC_HOST, P3D_TSRC_SPAN, P3D_TSRC_GPU };
+
+struct p3d_top { /* one NCCL op on the timeline */
+    int64_t h0, h1; /* host enter/exit */
+    int64_t s, e;   /* best interval: GPU if known, else host */
+    int64_t hg;     /* host return of the blocking call: the outermost
+                     * ncclGroupEnd for grouped ops, else h1 */
+    uint64_t op_id, seq, bytes, stream;
+    int gcomm; /* job->comms index, -1 unknown */
+    int peer;  /* global rank of the Send/Recv peer, else -1 */
+    uint32_t group_id;
+    uint8_t op, has_gpu;
+};
+
+struct p3d_tbreak { /* one rank, one iteration (ns) */
+    int64_t step, compute, copy, nccl, exposed, overlapped, idle;
+    int64_t pp_wait, late_sender, late_receiver, transfer;
+    int64_t pp_fill, pp_steady; /* warm-up/cool-down vs steady */
+    int64_t exposed_lbl[P3D_LBL_COUNT];
+};
+
+struct p3d_tl { /* one rank */
+    int rank, host, stage;
+    struct p3d_top *ops;
+    size_t n_ops, cap_ops;
+    struct p3d_ivs compute, copy, nccl; /* unions after loading */
+    struct p3d_ivs nsp_raw;             /* NCCL spans, for attribution */
+    uint64_t *nsp_stream;
+    size_t nsp_cap;
+    int src;        /* P3D_TSRC_* */
+    uint64_t peak_mem;
+    int64_t rt_anchor; /* start_realtime - start_mono */
+    int n_iter;     /* iterations found (the last n_iter periods) */
+    size_t *it_op;  /* [n_iter + 1]: first op of each, n_ops at the end */
+    int64_t *it_t;  /* [n_iter + 1]: boundaries (aligned ns) */
+    int first_it;   /* this rank's iteration matching job iteration 0 */
+    size_t period;
+    struct p3d_tbreak *br; /* [job n_iter] */
+    int64_t caused_wait, suffered_wait, late_count; /* layer groups */
+    int64_t caused_p2p; /* Late Sender / Late Receiver on pipeline P2P */
+};
+
+struct p3d_thost {
+    char name[P3D_HOST_LEN + 1];
+    int64_t shift;        /* added to this host's monotonic times */
+    int64_t offset_ns;    /* its clock minus the reference host's */
+    int64_t uncert_ns;
+    int n_inst;           /* cross-host instances used */
+};
+
+struct p3d_tstage {
+    int stage, n_ranks;
+    double bubble_frac, late_frac, transfer_frac, fill_frac, steady_frac;
+    double busy_frac;
+};
+
+struct p3d_tstrag {
+    int rank;
+    double caused_ms, suffered_ms, p2p_ms;
+    int64_t late_count;
+};
+
+struct p3d_time_res {
+    struct p3d_tl *tl; /* per job->ranks index */
+    int n;
+    struct p3d_thost *hosts;
+    int n_hosts, clock_violations, clock_fixed;
+    int n_iter, warm;    /* job iterations; leading warm-up ones */
+    int64_t *step;       /* [n_iter] mean step over ranks */
+    double step_ms, step_min_ms, step_max_ms, warm_ms;
+    double tokens_per_s, samples_per_s;
+    int gbs, seq_len, m, v, pp, m_src; /* m_src: 0 none, 1 schedule, 2 cmd */
+    double theory, measured;
+    struct p3d_tstage *stages;
+    int n_stages, worst_stage;
+    /* steady-state means over ranks, fractions of the step */
+    double f_compute, f_nccl, f_exposed, f_overlapped, f_idle, f_copy;
+    double f_lbl[P3D_LBL_COUNT];
+    int dominates, top_lbl; /* dominates: 1, 0, -1 cannot tell */
+    double busbw[P3D_LBL_COUNT], best_busbw;
+    int best_lbl;
+    struct p3d_tstrag *strag; /* sorted by caused */
+    int n_strag;
+    uint64_t n_inst, n_p2p;
+    double late_sender_ms, late_receiver_ms;
+    double nxn_ms[P3D_LBL_COUNT]; /* wait at NxN per label, steady */
+    int late_rank[P3D_LBL_COUNT]; /* most often last to arrive, -1 */
+    uint64_t n_wait_inst;
+    uint64_t peak_mem;
+    int have_compute;
+    char why[512];
+};
+
+/* Run the whole time analysis; sets job->time (NULL when no ops). */
+void p3d_time_job(struct p3d_job *job);
+void p3d_time_free(struct p3d_job *job);
+
+/* Modules. */
+void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t);
+void p3d_time_attribute(struct p3d_tl *tl);
+void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t);
+void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t);
+/* Period of sig[0..n) and its longest periodic stretch [*r0, *r1);
+ * 0 if none spans two periods. */
+size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
+                        size_t *r1);
+void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t);
+void p3d_bubble_all(struct p3d_job *job, struct p3d_time_res *t);
+void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t);
+void p3d_time_report(FILE *f, const struct p3d_job *job);
+void p3d_time_json(FILE *f, const struct p3d_job *job);
+/* The per-rank JSON fields (",\"step_time_ms\": ..." without braces). */
+void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i);
+
+/* Bubble split of one receive (Scalasca Late Sender). */
+struct p3d_split {
+    int64_t late, transfer;
+};
+struct p3d_split p3d_bubble_split(int64_t send_s, int64_t recv_s,
+                                  int64_t recv_e);
+
+/* Interval of iteration k of a rank (job numbering), 0 if absent. */
+int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e);
+/* Stage of a global rank under the job layout (0 if unknown). */
+int p3d_time_stage(const struct p3d_job *job, int rank);
+
+#endif /* P3D_TIME_H */
+
+#ifndef P3D_TIME_INST
+#define P3D_TIME_INST
+/* Collective instances and Send/Recv pairs joined across ranks. */
+struct p3d_iref {
+    int tl;     /* p3d_time_res.tl index */
+    size_t op;  /* index in its ops */
+};
+struct p3d_inst {
+    int gcomm, n, first; /* first: index in ents, chained by next */
+    uint64_t seq;
+};
+struct p3d_ient {
+    struct p3d_iref r;
+    int next;
+};
+struct p3d_pair2 {
+    struct p3d_iref send, recv;
+    int have; /* bit 0 send, bit 1 recv */
+};
+struct p3d_itab {
+    struct p3d_inst *inst;
+    size_t n_inst, cap_inst;
+    struct p3d_ient *ents;
+    size_t n_ents, cap_ents;
+    struct p3d_pair2 *pairs;
+    size_t n_pairs, cap_pairs;
+    struct p3d_map idx, pidx;
+};
+void p3d_itab_build(const struct p3d_time_res *t, struct p3d_itab *it);
+void p3d_itab_free(struct p3d_itab *it);
+#define P3D_OPP(t, r) (&(t)->tl[(r).tl].ops[(r).op])
+#endif

@@ -1,0 +1,212 @@
+/*
+ * p3d_time_load.c - read each rank's timeline for the time analysis: its
+ * NCCL ops (host enter/exit, GPU start/end joined by op_id), the merged
+ * compute/copy/NCCL busy spans of its streams and its peak memory.
+ *
+ * Ops keep their host times when the trace has no GPU times; when it has
+ * NCCL spans but no GPU_OP records (kernel-to-op linking failed), the
+ * spans are attributed to ops by stream and time order
+ * (p3d_time_attribute).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_reader.h"
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+struct p3d_gpuref {
+    uint64_t op_id, s, e;
+};
+
+struct p3d_tload {
+    struct p3d_map idx; /* op_id -> ops index */
+    struct p3d_map gidx; /* group_id -> gend index */
+    int64_t *gend;
+    size_t n_gend, cap_gend;
+    struct p3d_gpuref *g;
+    size_t n_g, cap_g;
+    uint64_t peak[P3D_MEM_KIND_COUNT];
+};
+
+static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
+                      struct p3d_tload *ld, const struct p3d_rec_op *o)
+{
+    struct p3d_top *t;
+    int gi = p3d_map_get(&job->comm_idx, o->comm_hash);
+
+    if (o->op >= P3D_OP_COUNT)
+        return;
+    tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
+                           sizeof(*tl->ops));
+    t = &tl->ops[tl->n_ops];
+    memset(t, 0, sizeof(*t));
+    t->h0 = (int64_t)o->t_enter;
+    t->h1 = o->t_exit ? (int64_t)o->t_exit : t->h0;
+    t->op_id = o->op_id;
+    t->seq = o->seq;
+    t->bytes = o->bytes;
+    t->stream = o->stream;
+    t->gcomm = gi;
+    t->peer = -1;
+    t->group_id = o->group_id;
+    t->op = o->op;
+    if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
+        o->peer < job->comms[gi].size)
+        t->peer = job->comms[gi].slot[o->peer];
+    p3d_map_put(&ld->idx, o->op_id, (int)tl->n_ops++);
+}
+
+static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
+{
+    ld->cap_g = p3d_grow((void **)&ld->g, ld->cap_g, ld->n_g, sizeof(*ld->g));
+    ld->g[ld->n_g].op_id = g->op_id;
+    ld->g[ld->n_g].s = g->gpu_start;
+    ld->g[ld->n_g].e = g->gpu_end;
+    ld->n_g++;
+}
+
+static void p3d_tl_span(struct p3d_tl *tl, const struct p3d_rec_gpu_span *s)
+{
+    if (s->end <= s->start)
+        return;
+    if (s->kind == P3D_SPAN_COMPUTE) {
+        p3d_ivs_add(&tl->compute, (int64_t)s->start, (int64_t)s->end);
+    } else if (s->kind == P3D_SPAN_COPY) {
+        p3d_ivs_add(&tl->copy, (int64_t)s->start, (int64_t)s->end);
+    } else if (s->kind == P3D_SPAN_NCCL) {
+        size_t n = tl->nsp_raw.n;
+        p3d_ivs_add(&tl->nsp_raw, (int64_t)s->start, (int64_t)s->end);
+        tl->nsp_cap = p3d_grow((void **)&tl->nsp_stream, tl->nsp_cap, n,
+                               sizeof(*tl->nsp_stream));
+        tl->nsp_stream[n] = s->stream;
+    }
+}
+
+static void p3d_tl_group(struct p3d_tload *ld, const struct p3d_rec_group *g)
+{
+    if (!g->is_end || g->depth != 0 || !g->group_id)
+        return;
+    ld->cap_gend = p3d_grow((void **)&ld->gend, ld->cap_gend, ld->n_gend,
+                            sizeof(*ld->gend));
+    ld->gend[ld->n_gend] = (int64_t)g->t_exit;
+    p3d_map_put(&ld->gidx, g->group_id, (int)ld->n_gend++);
+}
+
+static void p3d_tl_mem(struct p3d_tload *ld, const struct p3d_rec_mem *m)
+{
+    if (m->kind < P3D_MEM_KIND_COUNT && m->peak > ld->peak[m->kind])
+        ld->peak[m->kind] = m->peak;
+}
+
+static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
+                          struct p3d_tload *ld, const struct p3d_rec_hdr *h)
+{
+    switch (h->tag) {
+    case P3D_REC_OP: p3d_tl_op(job, tl, ld, (const void *)h); break;
+    case P3D_REC_GPU_OP: p3d_tl_gpu(ld, (const void *)h); break;
+    case P3D_REC_GPU_SPAN: p3d_tl_span(tl, (const void *)h); break;
+    case P3D_REC_MEM: p3d_tl_mem(ld, (const void *)h); break;
+    case P3D_REC_GROUP: p3d_tl_group(ld, (const void *)h); break;
+    default: break;
+    }
+}
+
+/* GPU_OP records (one per kernel of an op) onto their ops. */
+static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < ld->n_g; i++) {
+        int k = p3d_map_get(&ld->idx, ld->g[i].op_id);
+        struct p3d_top *t;
+        if (k < 0 || !ld->g[i].s)
+            continue;
+        t = &tl->ops[k];
+        if (!t->has_gpu || (int64_t)ld->g[i].s < t->s)
+            t->s = (int64_t)ld->g[i].s;
+        if (!t->has_gpu || (int64_t)ld->g[i].e > t->e)
+            t->e = (int64_t)ld->g[i].e;
+        if (t->e < t->s)
+            t->e = t->s; /* never completed */
+        t->has_gpu = 1;
+        n++;
+    }
+    return n;
+}
+
+static int p3d_top_cmp(const void *a, const void *b)
+{
+    const struct p3d_top *x = a, *y = b;
+
+    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
+static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    size_t n_gpu = p3d_tl_join(tl, ld);
+
+    if (tl->n_ops > 1)
+        qsort(tl->ops, tl->n_ops, sizeof(*tl->ops), p3d_top_cmp);
+
+    tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
+    if (!n_gpu && tl->nsp_raw.n) {
+        p3d_time_attribute(tl);
+        tl->src = P3D_TSRC_SPAN;
+    }
+    for (size_t i = 0; i < tl->n_ops; i++) {
+        struct p3d_top *t = &tl->ops[i];
+        int gk = t->group_id ? p3d_map_get(&ld->gidx, t->group_id) : -1;
+        t->hg = gk >= 0 && ld->gend[gk] > t->h1 ? ld->gend[gk] : t->h1;
+        if (!t->has_gpu) { /* host only: up to the blocking return */
+            t->s = t->h0;
+            t->e = t->hg;
+        }
+        p3d_ivs_add(&tl->nccl, t->s, t->e);
+    }
+    for (size_t i = 0; i < tl->nsp_raw.n; i++)
+        p3d_ivs_add(&tl->nccl, tl->nsp_raw.v[i].s, tl->nsp_raw.v[i].e);
+    p3d_ivs_union(&tl->nccl);
+    p3d_ivs_union(&tl->compute);
+    p3d_ivs_union(&tl->copy);
+    tl->peak_mem = ld->peak[P3D_MEM_DEVICE];
+    if (!tl->peak_mem)
+        tl->peak_mem = ld->peak[P3D_MEM_DEVICE_USED];
+}
+
+static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
+                        struct p3d_tl *tl)
+{
+    struct p3d_reader rd;
+    const struct p3d_rec_hdr *h;
+    struct p3d_tload ld;
+
+    memset(&ld, 0, sizeof(ld));
+    tl->rank = rk->rank;
+    tl->rt_anchor = (int64_t)rk->hdr.start_realtime_ns -
+                    (int64_t)rk->hdr.start_mono_ns;
+    if (rk->failed || p3d_reader_open(&rd, rk->path) != 0)
+        return;
+    while (p3d_reader_next(&rd, &h) > 0)
+        p3d_tl_record(job, tl, &ld, h);
+    p3d_reader_close(&rd);
+    p3d_tl_finish(tl, &ld);
+    p3d_map_free(&ld.idx);
+    p3d_map_free(&ld.gidx);
+    free(ld.g);
+    free(ld.gend);
+}
+
+void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t)
+{
+    t->n = job->n_ranks;
+    t->tl = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*t->tl));
+    for (int i = 0; i < job->n_ranks; i++) {
+        p3d_tl_read(job, &job->ranks[i], &t->tl[i]);
+        t->tl[i].stage = p3d_time_stage(job, job->ranks[i].rank);
+        if (t->tl[i].compute.n)
+            t->have_compute = 1;
+        if (t->tl[i].peak_mem > t->peak_mem)
+            t->peak_mem = t->tl[i].peak_mem;
+    }
+}

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Clock alignment: ranks posing as hosts with clocks off by up to 50 ms
+# (P3D_TEST_HOSTNAME / P3D_TEST_CLOCK_OFFSET_NS set by p3d-sim --skew);
+# the offsets p3d-analyze estimates from matched collectives and
+# send/recv pairs must be within 100 us of the injected ones, and step
+# times (measured after the correction) within 1 %.
+set -u
+. "$P3D_SRC/tests/integration/test_time_lib.inc"
+C="-m 4 --fwd-ms 1 --bwd-ms 2 --opt-ms 0.5"
+# shellcheck disable=SC2086
+time_run skew2 --tp 2 --pp 2 --dp 2 --hosts 2 --skew 4:50000000 $C &&
+    time_check skew2 skew=100000 steps=0.01 bubble=0.02
+# shellcheck disable=SC2086
+time_run skew4 --iters 5 --tp 2 --pp 2 --dp 2 --hosts 4 --skew 2:-30000000 \
+    --skew 4:50000000 --skew 6:12345678 $C &&
+    time_check skew4 skew=100000 steps=0.01
+grep -q "clocks: host simhost-1 is -[0-9.]* ms (+- [0-9.]* ms) off host simhost-0" "$T/skew4.txt" || {
+    echo "FAIL skew4: offset not in the text report"
+    fails=$((fails + 1))
+}
+time_done
