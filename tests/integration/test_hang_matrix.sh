@@ -8,8 +8,9 @@
 # (checked against truth.json), and every rank the analyzer finds waiting
 # must have printed the shim's live watchdog report within
 # P3D_HANG_TIMEOUT + 5 s.  Runs the faults in parallel.
-#   HANG_MATRIX=full  every fault (60); default: a representative subset
-#                     (18), so `make test` stays fast on 2 cores.
+#   HANG_MATRIX=full  every fault (62; `make hang-matrix`); default: a
+#                     representative subset (17), so `make test` stays
+#                     fast on 2 cores.
 #   HANG_JOBS=N       faults run at once (default 8).
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
@@ -26,6 +27,8 @@ TIMEOUT = 1.0                         # P3D_HANG_TIMEOUT in the ranks
 A = "--tp 2 --pp 2 --dp 2 -m 4"       # stage 0: ranks 0-3, stage 1: 4-7
 B = "--tp 1 --cp 2 --pp 2 --dp 2 -m 4"
 C = "--tp 1 --pp 4 --dp 2 -m 8"       # longer 1F1B steady state
+AS = A + " --async"                   # GPU-like streams: calls return,
+                                      # ops never complete
 # (layout, fault kind, rank, group, n, in the quick subset)
 F = []
 def f(lay, kind, rank, grp, ns, quick=()):
@@ -52,6 +55,10 @@ f(B, "hang", 3, "dp", [1])
 f(B, "kill", 5, None, [30])
 f(C, "hang", 2, "pp", [1, 8, 16, 24, 32], quick=(16,))   # middle stages
 f(C, "hang", 5, "pp", [4, 20])
+f(AS, "hang", 5, "pp", [7], quick=(7,))
+f(AS, "hang", 2, "tp", [13])
+f(AS, "hang", 6, "dp", [3])
+f(AS, "kill", 3, None, [20])
 f(C, "hang", 1, "dp", [2])                               # optimizer AG
 F = [x for x in F if mode == "full" or x[5]]
 
