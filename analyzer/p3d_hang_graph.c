@@ -451,10 +451,45 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
     return n;
 }
 
-/* The op rank a is blocked in: oldest pending op with a hard edge. */
-static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
+/* Describe the wait by op record o of rank a's comm. */
+static void p3d_hg_wait_op(const struct p3d_hg *g, const struct p3d_rec_op *o,
+                           struct p3d_hang_wait *w)
+{
+    int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
+
+    w->comm = o->comm_hash;
+    w->op = o->op;
+    w->seq = o->seq;
+    w->t_enter = o->t_enter;
+    w->stack_id = o->stack_id;
+    if (o->peer >= 0 && gi >= 0 && o->peer < g->job->comms[gi].size)
+        w->peer = g->job->comms[gi].slot[o->peer];
+    w->label = p3d_hang_label(g->job, o->comm_hash);
+}
+
+/* No edge: the oldest pending op, else the init it is blocked in. */
+static void p3d_hg_wait_plain(const struct p3d_hg *g, int a,
+                              struct p3d_hang_wait *w)
 {
     const struct p3d_hrank *h = &g->hj->hr[a];
+
+    for (size_t i = 0; i < h->n_ops; i++)
+        if (h->pend[i]) {
+            p3d_hg_wait_op(g, h->ops[i], w);
+            return;
+        }
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT) {
+            w->comm = h->hang[k]->comm_hash, w->op = P3D_HANG_OP_INIT;
+            w->seq = UINT64_MAX;
+            w->t_enter = h->hang[k]->t - h->hang[k]->pending_ns;
+            return;
+        }
+}
+
+/* The op rank a is blocked in: oldest op with a hard edge; whom for. */
+static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
+{
     const struct p3d_hedge *best = NULL;
 
     memset(w, 0, sizeof(*w));
@@ -463,52 +498,25 @@ static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
     w->label = -1;
     for (size_t i = 0; i < g->n; i++) {
         const struct p3d_hedge *e = &g->e[i];
+        int k = 0;
         if (e->from != a)
             continue;
         if (best == NULL || (e->hard > best->hard) ||
             (e->hard == best->hard && e->t < best->t))
             best = e;
-        if (w->n_for < P3D_HANG_WAITFOR) {
-            int k = 0;
-            while (k < w->n_for && w->waiting_for[k] != e->to)
-                k++;
-            if (k == w->n_for)
-                w->waiting_for[w->n_for++] = e->to;
-        }
+        while (k < w->n_for && w->waiting_for[k] != e->to)
+            k++;
+        if (k == w->n_for && w->n_for < P3D_HANG_WAITFOR)
+            w->waiting_for[w->n_for++] = e->to;
     }
-    if (best != NULL && best->o == NULL) {        /* an init */
+    if (best == NULL) {
+        p3d_hg_wait_plain(g, a, w);
+    } else if (best->o == NULL) {               /* an init */
         w->comm = best->comm, w->op = best->op, w->seq = best->seq;
         w->t_enter = best->t, w->label = best->label;
-        return;
+    } else {
+        p3d_hg_wait_op(g, best->o, w);
     }
-    if (best != NULL && best->o != NULL) {
-        const struct p3d_rec_op *o = best->o;
-        int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
-        w->comm = o->comm_hash;
-        w->op = o->op;
-        w->seq = o->seq;
-        w->t_enter = o->t_enter;
-        w->stack_id = o->stack_id;
-        if (o->peer >= 0 && gi >= 0 && o->peer < g->job->comms[gi].size)
-            w->peer = g->job->comms[gi].slot[o->peer];
-        w->label = p3d_hang_label(g->job, o->comm_hash);
-        return;
-    }
-    for (size_t i = 0; i < h->n_ops; i++)       /* no edge: oldest pending */
-        if (h->pend[i]) {
-            const struct p3d_rec_op *o = h->ops[i];
-            w->comm = o->comm_hash, w->op = o->op, w->seq = o->seq;
-            w->t_enter = o->t_enter, w->stack_id = o->stack_id;
-            w->label = p3d_hang_label(g->job, o->comm_hash);
-            return;
-        }
-    for (int k = 0; k < h->n_hang; k++)         /* blocked in an init */
-        if (h->hang[k]->op == P3D_HANG_OP_INIT) {
-            w->comm = h->hang[k]->comm_hash, w->op = P3D_HANG_OP_INIT;
-            w->seq = UINT64_MAX;
-            w->t_enter = h->hang[k]->t - h->hang[k]->pending_ns;
-            return;
-        }
 }
 
 /* Distance of each rank to a root along wait edges (BFS backwards). */

@@ -21,7 +21,8 @@ python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
 lib=$here/build/libp3dtrace.so
 analyze=$here/build/p3d-analyze
 [ -f "$lib" ] && [ -x "$analyze" ] || { echo "build first (make)"; exit 1; }
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export NVSHMEM_DISABLE_NVLS=1
 export NCCL_SOCKET_IFNAME=lo
 export TORCH_NCCL_ENABLE_MONITORING=0 TORCH_NCCL_DUMP_ON_TIMEOUT=0
 export P3D_HANG_TIMEOUT=5

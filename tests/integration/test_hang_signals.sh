@@ -66,5 +66,6 @@ assert waiting and 5 not in waiting, waiting
 assert all(r["closed"] is False for r in an["ranks"]), "files closed?"
 print(f"kill -9 of a hung job: root 5 named, ranks {waiting} waiting")
 PY
-[ $fail -eq 0 ] && echo "signals: SIGTERM finalizes or chains; kill -9 keeps in-flight ops"
+[ $fail -eq 0 ] &&
+    echo "signals: SIGTERM finalizes or chains; kill -9 keeps in-flight ops"
 exit $fail
