@@ -231,6 +231,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
 
     if (res == NULL)
         return;
+    p3d_symbol_run_start(job->start_ns);
     if (!res->detected) {
         fprintf(f, "\nhang analysis: no hang: every recorded op "
                 "completed%s\n", res->n_mm ? "; but ops disagree:" : "");
@@ -395,6 +396,7 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
         fputs("null", f);
         return;
     }
+    p3d_symbol_run_start(job->start_ns);
     fprintf(f, "{\"detected\": %s, \"root_ranks\": [",
             res->detected ? "true" : "false");
     for (int i = 0; i < res->n_roots; i++)

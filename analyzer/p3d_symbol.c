@@ -30,10 +30,17 @@ struct p3d_symfile {
     uint64_t min_vaddr;
     struct p3d_sym *syms;
     size_t n;
+    uint64_t mtime_ns;
 };
 
 static struct p3d_symfile p3d_sf[P3D_SYM_FILES];
 static int p3d_sf_n;
+static uint64_t p3d_sf_run_start;
+
+void p3d_symbol_run_start(uint64_t realtime_ns)
+{
+    p3d_sf_run_start = realtime_ns;
+}
 
 static int p3d_sym_cmp(const void *a, const void *b)
 {
@@ -117,6 +124,8 @@ static struct p3d_symfile *p3d_sym_file(const char *path)
     if (fd < 0)
         return f;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        f->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+                      (uint64_t)st.st_mtim.tv_nsec;
         void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
                        0);
         if (m != MAP_FAILED) {
@@ -155,7 +164,7 @@ void p3d_symbol_pc(char *buf, size_t n, uint64_t pc,
     const struct p3d_rec_module *m = NULL;
     const struct p3d_symfile *f;
     const struct p3d_sym *s = NULL;
-    const char *base;
+    const char *base, *stale = "";
 
     for (size_t i = 0; i < n_mods && m == NULL; i++)
         if (pc >= mods[i]->base && pc - mods[i]->base < mods[i]->size)
@@ -171,12 +180,14 @@ void p3d_symbol_pc(char *buf, size_t n, uint64_t pc,
                  "readable here]", base, pc - m->base, m->path);
         return;
     }
+    if (p3d_sf_run_start != 0 && f->mtime_ns > p3d_sf_run_start)
+        stale = " [file modified after the run: may be wrong]";
     s = p3d_sym_find(f, f->min_vaddr + (pc - m->base) - 1);
     if (s == NULL)
-        snprintf(buf, n, "%s+0x%" PRIx64, base, pc - m->base);
+        snprintf(buf, n, "%s+0x%" PRIx64 "%s", base, pc - m->base, stale);
     else
-        snprintf(buf, n, "%s+0x%" PRIx64 " (%s)", s->name,
-                 f->min_vaddr + (pc - m->base) - s->value, base);
+        snprintf(buf, n, "%s+0x%" PRIx64 " (%s)%s", s->name,
+                 f->min_vaddr + (pc - m->base) - s->value, base, stale);
 }
 
 void p3d_symbol_free(void)

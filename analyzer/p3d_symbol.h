@@ -25,6 +25,13 @@
 void p3d_symbol_pc(char *buf, size_t n, uint64_t pc,
                    const struct p3d_rec_module *const *mods, size_t n_mods);
 
+/*
+ * Start of the traced run (CLOCK_REALTIME ns): a module file modified
+ * after it is flagged "[file modified after the run]" (its symbols may
+ * not match the recorded addresses).  0 = do not check.
+ */
+void p3d_symbol_run_start(uint64_t realtime_ns);
+
 /* Free the cache. */
 void p3d_symbol_free(void);
 
