@@ -90,7 +90,7 @@ static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
     for (size_t i = a; i < z; i++) {
         const struct p3d_top *o = &tl->ops[i];
         int sync = o->s >= o->h0 && o->e <= o->hg; /* call waited */
-        int64_t a0 = sync ? o->h0 : o->s, z0 = sync ? o->hg : o->e;
+        int64_t a0 = sync ? o->hs : o->s, z0 = sync ? o->hg : o->e;
         int64_t x = a0 > cur ? a0 : cur, y = z0 < e ? z0 : e, w;
         if (!p3d_is_pp(job, tl, o) || y <= x)
             continue;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_bw.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
@@ -183,33 +182,6 @@ static void p3d_overlap_fracs(struct p3d_time_res *t)
         t->f_lbl[l] = sum[7 + l] / sum[0];
 }
 
-/* Bus bandwidth per label over ops with a GPU time; best single op. */
-static void p3d_overlap_busbw(const struct p3d_job *job,
-                              struct p3d_time_res *t)
-{
-    double bytes[P3D_LBL_COUNT] = {0}, ns[P3D_LBL_COUNT] = {0};
-
-    for (int i = 0; i < t->n; i++)
-        for (size_t k = 0; k < t->tl[i].n_ops; k++) {
-            const struct p3d_top *o = &t->tl[i].ops[k];
-            int n = o->gcomm >= 0 ? job->comms[o->gcomm].size : 1;
-            int l = p3d_op_label(job, o);
-            double b = p3d_bw_bytes(o->op, n, (double)o->bytes) *
-                       p3d_bw_factor(o->op, n);
-            if (!o->has_gpu || o->e <= o->s || !o->bytes)
-                continue;
-            bytes[l] += b;
-            ns[l] += (double)(o->e - o->s);
-            if (o->bytes >= 65536 && b / (double)(o->e - o->s) >
-                                         t->best_busbw) {
-                t->best_busbw = b / (double)(o->e - o->s);
-                t->best_lbl = l;
-            }
-        }
-    for (int l = 0; l < P3D_LBL_COUNT; l++)
-        t->busbw[l] = ns[l] > 0 ? bytes[l] / ns[l] : 0;
-}
-
 static void p3d_overlap_verdict(struct p3d_time_res *t)
 {
     double top = 0;
@@ -222,7 +194,8 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
         }
     t->dominates = t->f_exposed > t->f_compute && t->f_exposed > t->f_idle;
     if (!t->have_compute) {
-        t->dominates = -1;
+        t->dominates = 0;
+        t->no_verdict = 1;
         snprintf(t->why, sizeof(t->why), "cannot tell: the traces have no "
                  "compute kernel times; NCCL busy %.1f%% of the step%s%s",
                  100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",
@@ -248,6 +221,5 @@ void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t)
             p3d_overlap_rank(job, &t->tl[i], t->n_iter);
     p3d_overlap_steps(job, t);
     p3d_overlap_fracs(t);
-    p3d_overlap_busbw(job, t);
     p3d_overlap_verdict(t);
 }

@@ -8,12 +8,13 @@
  * multiple of the true period covers no more, a sub-pattern (the
  * micro-batch loop) breaks at the optimizer, and set-up or tear-down ops
  * before the first or after the last iteration (Megatron's extra
- * all-reduces) only shorten the stretch.  The phase comes from the
- * schedule: an iteration ends with a run of step-level collectives (DP
- * gradient reduce-scatter, optimizer, MP/WORLD all-reduces), so the op
- * after the longest such run starts the next one; without such ops, the
- * op after the largest host gap does.  Iterations are numbered from the
- * end so all ranks agree; the job keeps as many as every rank has.
+ * all-reduces) only shorten the stretch; an irregular first iteration
+ * just before it is recognised by how it starts (p3d_steps_lead).  The
+ * phase comes from the schedule: an iteration ends with a run of
+ * step-level collectives (DP gradient reduce-scatter, optimizer, MP/WORLD
+ * all-reduces), so the op after the longest such run starts the next
+ * one; without such ops, the op after the largest host gap does.  Ranks'
+ * iterations are matched by start time (p3d_steps_find).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -101,11 +102,37 @@ static uint64_t *p3d_steps_sigs(const struct p3d_tl *tl, size_t base,
     return sig;
 }
 
+/*
+ * An irregular first iteration (Megatron's first has an extra
+ * all-reduce) just before the periodic stretch: it starts with the
+ * iteration's first op after a step-level op, about a period earlier.
+ * Returns its first op, or `first` if there is none.
+ */
+static size_t p3d_steps_lead(const struct p3d_job *job,
+                             const struct p3d_tl *tl, const uint64_t *sig,
+                             size_t first, size_t p)
+{
+    size_t d = p / 4 + 1, best = first, j;
+
+    j = first > p + d ? first - p - d : 0;
+    for (; j + p / 2 <= first && j + p <= first + d; j++) {
+        if (sig[j] != sig[first] || j + p + d < first)
+            continue;
+        if (j > 0 && !p3d_step_level(job, &tl->ops[j - 1]))
+            continue;
+        if (best == first || (j + p > first ? j + p - first : first - j - p) <
+                                 (best + p > first ? best + p - first
+                                                   : first - best - p))
+            best = j;
+    }
+    return best;
+}
+
 static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
 {
     size_t n = tl->n_ops, w = n > P3D_STEPS_SEARCH ? P3D_STEPS_SEARCH : n;
     uint64_t *sig = p3d_steps_sigs(tl, 0, n);
-    size_t r0, r1, p = p3d_steps_period(sig + n - w, w, &r0, &r1), b, c;
+    size_t r0, r1, p = p3d_steps_period(sig + n - w, w, &r0, &r1), b, c, l;
     int k = 0;
 
     r0 += n - w;
@@ -114,15 +141,19 @@ static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
         r0--;
     while (p && r1 < n && sig[r1] == sig[r1 - p])
         r1++;
-    free(sig);
-    if (!p)
+    if (!p) {
+        free(sig);
         return;
+    }
     c = p3d_steps_phase(job, tl, r1 - p, p);
     b = r1 - p + c; /* start of the last iteration, maybe cut */
     while (b >= r0 + p)
         b -= p;
     tl->period = p;
-    tl->it_op = p3d_xcalloc((r1 - b) / p + 2, sizeof(*tl->it_op));
+    tl->it_op = p3d_xcalloc((r1 - b) / p + 3, sizeof(*tl->it_op));
+    if (b + p <= r1 && (l = p3d_steps_lead(job, tl, sig, b, p)) < b)
+        tl->it_op[k++] = l;
+    free(sig);
     for (; b + p <= r1; b += p)
         tl->it_op[k++] = b;
     if (!k)
@@ -200,9 +231,31 @@ int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e)
     return *e > *s;
 }
 
+/* The reference iteration whose start is nearest to rank tl's first. */
+static int p3d_steps_offset(const struct p3d_tl *ref, const struct p3d_tl *tl)
+{
+    int best = 0;
+    int64_t d = INT64_MAX;
+
+    for (int j = 0; j < ref->n_iter; j++) {
+        int64_t x = llabs(ref->it_t[j] - tl->it_t[0]);
+        if (x < d) {
+            d = x;
+            best = j;
+        }
+    }
+    return best;
+}
+
+/*
+ * Job iterations: every rank's iterations are matched by start time to
+ * those of the rank with the most (a rank killed or hung early has
+ * fewer); the job keeps the iterations every rank has.
+ */
 void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
 {
-    int n = -1;
+    struct p3d_tl *ref = NULL;
+    int lo = 0, hi = INT32_MAX;
 
     for (int i = 0; i < t->n; i++) {
         struct p3d_tl *tl = &t->tl[i];
@@ -212,10 +265,21 @@ void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
         if (!tl->n_iter)
             continue;
         p3d_steps_times(tl);
-        n = n < 0 || tl->n_iter < n ? tl->n_iter : n;
+        if (!ref || tl->n_iter > ref->n_iter)
+            ref = tl;
     }
-    t->n_iter = n < 0 ? 0 : n;
+    if (!ref)
+        return;
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        if (!tl->n_iter)
+            continue;
+        tl->first_it = p3d_steps_offset(ref, tl); /* reference index */
+        lo = tl->first_it > lo ? tl->first_it : lo;
+        hi = tl->first_it + tl->n_iter < hi ? tl->first_it + tl->n_iter : hi;
+    }
+    t->n_iter = hi > lo ? hi - lo : 0;
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_iter)
-            t->tl[i].first_it = t->tl[i].n_iter - t->n_iter;
+            t->tl[i].first_it = lo - t->tl[i].first_it;
 }

@@ -22,7 +22,7 @@ struct p3d_gpuref {
 struct p3d_tload {
     struct p3d_map idx; /* op_id -> ops index */
     struct p3d_map gidx; /* group_id -> gend index */
-    int64_t *gend;
+    int64_t *gend, *gstart; /* outermost ncclGroupStart enter, End exit */
     size_t n_gend, cap_gend;
     struct p3d_gpuref *g;
     size_t n_g, cap_g;
@@ -85,12 +85,22 @@ static void p3d_tl_span(struct p3d_tl *tl, const struct p3d_rec_gpu_span *s)
 
 static void p3d_tl_group(struct p3d_tload *ld, const struct p3d_rec_group *g)
 {
-    if (!g->is_end || g->depth != 0 || !g->group_id)
-        return;
-    ld->cap_gend = p3d_grow((void **)&ld->gend, ld->cap_gend, ld->n_gend,
-                            sizeof(*ld->gend));
-    ld->gend[ld->n_gend] = (int64_t)g->t_exit;
-    p3d_map_put(&ld->gidx, g->group_id, (int)ld->n_gend++);
+    int k = p3d_map_get(&ld->gidx, g->group_id);
+    size_t cap = ld->cap_gend;
+
+    if (g->depth != (g->is_end ? 0 : 1) || !g->group_id)
+        return; /* only the outermost level; depth is after the call */
+    if (k < 0) {
+        ld->cap_gend = p3d_grow((void **)&ld->gend, cap, ld->n_gend,
+                                sizeof(*ld->gend));
+        p3d_grow((void **)&ld->gstart, cap, ld->n_gend, sizeof(*ld->gstart));
+        k = (int)ld->n_gend++;
+        p3d_map_put(&ld->gidx, g->group_id, k);
+    }
+    if (g->is_end)
+        ld->gend[k] = (int64_t)g->t_exit;
+    else
+        ld->gstart[k] = (int64_t)g->t_enter;
 }
 
 static void p3d_tl_mem(struct p3d_tload *ld, const struct p3d_rec_mem *m)
@@ -158,6 +168,8 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
         struct p3d_top *t = &tl->ops[i];
         int gk = t->group_id ? p3d_map_get(&ld->gidx, t->group_id) : -1;
         t->hg = gk >= 0 && ld->gend[gk] > t->h1 ? ld->gend[gk] : t->h1;
+        t->hs = gk >= 0 && ld->gstart[gk] && ld->gstart[gk] < t->h0
+                    ? ld->gstart[gk] : t->h0;
         if (!t->has_gpu) { /* host only: up to the blocking return */
             t->s = t->h0;
             t->e = t->hg;
@@ -195,6 +207,7 @@ static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
     p3d_map_free(&ld.gidx);
     free(ld.g);
     free(ld.gend);
+    free(ld.gstart);
 }
 
 void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t)
