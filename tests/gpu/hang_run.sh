@@ -26,6 +26,7 @@ export NVSHMEM_DISABLE_NVLS=1
 export NCCL_SOCKET_IFNAME=lo
 export TORCH_NCCL_ENABLE_MONITORING=0 TORCH_NCCL_DUMP_ON_TIMEOUT=0
 export P3D_HANG_TIMEOUT=5
+export P3D_STACKS=1     # libunwind if present, else libgcc (slower, fine here)
 kill_after=${HANG_KILL_AFTER:-40}
 fail=0
 run() {  # run NAME PORT ARGS...
