@@ -58,6 +58,40 @@ struct p3d_hjob {
     int world;
 };
 
+/* A wait of rank `from` on rank `to` (hard: `to` has not arrived). */
+struct p3d_hedge {
+    int from, to, hard;
+    const struct p3d_rec_op *o;       /* the waiting op, NULL for init */
+    uint64_t comm, seq, t;            /* what waits: op or init */
+    int op, label;
+};
+
+/* The wait graph being built. */
+struct p3d_hg {
+    struct p3d_job *job;
+    struct p3d_hjob *hj;
+    struct p3d_hedge *e;
+    size_t n, cap;
+};
+
+void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
+                 const struct p3d_rec_op *o);
+int p3d_hg_has_file(const struct p3d_hg *g, int b);
+/* p3d_hang_init.c */
+int p3d_hg_coord(const struct p3d_job *job, int r, int ax);
+int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
+                        int *mem, int *label);
+int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash, uint64_t t0);
+void p3d_hg_infer(struct p3d_hg *g, int a);
+/* p3d_hang_root.c */
+int p3d_hg_stage(const struct p3d_job *job, int rank);
+const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g, int r);
+void p3d_hg_fill_root(const struct p3d_hg *g, int r,
+                      struct p3d_hang_root *rt, uint64_t t_end);
+/* p3d_hang_chain.c */
+void p3d_hg_mismatches(const struct p3d_hg *g, struct p3d_hang_res *res);
+void p3d_hg_frontiers(const struct p3d_hg *g, struct p3d_hang_res *res);
+
 /* Number of ops `h` issued on (comm, kind, peer); peer -1 for coll. */
 uint64_t p3d_hang_count(const struct p3d_hrank *h, uint64_t comm, int kind,
                         int peer);
