@@ -14,6 +14,8 @@
 #                instead of pushing the machine into OOM   [6144]
 #   TIME_CAP_S   wall-time cap of one analysis             [900]
 #   ANALYZE_ARGS extra p3d-analyze options                 []
+#   ANALYZE      the p3d-analyze to time        [$BUILD/p3d-analyze]
+#   KEEP=1       keep the last set (for another ANALYZE)
 set -e
 BUILD=${BUILD:-$(pwd)/build}
 SIZES=${SIZES:-"64 256 1024"}
@@ -22,6 +24,7 @@ D=${SCALE_DIR:-/work/p3d-scale}
 MEM_CAP_MB=${MEM_CAP_MB:-6144}
 TIME_CAP_S=${TIME_CAP_S:-900}
 GEN=$BUILD/bench/p3d-gen-bench
+ANALYZE=${ANALYZE:-$BUILD/p3d-analyze}
 [ -x /usr/bin/time ] || { echo "analyzer.sh: /usr/bin/time missing"; exit 2; }
 layout() {
     case $1 in
@@ -42,10 +45,14 @@ echo "analyzer scale: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB," 
      "$OPS ops per rank, sets in $D"
 for n in $SIZES; do
     set=$D/s$n
-    rm -rf "$set"
     t0=$(date +%s)
-    # shellcheck disable=SC2046
-    "$GEN" $(layout "$n") --ops "$OPS" --gpu --job "s$n" "$set" >/dev/null
+    if [ "${KEEP:-0}" = 1 ] && [ -d "$set" ]; then
+        echo "   (reusing $set)"
+    else
+        rm -rf "$set"
+        # shellcheck disable=SC2046
+        "$GEN" $(layout "$n") --ops "$OPS" --gpu --job "s$n" "$set" >/dev/null
+    fi
     bytes=$(du -sb "$set" | cut -f1)
     echo "== $n ranks: $(($(date +%s) - t0)) s to generate," \
          "$((bytes / 1048576)) MiB"
@@ -56,7 +63,7 @@ for n in $SIZES; do
     cat_s=$(echo "$c0 $c1" | awk '{printf "%.2f", $2 - $1}')
     rc=0
     ( ulimit -v $((MEM_CAP_MB * 1024)); exec timeout "$TIME_CAP_S" \
-        /usr/bin/time -v "$BUILD/p3d-analyze" -q $ANALYZE_ARGS "$set" \
+        /usr/bin/time -v "$ANALYZE" -q $ANALYZE_ARGS "$set" \
         >"$D/report.txt" 2>"$D/time.txt" ) || rc=$?
     wall=$(secs "$(field 'Elapsed (wall clock) time (h:mm:ss or m:ss)' "$D/time.txt")")
     rss=$(field 'Maximum resident set size (kbytes)' "$D/time.txt")
@@ -72,7 +79,7 @@ for n in $SIZES; do
                "peak RSS %.0f MiB; cat %.2f s (%.0f MiB/s); " \
                "analyze/cat = %.1fx\n", $2, $3, $4, $5 / 1024, $6,
                $7 / 1048576 / ($6 > 0 ? $6 : 1), $2 / ($6 > 0 ? $6 : 0.01) }'
-    rm -rf "$set"
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$set"
 done
 rm -f "$D/report.txt" "$D/time.txt"
 rmdir "$D" 2>/dev/null || true
