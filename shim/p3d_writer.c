@@ -39,9 +39,9 @@
 
 #include "p3d_shim.h"
 
-#define P3D_WIN_BYTES (4u << 20)
+#define P3D_WIN_BYTES (2u << 20) /* mapped at a time: current + 1 ahead */
 #define P3D_CPW (P3D_WIN_BYTES / P3D_CHUNK_BYTES) /* chunks per window */
-#define P3D_MAX_WIN 16384                         /* 64 GiB of trace */
+#define P3D_MAX_WIN 32768                         /* 64 GiB of trace */
 #define P3D_CHUNK_ROOM (P3D_CHUNK_BYTES - sizeof(struct p3d_chunk_hdr))
 #define P3D_MAX_PENDING 4
 #define P3D_PAGE 4096u
