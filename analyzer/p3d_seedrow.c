@@ -100,6 +100,19 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
     (void)job;
 }
 
+/* 1 if the busiest stage computes 10 % more than the least busy. */
+static int p3d_tr_uneven(const struct p3d_time_res *t)
+{
+    double lo = 1e300, hi = 0;
+
+    for (int s = 0; s < t->n_stages; s++) {
+        double b = t->stages[s].busy_frac;
+        lo = b < lo ? b : lo;
+        hi = b > hi ? b : hi;
+    }
+    return hi > 1.1 * lo;
+}
+
 static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
 {
     if (t->pp < 2 || !t->stages)
@@ -111,6 +124,10 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                                                            "line" : "nowhere",
             100 * t->theory, 100 * t->measured,
             100 * (t->measured - t->theory));
+    if (t->m_src == 1 && t->m_cmd && t->m_cmd != t->m)
+        fprintf(f, "    note: the command line says m=%d (global batch / "
+                   "(micro-batch x DP)), the schedule shows %d\n", t->m_cmd,
+                t->m);
     for (int s = 0; s < t->n_stages; s++) {
         const struct p3d_tstage *g = &t->stages[s];
         fprintf(f, "    stage %d: bubble %.1f%% (warm-up/cool-down %.1f%%, "
@@ -120,7 +137,10 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                 100 * g->late_frac, 100 * g->transfer_frac,
                 100 * g->busy_frac);
     }
-    fprintf(f, "    busiest stage (sets the pace): %d\n", t->worst_stage);
+    if (p3d_tr_uneven(t))
+        fprintf(f, "    busiest stage (sets the pace): %d\n", t->worst_stage);
+    else
+        fprintf(f, "    stages about equally busy (compute within 10%%)\n");
 }
 
 static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)

@@ -197,9 +197,10 @@ static int p3d_i64_cmp(const void *a, const void *b)
 
 /*
  * Iteration k runs from its first op's call to the next one's.  The last
- * has no next: it ends at the end of its work plus the median tail the
- * others had between their work and the next iteration (host sync,
- * logging, data loading).
+ * has no next: it ends at the end of its work plus the (lower) median
+ * tail the others had between their work and the next iteration (host
+ * sync, logging, data loading); the lower one, as one stall in two
+ * iterations must not stretch the last.
  */
 static void p3d_steps_times(struct p3d_tl *tl)
 {
@@ -215,7 +216,7 @@ static void p3d_steps_times(struct p3d_tl *tl)
             tail[k] = 0;
     }
     qsort(tail, (size_t)(n - 1), sizeof(*tail), p3d_i64_cmp);
-    tl->it_t[n] = p3d_steps_work_end(tl, n - 1) + (n > 1 ? tail[(n - 1) / 2]
+    tl->it_t[n] = p3d_steps_work_end(tl, n - 1) + (n > 1 ? tail[(n - 2) / 2]
                                                           : 0);
     free(tail);
 }

@@ -114,6 +114,7 @@ struct p3d_time_res {
     double step_ms, step_min_ms, step_max_ms, warm_ms;
     double tokens_per_s, samples_per_s;
     int gbs, seq_len, m, v, pp, m_src; /* m_src: 0 none, 1 schedule, 2 cmd */
+    int m_cmd;                         /* gbs / (mbs * dp), 0 unknown */
     double theory, measured;
     struct p3d_tstage *stages;
     int n_stages, worst_stage;

@@ -103,6 +103,7 @@ static void p3d_tj_bubble(FILE *f, const struct p3d_time_res *t)
     fprintf(f, "  \"bubble\": {\"pp\": %d, \"m\": %d, \"v\": %d, "
                "\"m_source\": \"%s\"", t->pp, t->m, t->v,
             t->m_src == 1 ? "schedule" : t->m_src == 2 ? "cmdline" : "none");
+    p3d_jnum(f, "m_cmdline", t->m_cmd, t->m_cmd > 0);
     p3d_jnum(f, "theory_frac", t->theory, t->m > 0);
     p3d_jnum(f, "measured_frac", t->measured, 1);
     fprintf(f, ", \"busiest_stage\": %d, \"per_stage\": [", t->worst_stage);

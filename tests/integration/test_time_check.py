@@ -64,9 +64,10 @@ def check_bubble(truth, got, tol):
         print("  stage %d: measured %.4f vs truth %.4f (%.2f points)"
               % (st["stage"], got_s, want, 100 * abs(got_s - want)))
         ok &= abs(got_s - want) <= tol
-        # and every steady iteration against truth's per-iteration value
+        # and every steady iteration but the last (whose end p3d can only
+        # estimate: no op follows it) against truth's per-iteration value
         per = b["per_stage"][st["stage"]]["per_iter"]
-        for it in st["per_iter"][warm:]:
+        for it in st["per_iter"][warm:-1]:
             d = abs(per[it["iter"]] - it["bubble_frac"])
             if d > tol:
                 print("  stage %d iteration %d: measured %.4f vs truth %.4f"
