@@ -20,6 +20,7 @@
 #include "p3d_discover.h"
 #include "p3d_html.h"
 #include "p3d_dump.h"
+#include "p3d_hang.h"
 #include "p3d_json.h"
 #include "p3d_label.h"
 #include "p3d_layout.h"
@@ -186,6 +187,7 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
     if (m)
         p3d_matcher_finish(m, job);
     p3d_time_job(job); /* p3d_time.h: clocks, steps, bubble, waits */
+    p3d_hang_analyze(job);  /* issue 7 */
 }
 
 static void p3d_say_jobs(const struct p3d_jobset *set, int all)
@@ -273,6 +275,7 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
             fputs(i + 1 < set.n ? ",\n" : "]\n", js);
         p3d_views(&set.jobs[i], o, i - first);
         p3d_time_free(&set.jobs[i]);
+        p3d_hang_free(&set.jobs[i]);
         p3d_job_free(&set.jobs[i]);
     }
     for (int i = 0; i < first; i++)

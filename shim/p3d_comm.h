@@ -60,7 +60,11 @@ void p3d_comm_set_info(struct p3d_comm *c, int nranks, int rank, int device);
 /* Forget `comm` (destroy/abort).  Safe if absent. */
 void p3d_comm_remove(const void *comm);
 
-/* Next collective sequence number (0-based) of `c`. */
+/*
+ * Next collective sequence number (0-based) of `c`.  Like the p2p one
+ * below, not atomic against a second thread issuing on the same comm at
+ * the same moment, which NCCL forbids.
+ */
 uint64_t p3d_comm_next_coll(struct p3d_comm *c);
 
 /*

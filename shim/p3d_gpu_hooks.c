@@ -18,6 +18,7 @@
 
 #include "p3d_env.h"
 #include "p3d_gpu.h"
+#include "p3d_inflight.h"
 #include "p3d_mem.h"
 #include "p3d_shim.h"
 
@@ -101,6 +102,8 @@ void p3d_gpu_op_write(uint8_t source, uint64_t op_id, uint64_t start,
 {
     struct p3d_rec_gpu_op *r = p3d_rec_reserve(P3D_REC_GPU_OP, sizeof(*r));
 
+    if (end != 0)
+        p3d_inflight_complete(op_id); /* hang watchdog (issue 7) */
     if (!r)
         return;
     r->source = source;

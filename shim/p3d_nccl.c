@@ -5,19 +5,35 @@
  *
  * Every wrapper: resolve the real function (never call NULL: return
  * ncclSystemError instead), decide whether to record (outermost call on
- * the thread, recording on), time the real call, write one P3D_REC_OP,
- * and return the real result unchanged.  Nested calls (NCCL's ncclBcast
- * calling ncclBroadcast through the PLT) go straight to the real function.
+ * the thread, recording on), write one P3D_REC_OP BEFORE the real call
+ * (t_exit = 0, so an op the call never returns from is in the trace even
+ * after kill -9), call, fill t_exit and ret in place, and return the real
+ * result unchanged.  The record stays mapped meanwhile: the thread holds
+ * a writer pin (p3d_rec_pin) across the call.  Nested calls (NCCL's
+ * ncclBcast calling ncclBroadcast through the PLT) go straight to the
+ * real function.
+ *
+ * Each op also enters the in-flight table (p3d_inflight.h) with its
+ * call-site stack (p3d_stack.h); it counts as issued when the call, or for
+ * grouped ops the outermost ncclGroupEnd, returns.  ncclGroupEnd's record
+ * is written before the call in the same way.
  */
 #include <string.h>
 
 #include "p3d_hooks.h"
+#include "p3d_inflight.h"
 #include "p3d_nccl.h"
+#include "p3d_stack.h"
+#include "p3d_watchdog.h"
+
+#define P3D_GROUP_TRACK 256 /* grouped ops tracked until their GroupEnd */
 
 /* State of one recorded op between its two halves. */
 struct p3d_opcall {
     struct p3d_op_ctx ctx;
     struct p3d_comm *comm;
+    struct p3d_rec_op *rec;  /* written before the call, or NULL */
+    uint32_t stack_id;
     uint64_t count;
     uint64_t t_enter;
     int32_t comm_rank;
@@ -30,6 +46,8 @@ struct p3d_opcall {
 static P3D_TLS uint32_t p3d_group_depth;
 static P3D_TLS uint32_t p3d_group_id;
 static P3D_TLS uint32_t p3d_group_ops;
+static P3D_TLS uint32_t p3d_group_ntrack;
+static P3D_TLS uint64_t p3d_group_track[P3D_GROUP_TRACK];
 static uint32_t p3d_group_ids;
 
 static const uint8_t p3d_dtype_size[] = {
@@ -64,6 +82,17 @@ void p3d_nccl_leave(void)
     p3d_guard_leave();
 }
 
+uint64_t p3d_nccl_init_enter(uint64_t comm_hash, int nranks, int rank)
+{
+    p3d_watchdog_start();
+    return p3d_inflight_init_begin(comm_hash, nranks, rank);
+}
+
+void p3d_nccl_init_leave(uint64_t token)
+{
+    p3d_inflight_done(token);
+}
+
 /* First half: identify the op, number it, call the "before" hook. */
 static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
                         cudaStream_t stream, int peer)
@@ -72,6 +101,7 @@ static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
 
     if (!p3d_nccl_enter())
         return 0;
+    p3d_watchdog_start();
     memset(oc, 0, sizeof(*oc));
     c = p3d_comm_get(comm);
     if (c != NULL && !__atomic_load_n(&c->info_known, __ATOMIC_ACQUIRE))
@@ -97,17 +127,22 @@ static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
         oc->flags |= P3D_OPF_IN_GROUP;
         p3d_group_ops++;
     }
+    oc->stack_id = p3d_stack_capture(0);
     p3d_hook_op_before(&oc->ctx);
-    oc->t_enter = p3d_now();
     return 1;
 }
 
-/* Second half: write the record, call the "after" hook, leave. */
-static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
+/*
+ * Just before the real call: the op record with t_exit = 0, pinned so it
+ * can be completed in place, and the in-flight entry.
+ */
+static void p3d_op_enqueue(struct p3d_opcall *oc)
 {
-    uint64_t t_exit = p3d_now();
     struct p3d_rec_op *r = p3d_rec_reserve(P3D_REC_OP, sizeof(*r));
 
+    oc->t_enter = p3d_now();
+    p3d_inflight_add(&oc->ctx, oc->t_enter, oc->stack_id);
+    oc->rec = r;
     if (r != NULL) {
         r->op = oc->ctx.op;
         r->dtype = oc->dtype;
@@ -120,14 +155,38 @@ static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
         r->bytes = p3d_nccl_bytes(oc->count, oc->dtype);
         r->stream = (uint64_t)(uintptr_t)oc->ctx.stream;
         r->t_enter = oc->t_enter;
-        r->t_exit = t_exit;
+        r->t_exit = 0;
         r->peer = oc->ctx.peer;
-        r->ret = ret;
         r->tid = p3d_tid();
         r->group_id = oc->ctx.group_id;
+        r->stack_id = oc->stack_id;
         r->comm_rank = oc->comm_rank;
         p3d_rec_commit(r);
+        p3d_rec_pin();
     }
+}
+
+/* An op inside a group is issued when the outermost GroupEnd returns. */
+static void p3d_op_issued(const struct p3d_opcall *oc)
+{
+    if (!oc->ctx.in_group || p3d_group_ntrack >= P3D_GROUP_TRACK)
+        p3d_inflight_issued(oc->ctx.op_id);
+    else
+        p3d_group_track[p3d_group_ntrack++] = oc->ctx.op_id;
+}
+
+/* Second half: complete the record in place, hooks, leave. */
+static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
+{
+    uint64_t t_exit = p3d_now();
+    struct p3d_rec_op *r = oc->rec;
+
+    if (r != NULL) {
+        r->ret = ret;
+        __atomic_store_n(&r->t_exit, t_exit ? t_exit : 1, __ATOMIC_RELEASE);
+        p3d_rec_unpin();
+    }
+    p3d_op_issued(oc);
     p3d_hook_op_after(&oc->ctx, ret);
     p3d_nccl_leave();
 }
@@ -141,6 +200,7 @@ static void p3d_op_args(struct p3d_opcall *oc, size_t count,
     oc->redop = redop < 0 ? P3D_REDOP_NONE : p3d_nccl_redop(redop);
     if (in_place)
         oc->flags |= P3D_OPF_IN_PLACE;
+    p3d_op_enqueue(oc);     /* the last step before the real call */
 }
 
 /*
@@ -257,8 +317,8 @@ P3D_EXPORT ncclResult_t ncclBcast(void *buff, size_t count,
         return ncclSystemError;
     if (!p3d_op_begin(&oc, P3D_OP_BROADCAST, comm, stream, root))
         return real(buff, count, datatype, root, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, 1);
     oc.flags |= P3D_OPF_BCAST_API;
+    p3d_op_args(&oc, count, datatype, -1, 1);
     ret = real(buff, count, datatype, root, comm, stream);
     p3d_op_end(&oc, ret);
     return ret;
@@ -420,13 +480,53 @@ P3D_EXPORT ncclResult_t ncclGroupStart(void)
     return ret;
 }
 
+/* ncclGroupEnd's record, written before the call (t_exit = 0), pinned. */
+static struct p3d_rec_group *p3d_group_end_open(uint32_t gid, uint32_t n_ops)
+{
+    struct p3d_rec_group *g = p3d_rec_reserve(P3D_REC_GROUP, sizeof(*g));
+
+    if (g == NULL)
+        return NULL;
+    g->is_end = 1;
+    g->depth = (uint8_t)(p3d_group_depth > 256 ? 255
+                         : p3d_group_depth > 0 ? p3d_group_depth - 1 : 0);
+    g->t_enter = p3d_now();
+    g->t_exit = 0;
+    g->group_id = gid;
+    g->tid = p3d_tid();
+    g->n_ops = n_ops;
+    p3d_rec_commit(g);
+    p3d_rec_pin();
+    return g;
+}
+
+static void p3d_group_end_close(struct p3d_rec_group *g, ncclResult_t ret)
+{
+    uint64_t t = p3d_now();
+
+    if (g == NULL)
+        return;
+    g->depth = (uint8_t)(p3d_group_depth > 255 ? 255 : p3d_group_depth);
+    g->ret = ret;
+    __atomic_store_n(&g->t_exit, t ? t : 1, __ATOMIC_RELEASE);
+    p3d_rec_unpin();
+}
+
+/* The outermost GroupEnd returned: its ops are issued. */
+static void p3d_group_issued(void)
+{
+    for (uint32_t i = 0; i < p3d_group_ntrack; i++)
+        p3d_inflight_issued(p3d_group_track[i]);
+    p3d_group_ntrack = 0;
+}
+
 P3D_EXPORT ncclResult_t ncclGroupEnd(void)
 {
     P3D_REAL(ncclGroupEnd);
     uint32_t gid = p3d_group_id;
+    struct p3d_rec_group *g;
     int outer;
     ncclResult_t ret;
-    uint64_t t0;
 
     if (real == NULL)
         return ncclSystemError;
@@ -435,12 +535,13 @@ P3D_EXPORT ncclResult_t ncclGroupEnd(void)
     outer = p3d_group_depth <= 1;
     if (outer)
         p3d_hook_group_end_before(gid);
-    t0 = p3d_now();
+    g = p3d_group_end_open(gid, outer ? p3d_group_ops : 0);
     ret = real();
     if (p3d_group_depth > 0)
         p3d_group_depth--;
-    p3d_group_record(1, t0, gid, ret, outer ? p3d_group_ops : 0);
+    p3d_group_end_close(g, ret);
     if (outer) {
+        p3d_group_issued();
         p3d_hook_group_end_after(gid, ret);
         p3d_group_id = 0;
     }

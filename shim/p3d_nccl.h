@@ -40,6 +40,14 @@ void p3d_nccl_leave(void);
  */
 void p3d_nccl_learn(struct p3d_comm *c, ncclComm_t comm, int emit);
 
+/*
+ * A communicator init/split is about to block (p3d_nccl.c): starts the
+ * watchdog and tracks the call in the in-flight table; returns the token
+ * for p3d_nccl_init_leave, called when the real call returned.
+ */
+uint64_t p3d_nccl_init_enter(uint64_t comm_hash, int nranks, int rank);
+void p3d_nccl_init_leave(uint64_t token);
+
 /* Store ncclGetVersion in the file header (once). */
 void p3d_nccl_note_version(void);
 

@@ -14,7 +14,9 @@
 
 #include "p3d_commhash.h"
 #include "p3d_hooks.h"
+#include "p3d_inflight.h"
 #include "p3d_nccl.h"
+#include "p3d_watchdog.h"
 
 #define P3D_NAME_MAX 256
 #define P3D_LEARN_TRIES 64
@@ -58,6 +60,7 @@ static void p3d_comm_record(const struct p3d_rec_comm *tmpl, const char *name)
            sizeof(*r) - sizeof(r->h));
     if (n > 0)
         memcpy(r->name, name, n);
+    p3d_watchdog_comm_name(tmpl->comm_hash, name); /* hang report label */
     r->tid = p3d_tid();
     p3d_rec_commit(r);
     p3d_nccl_note_version();
@@ -156,6 +159,7 @@ P3D_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
     P3D_REAL(ncclCommInitRank);
     struct p3d_rec_comm t = {0};
     ncclResult_t ret;
+    uint64_t tok;
 
     if (real == NULL)
         return ncclSystemError;
@@ -165,7 +169,10 @@ P3D_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
     t.nranks = nranks;
     t.rank = rank;
     t.t_enter = p3d_now();
+    tok = p3d_nccl_init_enter(p3d_commhash_root(commId.internal), nranks,
+                              rank);
     ret = real(comm, nranks, commId, rank);
+    p3d_nccl_init_leave(tok);
     t.t_exit = p3d_now();
     t.ret = ret;
     p3d_comm_root(comm != NULL ? *comm : NULL, &commId, &t, NULL);
@@ -180,6 +187,7 @@ P3D_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
     P3D_REAL(ncclCommInitRankConfig);
     struct p3d_rec_comm t = {0};
     ncclResult_t ret;
+    uint64_t tok;
 
     if (real == NULL)
         return ncclSystemError;
@@ -189,7 +197,10 @@ P3D_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
     t.nranks = nranks;
     t.rank = rank;
     t.t_enter = p3d_now();
+    tok = p3d_nccl_init_enter(p3d_commhash_root(commId.internal), nranks,
+                              rank);
     ret = real(comm, nranks, commId, rank, config);
+    p3d_nccl_init_leave(tok);
     t.t_exit = p3d_now();
     t.ret = ret;
     p3d_comm_root(comm != NULL ? *comm : NULL, &commId, &t, config);
@@ -206,6 +217,7 @@ P3D_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm,
     P3D_REAL(ncclCommInitRankScalable);
     struct p3d_rec_comm t = {0};
     ncclResult_t ret;
+    uint64_t tok;
 
     if (real == NULL)
         return ncclSystemError;
@@ -215,7 +227,11 @@ P3D_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm,
     t.nranks = nranks;
     t.rank = myrank;
     t.t_enter = p3d_now();
+    tok = p3d_nccl_init_enter(nId > 0 && commIds != NULL
+                              ? p3d_commhash_root(commIds[0].internal) : 0,
+                              nranks, myrank);
     ret = real(newcomm, nranks, myrank, nId, commIds, config);
+    p3d_nccl_init_leave(tok);
     t.t_exit = p3d_now();
     t.ret = ret;
     p3d_comm_root(newcomm != NULL ? *newcomm : NULL,
@@ -322,6 +338,7 @@ P3D_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
     struct p3d_rec_comm t = {0};
     struct p3d_comm *parent;
     ncclResult_t ret;
+    uint64_t tok;
 
     if (real == NULL)
         return ncclSystemError;
@@ -332,7 +349,9 @@ P3D_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
     t.color = color;
     t.key = key;
     t.t_enter = p3d_now();
+    tok = p3d_nccl_init_enter(parent != NULL ? parent->hash : 0, -1, -1);
     ret = real(comm, color, key, newcomm, config);
+    p3d_nccl_init_leave(tok);
     t.t_exit = p3d_now();
     t.ret = ret;
     if (parent != NULL)
@@ -387,6 +406,7 @@ static void p3d_comm_end_record(ncclComm_t comm, int how, uint64_t t0,
         r->ret = ret;
         r->tid = p3d_tid();
         r->last_async_error = c != NULL ? c->last_async_error : 0;
+        r->pending_ops = p3d_inflight_pending_on(r->comm_hash);
         p3d_rec_commit(r);
     }
     if (forget && (ret == ncclSuccess || how == P3D_END_ABORT))

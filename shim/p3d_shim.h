@@ -85,6 +85,14 @@ void *p3d_rec_reserve(uint16_t tag, size_t len);
 void p3d_rec_commit(void *rec);
 
 /*
+ * Keep the calling thread's committed records mapped until the matching
+ * unpin (nestable), so a record may be updated in place after commit:
+ * while pinned, a chunk the thread leaves is finished only at the unpin.
+ */
+void p3d_rec_pin(void);
+void p3d_rec_unpin(void);
+
+/*
  * Process-unique, increasing id for an op record (P3D_REC_OP op_id), also
  * the key that GPU-time and hang records refer to.
  */

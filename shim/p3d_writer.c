@@ -12,6 +12,13 @@
  * whose chunks are all finished are unmapped, so the memory held does not
  * grow with run length.  The kernel owns the dirty pages: after kill -9
  * every committed record is in the file.
+ *
+ * Fresh pages are the real cost of a record (a page fault, zeroing, and
+ * on some VMs a host fault: 10-60 us per 4 KiB page, i.e. several hundred
+ * ns per 96-byte record; bench/mmap_probe.c).  So a helper thread
+ * ("p3d-writer") maps the next window before it is needed and touches its
+ * pages, off the application's threads.  Claimers fall back to mapping a
+ * window themselves when the helper is late or could not be started.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +28,7 @@
 #include <nccl.h> /* its ncclGroupStart() has no (void) */
 #pragma GCC diagnostic pop
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,16 +39,38 @@
 
 #include "p3d_shim.h"
 
-#define P3D_WIN_BYTES (4u << 20)
+#define P3D_WIN_BYTES (2u << 20) /* mapped at a time: current + 1 ahead */
 #define P3D_CPW (P3D_WIN_BYTES / P3D_CHUNK_BYTES) /* chunks per window */
-#define P3D_MAX_WIN 16384                         /* 64 GiB of trace */
+#define P3D_MAX_WIN 32768                         /* 64 GiB of trace */
 #define P3D_CHUNK_ROOM (P3D_CHUNK_BYTES - sizeof(struct p3d_chunk_hdr))
 #define P3D_MAX_PENDING 4
+#define P3D_PAGE 4096u
+#define P3D_AHEAD_WAIT_NS 100000000 /* helper re-checks every 100 ms */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 enum { P3D_W_UNOPENED, P3D_W_OPEN, P3D_W_FAILED, P3D_W_CLOSED };
 
+/*
+ * Record counts, one slot per writing thread: a locked increment of a
+ * shared counter per record costs 10-20 ns and bounces a cache line
+ * between threads.  A thread owns its slot from its first chunk of a file
+ * (generation) until it exits; the close sums the slots.
+ */
+#define P3D_CNT_SLOTS 256
+struct p3d_wcnt {
+    uint64_t records;
+    uint64_t ops;
+    uint32_t used;        /* owner's generation, 0 free */
+    char pad[64 - 20];
+};
+
 /* Per-thread writing state; zero means "no chunk". */
 struct p3d_wthr {
+    struct p3d_wcnt *cnt; /* this thread's count slot (NULL: shared) */
+    uint32_t cnt_gen;     /* generation the slot was taken in */
     char *pos;            /* next free byte in the chunk */
     char *end;            /* end of the chunk */
     uint64_t chunk;       /* index of the owned chunk */
@@ -49,6 +79,10 @@ struct p3d_wthr {
     int in_open;
     int key_set;
     int npend;
+    int pins;             /* p3d_rec_pin depth */
+    int deferred;         /* a chunk left while pinned awaits finishing */
+    uint64_t deferred_chunk;
+    uint32_t deferred_gen;
     struct {
         void *rec;
         uint16_t tag;
@@ -56,6 +90,19 @@ struct p3d_wthr {
 };
 
 static pthread_mutex_t p3d_w_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Map-ahead helper: wake-up, and "left the pages it was touching". */
+static pthread_cond_t p3d_w_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t p3d_w_idle = PTHREAD_COND_INITIALIZER;
+enum { P3D_AHEAD_NONE, P3D_AHEAD_RUN, P3D_AHEAD_STOP };
+static int p3d_w_ahead;          /* P3D_AHEAD_*, under the lock */
+static char *p3d_w_ahead_base;   /* window being touched, outside the lock */
+static int p3d_w_ahead_unmap;    /* it was finished meanwhile: unmap after */
+static int p3d_w_ahead_failed;   /* growing failed: leave it to claimers */
+/* Finished windows the helper unmaps (an munmap of a dirty 4 MiB window
+ * takes 0.3-7 ms here: not on the application's thread). */
+#define P3D_UNMAP_Q 16
+static char *p3d_w_unmap_q[P3D_UNMAP_Q];
+static int p3d_w_unmap_n;
 static pthread_once_t p3d_w_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t p3d_w_key;
 static int p3d_w_state;
@@ -69,8 +116,9 @@ static uint64_t p3d_w_max;      /* chunk cap */
 static int p3d_w_full;          /* the cap was reached: drop quickly */
 static char *p3d_w_win[P3D_MAX_WIN];
 static uint16_t p3d_w_done[P3D_MAX_WIN];
-static uint64_t p3d_w_records;
-static uint64_t p3d_w_ops;
+static uint64_t p3d_w_records; /* counts of threads without a slot, */
+static uint64_t p3d_w_ops;     /* and of exited threads */
+static struct p3d_wcnt p3d_w_cnt[P3D_CNT_SLOTS];
 static uint64_t p3d_w_dropped;
 static char p3d_w_path[P3D_PATH_MAX + P3D_JOB_ID_LEN + 64];
 static char p3d_w_strbuf[P3D_CHUNK_ROOM - sizeof(struct p3d_rec_str)];
@@ -78,6 +126,7 @@ static char p3d_w_strbuf[P3D_CHUNK_ROOM - sizeof(struct p3d_rec_str)];
 static P3D_TLS struct p3d_wthr p3d_w_thr;
 
 static void p3d_writer_finish(uint64_t chunk);
+static void p3d_writer_ahead_start(void);
 
 static int p3d_writer_state(void)
 {
@@ -123,12 +172,65 @@ void p3d_writer_set_nccl_version(uint32_t v)
                          __ATOMIC_RELAXED);
 }
 
+/* Take a count slot for this thread in generation `gen` (or none). */
+static void p3d_writer_cnt_take(struct p3d_wthr *t, uint32_t gen)
+{
+    int i;
+
+    t->cnt = NULL;
+    t->cnt_gen = gen;
+    for (i = 0; i < P3D_CNT_SLOTS; i++) {
+        uint32_t free_gen = 0;
+
+        if (__atomic_load_n(&p3d_w_cnt[i].used, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&p3d_w_cnt[i].used, &free_gen, gen,
+                                        0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            t->cnt = &p3d_w_cnt[i];
+            return;
+        }
+    }
+}
+
+/* Fold this thread's counts into the shared ones and free its slot. */
+static void p3d_writer_cnt_give(struct p3d_wthr *t)
+{
+    struct p3d_wcnt *c = t->cnt;
+
+    t->cnt = NULL;
+    if (c == NULL || __atomic_load_n(&c->used, __ATOMIC_RELAXED) !=
+                         t->cnt_gen)
+        return;
+    __atomic_add_fetch(&p3d_w_records, c->records, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p3d_w_ops, c->ops, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->records, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->ops, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->used, 0, __ATOMIC_RELEASE);
+}
+
+/* Records (or ops) committed so far, all threads. */
+static uint64_t p3d_writer_count(int ops)
+{
+    uint64_t n = __atomic_load_n(ops ? &p3d_w_ops : &p3d_w_records,
+                                 __ATOMIC_RELAXED);
+    int i;
+
+    for (i = 0; i < P3D_CNT_SLOTS; i++)
+        n += __atomic_load_n(ops ? &p3d_w_cnt[i].ops : &p3d_w_cnt[i].records,
+                             __ATOMIC_RELAXED);
+    return n;
+}
+
 /* Thread exit: give the owned chunk back so its window can be unmapped. */
 static void p3d_writer_thread_exit(void *arg)
 {
     struct p3d_wthr *t = &p3d_w_thr;
 
     (void)arg;
+    if (t->cnt != NULL)
+        p3d_writer_cnt_give(t);
+    t->pins = 0;
+    p3d_rec_unpin();
     if (t->has_chunk &&
         t->gen == __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE))
         p3d_writer_finish(t->chunk);
@@ -276,6 +378,7 @@ static int p3d_writer_open_file(void)
     p3d_writer_fill_hdr(p3d_w_hdr, cfg);
     p3d_w_max = p3d_writer_cap(cfg);
     __atomic_store_n(&p3d_w_state, P3D_W_OPEN, __ATOMIC_RELEASE);
+    p3d_writer_ahead_start();
     return 0;
 fail_unlink:
     err = errno;
@@ -397,8 +500,7 @@ static int p3d_writer_grow(uint64_t w)
             errno = err;
             return -1;
         }
-        p = mmap(NULL, P3D_WIN_BYTES, PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_POPULATE,
+        p = mmap(NULL, P3D_WIN_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
                  p3d_w_fd, off);
         if (p == MAP_FAILED)
             return -1;
@@ -443,9 +545,157 @@ static void p3d_writer_finish(uint64_t chunk)
     pthread_mutex_lock(&p3d_w_lock);
     base = p3d_w_win[w];
     __atomic_store_n(&p3d_w_win[w], NULL, __ATOMIC_RELEASE);
+    if (base != NULL && base == p3d_w_ahead_base) {
+        p3d_w_ahead_unmap = 1; /* the helper is touching it: its job */
+        base = NULL;
+    } else if (base != NULL && p3d_w_ahead == P3D_AHEAD_RUN &&
+               p3d_w_unmap_n < P3D_UNMAP_Q) {
+        p3d_w_unmap_q[p3d_w_unmap_n++] = base;
+        base = NULL;
+        pthread_cond_signal(&p3d_w_wake);
+    }
     pthread_mutex_unlock(&p3d_w_lock);
     if (base != NULL)
         munmap(base, P3D_WIN_BYTES);
+}
+
+/* Unmap the queued windows.  Called locked; drops the lock meanwhile
+ * unless `keep_lock`. */
+static void p3d_writer_unmap_queued(int keep_lock)
+{
+    while (p3d_w_unmap_n > 0) {
+        char *base = p3d_w_unmap_q[--p3d_w_unmap_n];
+
+        if (!keep_lock)
+            pthread_mutex_unlock(&p3d_w_lock);
+        munmap(base, P3D_WIN_BYTES);
+        if (!keep_lock)
+            pthread_mutex_lock(&p3d_w_lock);
+    }
+}
+
+/*
+ * Touch the pages of window `w` (mapped at `base`) whose chunks nobody
+ * claimed yet.  The touch is an atomic "or 0": it faults the page in
+ * writable without changing a byte, even if a claimer writes there at the
+ * same moment.  Runs without the lock; stops when the file is closing.
+ */
+static void p3d_writer_touch(char *base, uint64_t w)
+{
+    uint64_t first = w * P3D_CPW, left = p3d_w_max - first, off, len;
+
+    len = left < P3D_CPW ? left * P3D_CHUNK_BYTES : P3D_WIN_BYTES;
+    madvise(base, len, MADV_POPULATE_WRITE); /* one call where supported */
+    for (off = 0; off < len; off += P3D_PAGE) {
+        if (__atomic_load_n(&p3d_w_ahead, __ATOMIC_RELAXED) != P3D_AHEAD_RUN)
+            return;
+        if (first + off / P3D_CHUNK_BYTES <
+            __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED))
+            continue; /* claimed: its owner is writing there */
+        __atomic_fetch_or((uint64_t *)(base + off), 0, __ATOMIC_RELAXED);
+    }
+}
+
+/* Map and touch window `w` ahead of the claimers.  Called locked. */
+static void p3d_writer_ahead_one(uint64_t w)
+{
+    char *base;
+
+    if (p3d_writer_grow(w) != 0) {
+        p3d_w_ahead_failed = 1; /* the claimer that needs it will warn */
+        return;
+    }
+    base = p3d_w_win[w];
+    if (base == NULL)
+        return;
+    p3d_w_ahead_base = base;
+    pthread_mutex_unlock(&p3d_w_lock);
+    p3d_writer_touch(base, w);
+    pthread_mutex_lock(&p3d_w_lock);
+    p3d_w_ahead_base = NULL;
+    if (p3d_w_ahead_unmap)
+        munmap(base, P3D_WIN_BYTES);
+    p3d_w_ahead_unmap = 0;
+    pthread_cond_broadcast(&p3d_w_idle);
+}
+
+/* Window the helper should map next, or UINT64_MAX if none. */
+static uint64_t p3d_writer_ahead_want(void)
+{
+    uint64_t next = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
+    uint64_t w = p3d_w_mapped / P3D_CPW;
+
+    if (p3d_w_ahead_failed || p3d_w_mapped >= p3d_w_max ||
+        w >= P3D_MAX_WIN || w > next / P3D_CPW + 1)
+        return UINT64_MAX;
+    return w;
+}
+
+/* The helper thread: keep one window mapped and touched ahead. */
+static void *p3d_writer_ahead_main(void *arg)
+{
+    struct timespec ts;
+    uint64_t w;
+
+    (void)arg;
+    pthread_mutex_lock(&p3d_w_lock);
+    while (p3d_w_ahead == P3D_AHEAD_RUN &&
+           p3d_writer_state() == P3D_W_OPEN) {
+        if (p3d_w_unmap_n > 0) {
+            p3d_writer_unmap_queued(0);
+            continue;
+        }
+        w = p3d_writer_ahead_want();
+        if (w != UINT64_MAX) {
+            p3d_writer_ahead_one(w);
+            continue;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += P3D_AHEAD_WAIT_NS;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&p3d_w_wake, &p3d_w_lock, &ts);
+    }
+    p3d_w_ahead = P3D_AHEAD_NONE;
+    pthread_cond_broadcast(&p3d_w_idle);
+    pthread_mutex_unlock(&p3d_w_lock);
+    return NULL;
+}
+
+/* Start the helper (called locked, at open).  No helper is no error. */
+static void p3d_writer_ahead_start(void)
+{
+    pthread_attr_t attr;
+    sigset_t all, old;
+    pthread_t th;
+
+    if (p3d_w_ahead != P3D_AHEAD_NONE || pthread_attr_init(&attr) != 0)
+        return;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    sigfillset(&all); /* the application's signals are not for us */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    p3d_w_ahead_failed = 0;
+    p3d_w_ahead = P3D_AHEAD_RUN;
+    if (pthread_create(&th, &attr, p3d_writer_ahead_main, NULL) != 0)
+        p3d_w_ahead = P3D_AHEAD_NONE;
+    else
+        pthread_setname_np(th, "p3d-writer");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+}
+
+/* Ask the helper to stop; wait until it left the pages.  Locked. */
+static void p3d_writer_ahead_stop(int wait_exit)
+{
+    if (p3d_w_ahead == P3D_AHEAD_RUN)
+        p3d_w_ahead = P3D_AHEAD_STOP;
+    pthread_cond_broadcast(&p3d_w_wake);
+    while (p3d_w_ahead_base != NULL ||
+           (wait_exit && p3d_w_ahead != P3D_AHEAD_NONE))
+        pthread_cond_wait(&p3d_w_idle, &p3d_w_lock);
 }
 
 static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
@@ -469,11 +719,16 @@ static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
     __atomic_store_n((uint32_t *)&ch->h,
                      P3D_REC_CHUNK | ((uint32_t)sizeof(*ch) << 16),
                      __ATOMIC_RELEASE);
+    if (c % P3D_CPW == 0 &&
+        __atomic_load_n(&p3d_w_ahead, __ATOMIC_RELAXED) == P3D_AHEAD_RUN)
+        pthread_cond_signal(&p3d_w_wake); /* time to map the next one */
     t->pos = (char *)(ch + 1);
     t->end = (char *)ch + P3D_CHUNK_BYTES;
     t->chunk = c;
     t->gen = gen;
     t->has_chunk = 1;
+    if (t->cnt_gen != gen)
+        p3d_writer_cnt_take(t, gen);
     if (!t->key_set) {
         pthread_setspecific(p3d_w_key, t);
         t->key_set = 1;
@@ -498,8 +753,13 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
     gen = __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE);
     if (t->has_chunk && t->gen == gen && (size_t)(t->end - t->pos) >= len)
         return 0; /* the preamble just claimed a chunk with room */
-    if (t->has_chunk && t->gen == gen)
+    if (t->has_chunk && t->gen == gen && t->pins > 0 && !t->deferred) {
+        t->deferred = 1;        /* finished at p3d_rec_unpin */
+        t->deferred_chunk = t->chunk;
+        t->deferred_gen = gen;
+    } else if (t->has_chunk && t->gen == gen && t->pins == 0) {
         p3d_writer_finish(t->chunk);
+    }                           /* else: pinned twice, the window stays */
     t->has_chunk = 0;
     return p3d_writer_claim(t, gen);
 }
@@ -535,6 +795,28 @@ void *p3d_rec_reserve(uint16_t tag, size_t len)
     return rec;
 }
 
+/*
+ * Pinning (for records updated in place after commit, e.g. an op's t_exit
+ * after the real call returned): while the calling thread holds a pin,
+ * the chunk it leaves is not finished, so its window stays mapped.
+ */
+void p3d_rec_pin(void)
+{
+    p3d_w_thr.pins++;
+}
+
+void p3d_rec_unpin(void)
+{
+    struct p3d_wthr *t = &p3d_w_thr;
+
+    if (t->pins > 0 && --t->pins > 0)
+        return;
+    if (t->deferred &&
+        t->deferred_gen == __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE))
+        p3d_writer_finish(t->deferred_chunk);
+    t->deferred = 0;
+}
+
 void p3d_rec_commit(void *rec)
 {
     struct p3d_wthr *t = &p3d_w_thr;
@@ -550,6 +832,14 @@ void p3d_rec_commit(void *rec)
     t->pend[i] = t->pend[--t->npend];
     __atomic_store_n((uint32_t *)h, tag | ((uint32_t)h->len << 16),
                      __ATOMIC_RELEASE);
+    if (P3D_LIKELY(t->cnt != NULL)) { /* only this thread writes them */
+        struct p3d_wcnt *c = t->cnt;
+
+        __atomic_store_n(&c->records, c->records + 1, __ATOMIC_RELAXED);
+        if (tag == P3D_REC_OP)
+            __atomic_store_n(&c->ops, c->ops + 1, __ATOMIC_RELAXED);
+        return;
+    }
     __atomic_add_fetch(&p3d_w_records, 1, __ATOMIC_RELAXED);
     if (tag == P3D_REC_OP)
         __atomic_add_fetch(&p3d_w_ops, 1, __ATOMIC_RELAXED);
@@ -563,7 +853,7 @@ static void p3d_writer_summary(void)
         return;
     s->t = p3d_now();
     s->async_error_polls = p3d_async_polls();
-    s->ops_recorded = __atomic_load_n(&p3d_w_ops, __ATOMIC_RELAXED);
+    s->ops_recorded = p3d_writer_count(1);
     s->dropped = p3d_writer_dropped();
     p3d_rec_commit(s);
 }
@@ -582,13 +872,14 @@ void p3d_writer_close(void)
     }
     __atomic_store_n(&p3d_w_state, P3D_W_CLOSED, __ATOMIC_RELEASE);
     __atomic_add_fetch(&p3d_w_gen, 1, __ATOMIC_ACQ_REL);
+    p3d_writer_ahead_stop(0); /* no page touched past the trim below */
     used = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
     if (used > p3d_w_mapped)
         used = p3d_w_mapped;
     if (used > p3d_w_max)
         used = p3d_w_max;
     p3d_w_hdr->end_mono_ns = p3d_now();
-    p3d_w_hdr->n_records = __atomic_load_n(&p3d_w_records, __ATOMIC_RELAXED);
+    p3d_w_hdr->n_records = p3d_writer_count(0);
     p3d_w_hdr->dropped_records = p3d_writer_dropped();
     p3d_writer_flag(P3D_F_CLOSED);
     if (ftruncate(p3d_w_fd, (off_t)P3D_DATA_OFFSET +
@@ -603,7 +894,18 @@ void p3d_writer_reset(int forked)
 {
     uint64_t w;
 
+    if (!forked) { /* the helper lives: stop it; in a child it is gone */
+        pthread_mutex_lock(&p3d_w_lock);
+        p3d_writer_ahead_stop(1);
+        pthread_mutex_unlock(&p3d_w_lock);
+    }
+    p3d_writer_unmap_queued(1); /* the helper is gone: nobody races */
+    p3d_w_ahead = P3D_AHEAD_NONE;
+    p3d_w_ahead_base = NULL;
+    p3d_w_ahead_unmap = 0;
     pthread_mutex_init(&p3d_w_lock, NULL);
+    pthread_cond_init(&p3d_w_wake, NULL);
+    pthread_cond_init(&p3d_w_idle, NULL);
     for (w = 0; w < P3D_MAX_WIN; w++) {
         if (p3d_w_win[w] != NULL)
             munmap(p3d_w_win[w], P3D_WIN_BYTES);
@@ -619,10 +921,14 @@ void p3d_writer_reset(int forked)
     p3d_w_next = p3d_w_mapped = 0;
     p3d_w_full = 0;
     p3d_w_records = p3d_w_ops = p3d_w_dropped = 0;
+    memset(p3d_w_cnt, 0, sizeof(p3d_w_cnt));
+    p3d_w_thr.cnt = NULL;
+    p3d_w_thr.cnt_gen = 0;
     p3d_w_path[0] = '\0';
     p3d_w_forked = forked;
     p3d_w_thr.has_chunk = 0;
     p3d_w_thr.npend = 0;
+    p3d_w_thr.deferred = 0;
     __atomic_add_fetch(&p3d_w_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(&p3d_w_state, P3D_W_UNOPENED, __ATOMIC_RELEASE);
 }
