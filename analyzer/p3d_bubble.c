@@ -1,15 +1,17 @@
 /*
  * p3d_bubble.c - the measured pipeline bubble per stage and iteration.
  *
- * Bubble = time a stage spends in pipeline Send/Recv (ops whose peer is in
- * another stage) with no compute kernel running, as a fraction of the
- * step (analysis.md section 10).  Each such wait is put in the warm-up /
- * cool-down phase (up to the stage's first backward receive, after its
- * last forward send) or the steady state, and receives are split
- * Scalasca-style into late-sender wait (send start - recv start) and
- * transfer.  Theory: (p-1)/(m+p-1)/v with m and v from the schedule
- * (forward sends of stage 0 minus its forward receives from the last
- * stage, which only interleaving has) or the command line.
+ * Bubble = time a stage spends in pipeline Send/Recv (ops whose peer is
+ * in another stage: the kernel's interval, or the whole call up to the
+ * return of its ncclGroupEnd when the call waited for the kernel, as the
+ * synchronous CPU doubles do) with no compute kernel running, as a
+ * fraction of the step (analysis.md section 10).  Each such wait is put
+ * in the warm-up / cool-down phase (up to the stage's first backward
+ * receive, after its last forward send) or the steady state, and
+ * receives are split Scalasca-style into late-sender wait (send start -
+ * recv start) and transfer.  Theory: (p-1)/(m+p-1)/v with m and v from
+ * the schedule (forward sends of stage 0 minus its forward receives from
+ * the last stage, which only interleaving has) or the command line.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +89,9 @@ static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
     cur = s;
     for (size_t i = a; i < z; i++) {
         const struct p3d_top *o = &tl->ops[i];
-        int64_t x = o->s > cur ? o->s : cur, y = o->e < e ? o->e : e, w;
+        int sync = o->s >= o->h0 && o->e <= o->hg; /* call waited */
+        int64_t a0 = sync ? o->hs : o->s, z0 = sync ? o->hg : o->e;
+        int64_t x = a0 > cur ? a0 : cur, y = z0 < e ? z0 : e, w;
         if (!p3d_is_pp(job, tl, o) || y <= x)
             continue;
         w = p3d_iv_minus(x, y, &tl->compute);

@@ -9,10 +9,11 @@
  * average of end times is biased by whoever arrives last; instead the
  * causality bounds (no completion before every member started, no
  * receive completion before its send started) bracket each host pair's
- * offset, and the midpoint of the bracket is taken (the idea of
- * Scalasca's controlled logical clock, in closed form).  Offsets are
- * reported against the host of the lowest rank, the half-width of the
- * bracket as the uncertainty.
+ * offset, tightened through chains of hosts, and the midpoint of the
+ * bracket is taken (the constraints of Scalasca's controlled logical
+ * clock, solved in closed form).  Offsets are reported against the host
+ * of the lowest rank, the half-width of the bracket as the uncertainty
+ * (negative: the bounds contradict each other by that much).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -60,30 +61,48 @@ static void p3d_clock_bound(int64_t *lo, int *cnt, int nh, int a, int b,
     cnt[a * nh + b]++;
 }
 
+struct p3d_cscr { /* per-instance scratch, one slot per host */
+    int64_t *smax, *emin;
+    int *mark, *list;
+    int gen;
+};
+
+/*
+ * Bounds from one collective instance: every pair of its hosts, or, for
+ * instances spanning many hosts, the pairs with the host that started
+ * last and the host that ended first (the tightest of each row/column).
+ */
 static void p3d_clock_inst(const struct p3d_time_res *t,
                            const struct p3d_itab *it, size_t k,
-                           int64_t *lo, int *cnt)
+                           int64_t *lo, int *cnt, struct p3d_cscr *c)
 {
-    int nh = t->n_hosts;
-    int64_t smax[64], emin[64];
-    unsigned seen = 0;
+    int nh = t->n_hosts, n = 0, late = -1, early = -1;
 
+    c->gen++;
     for (int e = it->inst[k].first; e >= 0; e = it->ents[e].next) {
         const struct p3d_top *o = P3D_OPP(t, it->ents[e].r);
         int h = t->tl[it->ents[e].r.tl].host;
         int64_t sh = t->hosts[h].shift;
-        if (h >= 64)
-            return;
-        if (!(seen >> h & 1u) || o->s + sh > smax[h])
-            smax[h] = o->s + sh;
-        if (!(seen >> h & 1u) || o->e + sh < emin[h])
-            emin[h] = o->e + sh;
-        seen |= 1u << h;
+        if (c->mark[h] != c->gen) {
+            c->mark[h] = c->gen;
+            c->list[n++] = h;
+            c->smax[h] = o->s + sh;
+            c->emin[h] = o->e + sh;
+        }
+        c->smax[h] = o->s + sh > c->smax[h] ? o->s + sh : c->smax[h];
+        c->emin[h] = o->e + sh < c->emin[h] ? o->e + sh : c->emin[h];
     }
-    for (int a = 0; a < nh && a < 64; a++)
-        for (int b = 0; b < nh && b < 64; b++)
-            if ((seen >> a & 1u) && (seen >> b & 1u))
-                p3d_clock_bound(lo, cnt, nh, a, b, smax[a] - emin[b]);
+    for (int i = 0; i < n; i++) {
+        int h = c->list[i];
+        late = late < 0 || c->smax[h] > c->smax[late] ? h : late;
+        early = early < 0 || c->emin[h] < c->emin[early] ? h : early;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            int a = c->list[i], b = c->list[j];
+            if (n <= 16 || a == late || b == early)
+                p3d_clock_bound(lo, cnt, nh, a, b, c->smax[a] - c->emin[b]);
+        }
 }
 
 static void p3d_clock_pairs(const struct p3d_time_res *t,
@@ -103,34 +122,41 @@ static void p3d_clock_pairs(const struct p3d_time_res *t,
 }
 
 /*
- * D from the pairwise intervals: each host pair with bounds both ways
- * gives the midpoint; hosts are placed by weighted Gauss-Seidel over
- * those midpoints, host 0 fixed.
+ * D from the bounds: U[a][b] >= D[b] - D[a] (from lo[b][a]), tightened
+ * through every chain of hosts (Floyd-Warshall on the difference
+ * constraints); each host is put in the middle of its bracket against
+ * host 0, half the bracket is its uncertainty.  Hosts with no bracket
+ * keep the anchor-only estimate.
  */
+#define P3D_NOBOUND INT64_MAX
+
 static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
                             const int *cnt, int64_t *d)
 {
     int nh = t->n_hosts;
+    int64_t *u = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*u));
 
-    for (int round = 0; round < 50; round++)
-        for (int b = 1; b < nh; b++) {
-            double sum = 0, w = 0;
-            for (int a = 0; a < nh; a++) {
-                int ab = a * nh + b, ba = b * nh + a;
-                double mid;
-                if (a == b || !cnt[ab] || !cnt[ba])
-                    continue;
-                mid = ((double)lo[ab] - (double)lo[ba]) / 2;
-                sum += ((double)d[a] + mid) * (cnt[ab] + cnt[ba]);
-                w += cnt[ab] + cnt[ba];
-                if (round == 49 && a == 0) {
-                    t->hosts[b].uncert_ns = (-lo[ba] - lo[ab]) / 2;
-                    t->hosts[b].n_inst = cnt[ab];
-                }
-            }
-            if (w > 0)
-                d[b] = (int64_t)llround(sum / w);
-        }
+    for (int a = 0; a < nh; a++)
+        for (int b = 0; b < nh; b++)
+            u[a * nh + b] = a == b ? 0 : cnt[b * nh + a] ? -lo[b * nh + a]
+                                                           : P3D_NOBOUND;
+    for (int k = 0; k < nh; k++)
+        for (int a = 0; a < nh; a++)
+            for (int b = 0; b < nh; b++)
+                if (u[a * nh + k] != P3D_NOBOUND &&
+                    u[k * nh + b] != P3D_NOBOUND &&
+                    u[a * nh + k] + u[k * nh + b] < u[a * nh + b])
+                    u[a * nh + b] = u[a * nh + k] + u[k * nh + b];
+    for (int b = 1; b < nh; b++) {
+        int64_t hi = u[b], lo_b = u[b * nh] == P3D_NOBOUND ? P3D_NOBOUND
+                                                           : -u[b * nh];
+        if (hi == P3D_NOBOUND || lo_b == P3D_NOBOUND)
+            continue;
+        d[b] = lo_b + (hi - lo_b) / 2;
+        t->hosts[b].uncert_ns = (hi - lo_b) / 2;
+        t->hosts[b].n_inst = cnt[b] + cnt[b * nh];
+    }
+    free(u);
 }
 
 /* Receives completing before their send started, after correction. */
@@ -160,6 +186,8 @@ static void p3d_clock_apply(struct p3d_time_res *t)
         for (size_t k = 0; k < tl->n_ops; k++) {
             tl->ops[k].h0 += d;
             tl->ops[k].h1 += d;
+            tl->ops[k].hg += d;
+            tl->ops[k].hs += d;
             tl->ops[k].s += d;
             tl->ops[k].e += d;
         }
@@ -171,6 +199,29 @@ static void p3d_clock_apply(struct p3d_time_res *t)
     }
 }
 
+#define P3D_CLOCK_MAX_HOSTS 1024 /* lo/cnt are hosts x hosts */
+
+static void p3d_clock_bounds(const struct p3d_time_res *t,
+                             const struct p3d_itab *it, int64_t *lo,
+                             int *cnt)
+{
+    size_t nh = (size_t)t->n_hosts;
+    struct p3d_cscr c;
+
+    c.smax = p3d_xcalloc(nh, sizeof(*c.smax));
+    c.emin = p3d_xcalloc(nh, sizeof(*c.emin));
+    c.mark = p3d_xcalloc(nh, sizeof(*c.mark));
+    c.list = p3d_xcalloc(nh, sizeof(*c.list));
+    c.gen = 0;
+    for (size_t k = 0; k < it->n_inst; k++)
+        p3d_clock_inst(t, it, k, lo, cnt, &c);
+    p3d_clock_pairs(t, it, lo, cnt);
+    free(c.smax);
+    free(c.emin);
+    free(c.mark);
+    free(c.list);
+}
+
 void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t)
 {
     struct p3d_itab it;
@@ -180,17 +231,25 @@ void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t)
 
     if ((nh = p3d_clock_hosts(job, t)) < 2)
         return;
+    if (nh > P3D_CLOCK_MAX_HOSTS) {
+        p3d_warning("job '%s': %d hosts; clocks aligned by the realtime "
+                    "anchors only (at most %d are aligned from collectives)",
+                    job->job_id, nh, P3D_CLOCK_MAX_HOSTS);
+        for (int h = 0; h < nh; h++)
+            t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
+        p3d_clock_apply(t);
+        return;
+    }
     p3d_itab_build(t, &it);
     lo = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*lo));
     cnt = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*cnt));
     d = p3d_xcalloc((size_t)nh, sizeof(*d));
-    for (size_t k = 0; k < it.n_inst; k++)
-        p3d_clock_inst(t, &it, k, lo, cnt);
-    p3d_clock_pairs(t, &it, lo, cnt);
+    p3d_clock_bounds(t, &it, lo, cnt);
     p3d_clock_solve(t, lo, cnt, d);
     for (int h = 0; h < nh; h++) {
         t->hosts[h].shift += d[h];
         t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
+        t->hosts[h].anchor_err_ns = -d[h];
     }
     p3d_clock_check(t, &it);
     p3d_clock_apply(t);

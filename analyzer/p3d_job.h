@@ -97,6 +97,7 @@ struct p3d_layout {
 
 struct p3d_mismatch;
 struct p3d_time_res;
+struct p3d_hang_res;
 struct p3d_matcher;
 
 struct p3d_job {
@@ -114,6 +115,7 @@ struct p3d_job {
     int have_gpu;
     struct p3d_match_res *match;
     struct p3d_time_res *time; /* p3d_time.h; NULL until analysed */
+    struct p3d_hang_res *hang;  /* p3d_hang.c (issue 7) */
 };
 
 /* Histogram bucket of a message size. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "p3d_bw.h"
+#include "p3d_hang.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
@@ -269,5 +270,7 @@ void p3d_json_write(FILE *f, const struct p3d_job *job)
     p3d_json_ranks(f, job);
     p3d_json_match(f, job);
     p3d_time_json(f, job); /* steps, bubble, verdict, clock, wait */
-    fputs("  \"hang\": null\n}\n", f);
+    fputs("  \"hang\": ", f);
+    p3d_hang_json(f, job);  /* issue 7 */
+    fputs("\n}\n", f);
 }

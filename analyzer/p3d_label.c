@@ -221,6 +221,8 @@ void p3d_label_all(struct p3d_job *job)
         if (job->layout.ep == 1) /* expert groups only exist with EP */
             g->labels &= ~(B(P3D_LBL_EP) | B(P3D_LBL_EXPERT_DP));
         g->label = p3d_label_pick(g->labels, use, g, dup);
+        if (g->label != P3D_LBL_P2P) /* a P2P comm is one made for it */
+            g->labels &= ~B(P3D_LBL_P2P);
         if (!g->labels)
             g->labels = B(P3D_LBL_OTHER);
         g->label_first = p3d_first(g->labels);

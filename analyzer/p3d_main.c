@@ -15,8 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "p3d_chrome.h"
+#include "p3d_compare.h"
 #include "p3d_discover.h"
+#include "p3d_html.h"
 #include "p3d_dump.h"
+#include "p3d_hang.h"
 #include "p3d_json.h"
 #include "p3d_label.h"
 #include "p3d_layout.h"
@@ -28,6 +32,10 @@
 struct p3d_opts {
     int dump, all, threads, match;
     const char *json, *layout;
+    /* views (issue 8) */
+    const char *chrome, *html;
+    int compare;
+    struct p3d_vsel sel;
 };
 
 static void p3d_usage(FILE *f)
@@ -46,6 +54,17 @@ static void p3d_usage(FILE *f)
         "spelling; 'titan'\n"
         "                    = torchtitan's pp-dp-cp-tp mesh)\n"
         "  --all             analyse every job found, not only the newest\n"
+        "  --chrome FILE     timeline as Chrome trace JSON (Perfetto, "
+        "chrome://tracing)\n"
+        "  --html FILE       self-contained HTML report with pictures\n"
+        "  --window SPEC     --chrome/--html: iter:A-B (iterations from 0) "
+        "or\n"
+        "                    t:START-END (ms from the job's start)\n"
+        "  --ranks LIST      --chrome/--html: only these ranks, e.g. "
+        "0-7,12\n"
+        "  --compare         every DIR is one run: print one table row per "
+        "run\n"
+        "                    (Markdown; with --json, a JSON array)\n"
         "  --dump            print the records of trace FILEs as text\n"
         "  --threads N       reader threads (default: online CPUs, max 8)\n"
         "  --no-match        skip cross-rank matching\n"
@@ -64,6 +83,11 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
         {"no-match", no_argument, NULL, 'm'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
+        {"chrome", required_argument, NULL, 'C'},
+        {"html", required_argument, NULL, 'H'},
+        {"window", required_argument, NULL, 'W'},
+        {"ranks", required_argument, NULL, 'R'},
+        {"compare", no_argument, NULL, 'P'},
         {NULL, 0, NULL, 0}};
     int c;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -71,6 +95,8 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
     memset(o, 0, sizeof(*o));
     o->threads = n > 8 ? 8 : n < 1 ? 1 : (int)n;
     o->match = 1;
+    o->sel.iter_a = o->sel.iter_b = -1;
+    o->sel.ms_b = -1;
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = optarg; break;
@@ -81,6 +107,11 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
         case 'm': o->match = 0; break;
         case 'q': p3d_quiet = 1; break;
         case 'h': p3d_usage(stdout); exit(0);
+        case 'C': o->chrome = optarg; break;
+        case 'H': o->html = optarg; break;
+        case 'W': if (p3d_vsel_window(&o->sel, optarg)) return -1; break;
+        case 'R': if (p3d_vsel_ranks(&o->sel, optarg)) return -1; break;
+        case 'P': o->compare = 1; break;
         default: p3d_usage(stderr); return -1;
         }
     }
@@ -156,6 +187,7 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
     if (m)
         p3d_matcher_finish(m, job);
     p3d_time_job(job); /* p3d_time.h: clocks, steps, bubble, waits */
+    p3d_hang_analyze(job);  /* issue 7 */
 }
 
 static void p3d_say_jobs(const struct p3d_jobset *set, int all)
@@ -191,6 +223,32 @@ static FILE *p3d_open_json(const char *path)
     return f;
 }
 
+/* --chrome and --html of one job (the k-th analysed: FILE-k after the
+ * first when --all gives several). */
+static void p3d_views(struct p3d_job *job, const struct p3d_opts *o, int k)
+{
+    char path[4096];
+    const char *out[2] = {o->chrome, o->html};
+
+    for (int v = 0; v < 2; v++) {
+        if (!out[v])
+            continue;
+        if (k)
+            snprintf(path, sizeof(path), "%s-%d", out[v], k);
+        else
+            snprintf(path, sizeof(path), "%s", out[v]);
+        if (v == 0)
+            p3d_chrome_write(path, job, &o->sel);
+        else
+            p3d_html_write(path, job, &o->sel);
+    }
+}
+
+static void p3d_compare_one(struct p3d_job *job, void *ctx)
+{
+    p3d_analyse(job, ctx);
+}
+
 static int p3d_run(struct p3d_opts *o, char **paths, int n)
 {
     struct p3d_jobset set;
@@ -215,7 +273,9 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
             p3d_json_write(js, &set.jobs[i]);
         if (js && o->all && set.n > 1)
             fputs(i + 1 < set.n ? ",\n" : "]\n", js);
+        p3d_views(&set.jobs[i], o, i - first);
         p3d_time_free(&set.jobs[i]);
+        p3d_hang_free(&set.jobs[i]);
         p3d_job_free(&set.jobs[i]);
     }
     for (int i = 0; i < first; i++)
@@ -235,12 +295,16 @@ int main(int argc, char **argv)
         return P3D_EXIT_BAD;
     if (o.layout && p3d_layout_parse(&(struct p3d_layout){0}, o.layout, 0))
         return P3D_EXIT_BAD;
-    if (!o.dump)
+    if (o.compare)
+        ret = p3d_compare_run(argv + optind, argc - optind, o.json,
+                              p3d_compare_one, &o);
+    else if (!o.dump)
         ret = p3d_run(&o, argv + optind, argc - optind);
     else
         for (int i = optind; i < argc; i++)
             if (p3d_dump_file(stdout, argv[i]) != 0)
                 ret = P3D_EXIT_BAD;
+    p3d_vsel_free(&o.sel);
     if (fflush(stdout) != 0)
         ret = P3D_EXIT_BAD;
     return ret;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_bw.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
@@ -78,8 +77,52 @@ static int p3d_dbl_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int p3d_dbl_cmp(const void *a, const void *b);
+
+/*
+ * Warm-up: leading iterations (communicator creation, allocator growth,
+ * compilation) that took over 1.25 times the median of the later ones;
+ * at least two iterations stay.
+ */
+static int p3d_overlap_warm(const struct p3d_time_res *t)
+{
+    double *v = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*v));
+    int w = 0;
+
+    for (; w <= t->n_iter - 3; w++) {
+        int n = 0;
+        for (int k = w + 1; k < t->n_iter; k++)
+            v[n++] = (double)t->step[k];
+        qsort(v, (size_t)n, sizeof(*v), p3d_dbl_cmp);
+        if ((double)t->step[w] <= 1.25 * v[n / 2])
+            break;
+    }
+    free(v);
+    return w;
+}
+
+/* 1 if some rank created a communicator inside the first iteration
+ * (lazy creation: that iteration is warm-up whatever its length). */
+static int p3d_overlap_inits(const struct p3d_job *job,
+                             const struct p3d_time_res *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        const struct p3d_tl *tl = &t->tl[i];
+        int64_t s, e, sh = t->n_hosts > 1 ? t->hosts[tl->host].shift : 0;
+        if (!p3d_time_window(tl, 0, &s, &e))
+            continue;
+        for (int k = 0; k < job->ranks[i].n_comms; k++) {
+            int64_t c = (int64_t)job->ranks[i].comms[k].t_create + sh;
+            if (job->ranks[i].comms[k].created && c >= s && c < e)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Mean step over ranks per iteration; warm-up; steady median. */
-static void p3d_overlap_steps(struct p3d_time_res *t)
+static void p3d_overlap_steps(const struct p3d_job *job,
+                              struct p3d_time_res *t)
 {
     double *v = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*v));
     int n = 0;
@@ -94,7 +137,9 @@ static void p3d_overlap_steps(struct p3d_time_res *t)
             }
         t->step[k] = cnt ? sum / cnt : 0;
     }
-    t->warm = t->n_iter >= 3 ? 1 : 0;
+    t->warm = p3d_overlap_warm(t);
+    if (!t->warm && t->n_iter >= 3 && p3d_overlap_inits(job, t))
+        t->warm = 1;
     for (int k = t->warm; k < t->n_iter; k++)
         v[n++] = (double)t->step[k] / 1e6;
     qsort(v, (size_t)n, sizeof(*v), p3d_dbl_cmp);
@@ -137,33 +182,6 @@ static void p3d_overlap_fracs(struct p3d_time_res *t)
         t->f_lbl[l] = sum[7 + l] / sum[0];
 }
 
-/* Bus bandwidth per label over ops with a GPU time; best single op. */
-static void p3d_overlap_busbw(const struct p3d_job *job,
-                              struct p3d_time_res *t)
-{
-    double bytes[P3D_LBL_COUNT] = {0}, ns[P3D_LBL_COUNT] = {0};
-
-    for (int i = 0; i < t->n; i++)
-        for (size_t k = 0; k < t->tl[i].n_ops; k++) {
-            const struct p3d_top *o = &t->tl[i].ops[k];
-            int n = o->gcomm >= 0 ? job->comms[o->gcomm].size : 1;
-            int l = p3d_op_label(job, o);
-            double b = p3d_bw_bytes(o->op, n, (double)o->bytes) *
-                       p3d_bw_factor(o->op, n);
-            if (!o->has_gpu || o->e <= o->s || !o->bytes)
-                continue;
-            bytes[l] += b;
-            ns[l] += (double)(o->e - o->s);
-            if (o->bytes >= 65536 && b / (double)(o->e - o->s) >
-                                         t->best_busbw) {
-                t->best_busbw = b / (double)(o->e - o->s);
-                t->best_lbl = l;
-            }
-        }
-    for (int l = 0; l < P3D_LBL_COUNT; l++)
-        t->busbw[l] = ns[l] > 0 ? bytes[l] / ns[l] : 0;
-}
-
 static void p3d_overlap_verdict(struct p3d_time_res *t)
 {
     double top = 0;
@@ -175,6 +193,15 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
             t->top_lbl = l;
         }
     t->dominates = t->f_exposed > t->f_compute && t->f_exposed > t->f_idle;
+    if (!t->have_compute) {
+        t->dominates = 0;
+        t->no_verdict = 1;
+        snprintf(t->why, sizeof(t->why), "cannot tell: the traces have no "
+                 "compute kernel times; NCCL busy %.1f%% of the step%s%s",
+                 100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",
+                 t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "");
+        return;
+    }
     snprintf(t->why, sizeof(t->why),
              "NCCL %s: exposed NCCL %.1f%% of the step vs compute %.1f%% "
              "and idle %.1f%%%s%s%s", t->dominates ? "dominates"
@@ -192,8 +219,7 @@ void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t)
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_iter)
             p3d_overlap_rank(job, &t->tl[i], t->n_iter);
-    p3d_overlap_steps(t);
+    p3d_overlap_steps(job, t);
     p3d_overlap_fracs(t);
-    p3d_overlap_busbw(job, t);
     p3d_overlap_verdict(t);
 }

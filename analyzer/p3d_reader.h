@@ -1,7 +1,9 @@
 /*
- * p3d_reader.h - validated, zero-copy reading of one trace file.
+ * p3d_reader.h - validated reading of one trace file.
  *
- * A trace file is mapped read-only and walked chunk by chunk; every length
+ * A trace file is read a few chunks at a time into one buffer (pread; a
+ * mapping costs a page fault per 4 KiB, several times the copy) and walked
+ * chunk by chunk; every length
  * and offset is checked before a record is handed out, so the analysis
  * code above can trust a record's fixed fields.  Problems are written into
  * rd->msg (not printed) so callers running in threads can print them in a
@@ -17,7 +19,11 @@
 
 struct p3d_reader {
     const char *path;
-    const uint8_t *base;      /* the mapping */
+    int fd;                   /* -1 when closed */
+    uint8_t *buf;             /* file bytes [buf_off, buf_off + buf_len) */
+    size_t buf_off;
+    size_t buf_len;
+    size_t buf_cap;
     size_t size;              /* file size */
     struct p3d_file_hdr hdr;  /* copy of the header */
     size_t chunk;             /* offset of the current chunk */
@@ -28,7 +34,7 @@ struct p3d_reader {
     int truncated;            /* the file ends inside a chunk */
     int corrupt;              /* walking stopped at bad data */
     int keep_unknown;         /* hand out unknown optional records */
-    int borrowed;             /* base is the caller's memory, not a map */
+    int borrowed;             /* buf is the caller's memory: the file */
     char msg[512];            /* last problem, "" if none */
 };
 
@@ -62,6 +68,7 @@ int p3d_reader_check_hdr(struct p3d_reader *rd, const void *buf, size_t size);
  * Hand out the next record.  Returns 1 with *rec set, 0 at the end of the
  * data (rd->truncated says whether the tail was cut), -1 when a record is
  * invalid (rd->msg names the offset; records before it were valid).
+ * *rec stays valid until the next call (copy what you keep).
  */
 int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec);
 

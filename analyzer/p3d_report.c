@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "p3d_bw.h"
+#include "p3d_hang.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
@@ -331,5 +332,6 @@ void p3d_report_text(FILE *f, const struct p3d_job *job)
         if (!job->ranks[i].failed)
             p3d_report_rank(f, job, &job->ranks[i]);
     p3d_report_match(f, job);
+    p3d_hang_report(f, job);  /* issue 7 */
     p3d_time_report(f, job); /* p3d_seedrow.c: ends with the seed row */
 }

@@ -24,7 +24,17 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_ops && t->tl[i].src < src)
             src = t->tl[i].src;
-    fprintf(f, "  op times: %s\n", p3d_src_text[src]);
+    fprintf(f, "  op times: %s", p3d_src_text[src]);
+    if (src == P3D_TSRC_SPAN) {
+        size_t n = 0, g = 0;
+        for (int i = 0; i < t->n; i++)
+            for (size_t k = 0; k < t->tl[i].n_ops; k++) {
+                n++;
+                g += t->tl[i].ops[k].has_gpu;
+            }
+        fprintf(f, "; %zu of %zu ops placed", g, n);
+    }
+    fputc('\n', f);
     if (!t->have_compute)
         fprintf(f, "  no compute spans in the traces: overlap and idle "
                    "cannot be computed (compute counted as 0)\n");
@@ -38,9 +48,8 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
                 (double)t->hosts[h].offset_ns / 1e6,
                 (double)t->hosts[h].uncert_ns / 1e6, t->hosts[0].name,
                 t->hosts[h].n_inst);
-    fprintf(f, "  clocks: %d receives completed before their send started "
-               "after the estimate; %d hosts moved to fix that\n",
-            t->clock_violations, t->clock_fixed);
+    fprintf(f, "  clocks: %d receives complete before their send started "
+               "after the alignment\n", t->clock_violations);
 }
 
 static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
@@ -74,7 +83,10 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         if (t->f_lbl[l] >= 0.0005)
             fprintf(f, " %s %.1f%%", p3d_label_name[l], 100 * t->f_lbl[l]);
-    fprintf(f, "\n    busbw by group (GB/s, ops with GPU times):");
+    fprintf(f, "\n    busbw by group (GB/s; time = the shortest member's "
+               "kernel):");
+    if (t->best_busbw <= 0)
+        fprintf(f, " none (no GPU times)");
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         if (t->busbw[l] > 0)
             fprintf(f, " %s %.2f (%.0f%% of best)", p3d_label_name[l],
@@ -88,6 +100,19 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
     (void)job;
 }
 
+/* 1 if the busiest stage computes 10 % more than the least busy. */
+static int p3d_tr_uneven(const struct p3d_time_res *t)
+{
+    double lo = 1e300, hi = 0;
+
+    for (int s = 0; s < t->n_stages; s++) {
+        double b = t->stages[s].busy_frac;
+        lo = b < lo ? b : lo;
+        hi = b > hi ? b : hi;
+    }
+    return hi > 1.1 * lo;
+}
+
 static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
 {
     if (t->pp < 2 || !t->stages)
@@ -99,6 +124,10 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                                                            "line" : "nowhere",
             100 * t->theory, 100 * t->measured,
             100 * (t->measured - t->theory));
+    if (t->m_src == 1 && t->m_cmd && t->m_cmd != t->m)
+        fprintf(f, "    note: the command line says m=%d (global batch / "
+                   "(micro-batch x DP)), the schedule shows %d\n", t->m_cmd,
+                t->m);
     for (int s = 0; s < t->n_stages; s++) {
         const struct p3d_tstage *g = &t->stages[s];
         fprintf(f, "    stage %d: bubble %.1f%% (warm-up/cool-down %.1f%%, "
@@ -108,7 +137,10 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                 100 * g->late_frac, 100 * g->transfer_frac,
                 100 * g->busy_frac);
     }
-    fprintf(f, "    busiest stage (sets the pace): %d\n", t->worst_stage);
+    if (p3d_tr_uneven(t))
+        fprintf(f, "    busiest stage (sets the pace): %d\n", t->worst_stage);
+    else
+        fprintf(f, "    stages about equally busy (compute within 10%%)\n");
 }
 
 static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
@@ -125,11 +157,15 @@ static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
                     t->late_rank[l]);
     fprintf(f, "    PP Late Sender %.3f ms, Late Receiver %.3f ms\n",
             t->late_sender_ms, t->late_receiver_ms);
-    fprintf(f, "  stragglers (waiting caused to others):");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s rank %d %.3f ms (last %" PRId64 " times)",
-                i ? "," : "", t->strag[i].rank, t->strag[i].caused_ms,
-                t->strag[i].late_count);
+    fprintf(f, "  stragglers (waiting each caused %s):",
+            t->strag_p2p ? "as Late Sender/Receiver on pipeline send/recv"
+                : "its TP/CP group peers");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s rank %d %.3f ms", i ? "," : "", t->strag[i].rank,
+                t->strag[i].caused_ms);
+        if (!t->strag_p2p)
+            fprintf(f, " (last %" PRId64 " times)", t->strag[i].late_count);
+    }
     fputc('\n', f);
 }
 
@@ -149,7 +185,10 @@ static void p3d_tr_obs(char *b, size_t n, const struct p3d_time_res *t)
     int s = p3d_tr_straggler(t);
 
     b[0] = '\0';
-    if (t->dominates && t->top_lbl >= 0)
+    if (t->no_verdict)
+        k += (size_t)snprintf(b + k, n - k, "no compute times: NCCL %.0f%% "
+                              "of the step (host)", 100 * t->f_nccl);
+    else if (t->dominates && t->top_lbl >= 0)
         k += (size_t)snprintf(b + k, n - k, "NCCL dominates (exposed %.0f%%,"
                               " mostly %s)", 100 * t->f_exposed,
                               p3d_label_name[t->top_lbl]);

@@ -3,15 +3,18 @@
  * sequence.
  *
  * Every op gets a signature (communicator, op, bytes, peer).  The period
- * is the shortest P for which the longest periodic tail of the sequence
- * (sig[i] == sig[i - P]) is longest and spans two periods or more; a
+ * is the shortest P whose longest P-periodic stretch of the sequence
+ * (sig[i] == sig[i + P]) is the longest and spans two periods or more; a
  * multiple of the true period covers no more, a sub-pattern (the
- * micro-batch loop) breaks at the optimizer.  The phase comes from the
- * schedule: an iteration ends with a run of step-level collectives (DP
- * gradient reduce-scatter, optimizer, MP/WORLD all-reduces), so the op
- * after the longest such run starts the next one; without such ops, the
- * op after the largest host gap does.  Iterations are numbered from the
- * end so all ranks agree; the job keeps as many as every rank has.
+ * micro-batch loop) breaks at the optimizer, and set-up or tear-down ops
+ * before the first or after the last iteration (Megatron's extra
+ * all-reduces) only shorten the stretch; an irregular first iteration
+ * just before it is recognised by how it starts (p3d_steps_lead).  The
+ * phase comes from the schedule: an iteration ends with a run of
+ * step-level collectives (DP gradient reduce-scatter, optimizer, MP/WORLD
+ * all-reduces), so the op after the longest such run starts the next
+ * one; without such ops, the op after the largest host gap does.  Ranks'
+ * iterations are matched by start time (p3d_steps_find).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,22 +22,26 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
-#define P3D_STEPS_MAX_OPS 400000 /* look at the last ops only */
+#define P3D_STEPS_SEARCH 16384 /* the period is looked for here */
 
-size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *cover)
+size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
+                        size_t *r1)
 {
     size_t best = 0, best_cov = 0;
 
+    *r0 = *r1 = 0;
     for (size_t p = 1; p <= n / 2; p++) {
-        size_t l = 0;
-        while (l + p < n && sig[n - 1 - l] == sig[n - 1 - l - p])
-            l++;
-        if (l >= p && l + p > best_cov) {
-            best = p;
-            best_cov = l + p;
+        size_t run = 0;
+        for (size_t i = 0; i + p < n; i++) {
+            run = sig[i] == sig[i + p] ? run + 1 : 0;
+            if (run >= p && run + p > best_cov) {
+                best = p;
+                best_cov = run + p;
+                *r1 = i + p + 1;
+                *r0 = *r1 - best_cov;
+            }
         }
     }
-    *cover = best_cov;
     return best;
 }
 
@@ -84,49 +91,134 @@ static uint64_t p3d_sig(const struct p3d_top *o)
     return h * 0xff51afd7ed558ccdull;
 }
 
-static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
+/* Signatures of ops [base, base + n). */
+static uint64_t *p3d_steps_sigs(const struct p3d_tl *tl, size_t base,
+                                size_t n)
 {
-    size_t base = tl->n_ops > P3D_STEPS_MAX_OPS
-                      ? tl->n_ops - P3D_STEPS_MAX_OPS : 0;
-    size_t n = tl->n_ops - base, cov, p, c, first;
     uint64_t *sig = p3d_xcalloc(n + 1, sizeof(*sig));
-    int k = 0;
 
     for (size_t i = 0; i < n; i++)
         sig[i] = p3d_sig(&tl->ops[base + i]);
-    p = p3d_steps_period(sig, n, &cov);
-    free(sig);
-    if (!p)
+    return sig;
+}
+
+/*
+ * An irregular first iteration (Megatron's first has an extra
+ * all-reduce) just before the periodic stretch: it starts with the
+ * iteration's first op after a step-level op, about a period earlier.
+ * Returns its first op, or `first` if there is none.
+ */
+static size_t p3d_steps_lead(const struct p3d_job *job,
+                             const struct p3d_tl *tl, const uint64_t *sig,
+                             size_t first, size_t p)
+{
+    size_t d = p / 4 + 1, best = first, j;
+
+    j = first > p + d ? first - p - d : 0;
+    for (; j + p / 2 <= first && j + p <= first + d; j++) {
+        if (sig[j] != sig[first] || j + p + d < first)
+            continue;
+        if (j > 0 && !p3d_step_level(job, &tl->ops[j - 1]))
+            continue;
+        if (best == first || (j + p > first ? j + p - first : first - j - p) <
+                                 (best + p > first ? best + p - first
+                                                   : first - best - p))
+            best = j;
+    }
+    return best;
+}
+
+static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
+{
+    size_t n = tl->n_ops, w = n > P3D_STEPS_SEARCH ? P3D_STEPS_SEARCH : n;
+    uint64_t *sig = p3d_steps_sigs(tl, 0, n);
+    size_t r0, r1, p = p3d_steps_period(sig + n - w, w, &r0, &r1), b, c, l;
+    int k = 0;
+
+    r0 += n - w;
+    r1 += n - w;
+    while (p && r0 > 0 && sig[r0 - 1] == sig[r0 - 1 + p])
+        r0--;
+    while (p && r1 < n && sig[r1] == sig[r1 - p])
+        r1++;
+    if (!p) {
+        free(sig);
         return;
-    c = p3d_steps_phase(job, tl, base + n - p, p);
-    first = n - p + c; /* relative start of the last (maybe cut) one */
-    while (first >= p && first - p >= n - cov)
-        first -= p;
+    }
+    c = p3d_steps_phase(job, tl, r1 - p, p);
+    b = r1 - p + c; /* start of the last iteration, maybe cut */
+    while (b >= r0 + p)
+        b -= p;
     tl->period = p;
-    tl->it_op = p3d_xcalloc((n - first) / p + 2, sizeof(*tl->it_op));
-    for (size_t s = first; s + p <= n; s += p)
-        tl->it_op[k++] = base + s;
+    tl->it_op = p3d_xcalloc((r1 - b) / p + 3, sizeof(*tl->it_op));
+    if (b + p <= r1 && (l = p3d_steps_lead(job, tl, sig, b, p)) < b)
+        tl->it_op[k++] = l;
+    free(sig);
+    for (; b + p <= r1; b += p)
+        tl->it_op[k++] = b;
     if (!k)
         return;
     tl->n_iter = k;
     tl->it_op[k] = tl->it_op[k - 1] + p;
 }
 
-static void p3d_steps_times(struct p3d_tl *tl)
+/* The last iteration ends when the GPU work running at its last op's
+ * return is done (asynchronous streams drain after the host). */
+static int64_t p3d_steps_drain(const struct p3d_tl *tl, int64_t end)
+{
+    const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+
+    for (int j = 0; j < 3; j++)
+        for (size_t i = 0; i < l[j]->n; i++)
+            if (l[j]->v[i].s < end && l[j]->v[i].e > end)
+                end = l[j]->v[i].e;
+    return end;
+}
+
+/* End of the work of iteration k: its ops' returns and GPU ends. */
+static int64_t p3d_steps_work_end(const struct p3d_tl *tl, int k)
 {
     int64_t end = 0;
 
-    tl->it_t = p3d_xcalloc((size_t)tl->n_iter + 1, sizeof(*tl->it_t));
-    for (int k = 0; k < tl->n_iter; k++)
-        tl->it_t[k] = tl->ops[tl->it_op[k]].h0;
-    for (size_t i = tl->it_op[tl->n_iter - 1]; i < tl->it_op[tl->n_iter];
-         i++) {
-        if (tl->ops[i].h1 > end)
-            end = tl->ops[i].h1;
-        if (tl->ops[i].e > end)
-            end = tl->ops[i].e;
+    for (size_t i = tl->it_op[k]; i < tl->it_op[k + 1]; i++) {
+        const struct p3d_top *o = &tl->ops[i];
+        end = o->hg > end ? o->hg : end;
+        end = o->e > end ? o->e : end;
     }
-    tl->it_t[tl->n_iter] = end;
+    return p3d_steps_drain(tl, end);
+}
+
+static int p3d_i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Iteration k runs from its first op's call to the next one's.  The last
+ * has no next: it ends at the end of its work plus the (lower) median
+ * tail the others had between their work and the next iteration (host
+ * sync, logging, data loading); the lower one, as one stall in two
+ * iterations must not stretch the last.
+ */
+static void p3d_steps_times(struct p3d_tl *tl)
+{
+    int n = tl->n_iter;
+    int64_t *tail = p3d_xcalloc((size_t)n + 1, sizeof(*tail));
+
+    tl->it_t = p3d_xcalloc((size_t)n + 1, sizeof(*tl->it_t));
+    for (int k = 0; k < n; k++)
+        tl->it_t[k] = tl->ops[tl->it_op[k]].h0;
+    for (int k = 0; k + 1 < n; k++) {
+        tail[k] = tl->it_t[k + 1] - p3d_steps_work_end(tl, k);
+        if (tail[k] < 0)
+            tail[k] = 0;
+    }
+    qsort(tail, (size_t)(n - 1), sizeof(*tail), p3d_i64_cmp);
+    tl->it_t[n] = p3d_steps_work_end(tl, n - 1) + (n > 1 ? tail[(n - 2) / 2]
+                                                          : 0);
+    free(tail);
 }
 
 int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e)
@@ -140,9 +232,31 @@ int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e)
     return *e > *s;
 }
 
+/* The reference iteration whose start is nearest to rank tl's first. */
+static int p3d_steps_offset(const struct p3d_tl *ref, const struct p3d_tl *tl)
+{
+    int best = 0;
+    int64_t d = INT64_MAX;
+
+    for (int j = 0; j < ref->n_iter; j++) {
+        int64_t x = llabs(ref->it_t[j] - tl->it_t[0]);
+        if (x < d) {
+            d = x;
+            best = j;
+        }
+    }
+    return best;
+}
+
+/*
+ * Job iterations: every rank's iterations are matched by start time to
+ * those of the rank with the most (a rank killed or hung early has
+ * fewer); the job keeps the iterations every rank has.
+ */
 void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
 {
-    int n = -1;
+    struct p3d_tl *ref = NULL;
+    int lo = 0, hi = INT32_MAX;
 
     for (int i = 0; i < t->n; i++) {
         struct p3d_tl *tl = &t->tl[i];
@@ -152,10 +266,21 @@ void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
         if (!tl->n_iter)
             continue;
         p3d_steps_times(tl);
-        n = n < 0 || tl->n_iter < n ? tl->n_iter : n;
+        if (!ref || tl->n_iter > ref->n_iter)
+            ref = tl;
     }
-    t->n_iter = n < 0 ? 0 : n;
+    if (!ref)
+        return;
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        if (!tl->n_iter)
+            continue;
+        tl->first_it = p3d_steps_offset(ref, tl); /* reference index */
+        lo = tl->first_it > lo ? tl->first_it : lo;
+        hi = tl->first_it + tl->n_iter < hi ? tl->first_it + tl->n_iter : hi;
+    }
+    t->n_iter = hi > lo ? hi - lo : 0;
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_iter)
-            t->tl[i].first_it = t->tl[i].n_iter - t->n_iter;
+            t->tl[i].first_it = lo - t->tl[i].first_it;
 }

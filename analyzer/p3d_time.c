@@ -53,7 +53,7 @@ static void p3d_time_cmdline(const struct p3d_job *job,
     mbs = p3d_time_flag(r->cmdline, r->cmdline_len, "--micro-batch-size");
     dp = job->layout.valid ? job->layout.size[P3D_AX_DP] : 0;
     if (t->gbs && mbs && dp && t->gbs % (mbs * dp) == 0) {
-        t->m = t->gbs / (mbs * dp);
+        t->m = t->m_cmd = t->gbs / (mbs * dp);
         t->m_src = 2;
     }
     t->v = p3d_time_flag(r->cmdline, r->cmdline_len,

@@ -45,6 +45,9 @@ enum { P3D_TSRC_HOST, P3D_TSRC_SPAN, P3D_TSRC_GPU };
 struct p3d_top { /* one NCCL op on the timeline */
     int64_t h0, h1; /* host enter/exit */
     int64_t s, e;   /* best interval: GPU if known, else host */
+    int64_t hs, hg; /* host call of the blocking call: the outermost
+                     * ncclGroupStart enter / ncclGroupEnd return for
+                     * grouped ops, else h0 / h1 */
     uint64_t op_id, seq, bytes, stream;
     int gcomm; /* job->comms index, -1 unknown */
     int peer;  /* global rank of the Send/Recv peer, else -1 */
@@ -85,7 +88,8 @@ struct p3d_thost {
     int64_t shift;        /* added to this host's monotonic times */
     int64_t offset_ns;    /* its clock minus the reference host's */
     int64_t uncert_ns;
-    int n_inst;           /* cross-host instances used */
+    int64_t anchor_err_ns; /* what the realtime anchors had wrong */
+    int n_inst;           /* cross-host bounds used */
 };
 
 struct p3d_tstage {
@@ -104,12 +108,13 @@ struct p3d_time_res {
     struct p3d_tl *tl; /* per job->ranks index */
     int n;
     struct p3d_thost *hosts;
-    int n_hosts, clock_violations, clock_fixed;
+    int n_hosts, clock_violations;
     int n_iter, warm;    /* job iterations; leading warm-up ones */
     int64_t *step;       /* [n_iter] mean step over ranks */
     double step_ms, step_min_ms, step_max_ms, warm_ms;
     double tokens_per_s, samples_per_s;
     int gbs, seq_len, m, v, pp, m_src; /* m_src: 0 none, 1 schedule, 2 cmd */
+    int m_cmd;                         /* gbs / (mbs * dp), 0 unknown */
     double theory, measured;
     struct p3d_tstage *stages;
     int n_stages, worst_stage;
@@ -117,10 +122,11 @@ struct p3d_time_res {
     double f_compute, f_nccl, f_exposed, f_overlapped, f_idle, f_copy;
     double f_lbl[P3D_LBL_COUNT];
     int dominates, top_lbl;
+    int no_verdict; /* no compute times: dominance cannot be judged */
     double busbw[P3D_LBL_COUNT], best_busbw;
     int best_lbl;
     struct p3d_tstrag *strag; /* sorted by caused */
-    int n_strag;
+    int n_strag, strag_p2p;   /* strag_p2p: ranked by pipeline waits */
     uint64_t n_inst, n_p2p;
     double late_sender_ms, late_receiver_ms;
     double nxn_ms[P3D_LBL_COUNT]; /* wait at NxN per label, steady */
@@ -140,7 +146,10 @@ void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_time_attribute(struct p3d_tl *tl);
 void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t);
-size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *cover);
+/* Period of sig[0..n) and its longest periodic stretch [*r0, *r1);
+ * 0 if none spans two periods. */
+size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
+                        size_t *r1);
 void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_bubble_all(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t);

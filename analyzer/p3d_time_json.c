@@ -17,6 +17,22 @@ static void p3d_jnum(FILE *f, const char *key, double v, int ok)
         fprintf(f, ", \"%s\": null", key);
 }
 
+static void p3d_tj_iters(FILE *f, const struct p3d_time_res *t,
+                         const struct p3d_tl *tl)
+{
+    fputs(", \"iters\": [", f);
+    for (int k = 0; k < t->n_iter; k++)
+        fprintf(f, "%s{\"step_ms\": %.6g, \"compute_ms\": %.6g, "
+                   "\"nccl_ms\": %.6g, \"exposed_ms\": %.6g, "
+                   "\"pp_wait_ms\": %.6g}", k ? ", " : "",
+                (double)tl->br[k].step / 1e6,
+                (double)tl->br[k].compute / 1e6,
+                (double)tl->br[k].nccl / 1e6,
+                (double)tl->br[k].exposed / 1e6,
+                (double)tl->br[k].pp_wait / 1e6);
+    fputc(']', f);
+}
+
 void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
 {
     const struct p3d_time_res *t = job->time;
@@ -42,6 +58,8 @@ void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
     p3d_jnum(f, "exposed_comm_frac", ok ? sum[2] / sum[0] : 0, ok);
     p3d_jnum(f, "idle_frac", ok ? sum[3] / sum[0] : 0, ok);
     p3d_jnum(f, "bubble_frac", ok ? sum[4] / sum[0] : 0, ok && t->pp > 1);
+    if (tl && tl->br)
+        p3d_tj_iters(f, t, tl);
     if (tl)
         fprintf(f, ", \"stage\": %d, \"clock_offset_ns\": %" PRId64
                 ", \"waiting_caused_ms\": %.6g, \"waiting_suffered_ms\": "
@@ -85,6 +103,7 @@ static void p3d_tj_bubble(FILE *f, const struct p3d_time_res *t)
     fprintf(f, "  \"bubble\": {\"pp\": %d, \"m\": %d, \"v\": %d, "
                "\"m_source\": \"%s\"", t->pp, t->m, t->v,
             t->m_src == 1 ? "schedule" : t->m_src == 2 ? "cmdline" : "none");
+    p3d_jnum(f, "m_cmdline", t->m_cmd, t->m_cmd > 0);
     p3d_jnum(f, "theory_frac", t->theory, t->m > 0);
     p3d_jnum(f, "measured_frac", t->measured, 1);
     fprintf(f, ", \"busiest_stage\": %d, \"per_stage\": [", t->worst_stage);
@@ -114,7 +133,7 @@ static void p3d_tj_bubble(FILE *f, const struct p3d_time_res *t)
 static void p3d_tj_verdict(FILE *f, const struct p3d_time_res *t)
 {
     fprintf(f, "  \"verdict\": {\"nccl_dominates\": %s, \"why\": ",
-            t->dominates ? "true" : "false");
+            t->no_verdict ? "null" : t->dominates ? "true" : "false");
     p3d_json_str(f, t->why, strlen(t->why));
     fputs(", \"group\": ", f);
     if (t->top_lbl >= 0)
@@ -136,8 +155,9 @@ static void p3d_tj_clock(FILE *f, const struct p3d_time_res *t)
         fprintf(f, "%s{\"host\": ", h ? ", " : "");
         p3d_json_str(f, t->hosts[h].name, strlen(t->hosts[h].name));
         fprintf(f, ", \"offset_ns\": %" PRId64 ", \"uncertainty_ns\": %"
-                PRId64 ", \"instances\": %d}", t->hosts[h].offset_ns,
-                t->hosts[h].uncert_ns, t->hosts[h].n_inst);
+                PRId64 ", \"realtime_error_ns\": %" PRId64 ", \"instances\": "
+                "%d}", t->hosts[h].offset_ns, t->hosts[h].uncert_ns,
+                t->hosts[h].anchor_err_ns, t->hosts[h].n_inst);
     }
     fprintf(f, "], \"violations\": %d},\n", t->clock_violations);
 }
@@ -152,7 +172,8 @@ static void p3d_tj_wait(FILE *f, const struct p3d_time_res *t)
             fprintf(f, "%s\"%s\": {\"ms\": %.6g, \"late_rank\": %d}",
                     n++ ? ", " : "", p3d_label_name[l], t->nxn_ms[l],
                     t->late_rank[l]);
-    fputs("}, \"stragglers\": [", f);
+    fprintf(f, "}, \"stragglers_by\": \"%s\", \"stragglers\": [",
+            t->strag_p2p ? "pipeline_p2p" : "layer_groups");
     for (int i = 0; i < t->n_strag; i++)
         fprintf(f, "%s{\"rank\": %d, \"caused_ms\": %.6g, \"suffered_ms\": "
                    "%.6g, \"late_count\": %" PRId64 ", \"p2p_caused_ms\": "

@@ -36,6 +36,9 @@ struct p3d_gpuref {
 
 struct p3d_tload {
     struct p3d_map idx; /* op_id -> ops index */
+    struct p3d_map gidx; /* group_id -> gend index */
+    int64_t *gend, *gstart; /* outermost ncclGroupStart enter, End exit */
+    size_t n_gend, cap_gend;
     struct p3d_gpuref *g;
     size_t n_g, cap_g;
     uint64_t peak[P3D_MEM_KIND_COUNT];
@@ -97,6 +100,26 @@ static void p3d_tl_span(struct p3d_tl *tl, const struct p3d_rec_gpu_span *s)
     }
 }
 
+static void p3d_tl_group(struct p3d_tload *ld, const struct p3d_rec_group *g)
+{
+    int k = p3d_map_get(&ld->gidx, g->group_id);
+    size_t cap = ld->cap_gend;
+
+    if (g->depth != (g->is_end ? 0 : 1) || !g->group_id)
+        return; /* only the outermost level; depth is after the call */
+    if (k < 0) {
+        ld->cap_gend = p3d_grow((void **)&ld->gend, cap, ld->n_gend,
+                                sizeof(*ld->gend));
+        p3d_grow((void **)&ld->gstart, cap, ld->n_gend, sizeof(*ld->gstart));
+        k = (int)ld->n_gend++;
+        p3d_map_put(&ld->gidx, g->group_id, k);
+    }
+    if (g->is_end)
+        ld->gend[k] = (int64_t)g->t_exit;
+    else
+        ld->gstart[k] = (int64_t)g->t_enter;
+}
+
 static void p3d_tl_mem(struct p3d_tload *ld, const struct p3d_rec_mem *m)
 {
     if (m->kind < P3D_MEM_KIND_COUNT && m->peak > ld->peak[m->kind])
@@ -111,6 +134,7 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
     case P3D_REC_GPU_OP: p3d_tl_gpu(ld, (const void *)h); break;
     case P3D_REC_GPU_SPAN: p3d_tl_span(tl, (const void *)h); break;
     case P3D_REC_MEM: p3d_tl_mem(ld, (const void *)h); break;
+    case P3D_REC_GROUP: p3d_tl_group(ld, (const void *)h); break;
     default: break;
     }
 }
@@ -159,9 +183,13 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     }
     for (size_t i = 0; i < tl->n_ops; i++) {
         struct p3d_top *t = &tl->ops[i];
-        if (!t->has_gpu) {
+        int gk = t->group_id ? p3d_map_get(&ld->gidx, t->group_id) : -1;
+        t->hg = gk >= 0 && ld->gend[gk] > t->h1 ? ld->gend[gk] : t->h1;
+        t->hs = gk >= 0 && ld->gstart[gk] && ld->gstart[gk] < t->h0
+                    ? ld->gstart[gk] : t->h0;
+        if (!t->has_gpu) { /* host only: up to the blocking return */
             t->s = t->h0;
-            t->e = t->h1;
+            t->e = t->hg;
         }
         p3d_ivs_add(&tl->nccl, t->s, t->e);
     }
@@ -195,7 +223,10 @@ static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
     p3d_reader_close(&rd);
     p3d_tl_finish(tl, &ld);
     p3d_map_free(&ld.idx);
+    p3d_map_free(&ld.gidx);
     free(ld.g);
+    free(ld.gend);
+    free(ld.gstart);
 }
 
 void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t)

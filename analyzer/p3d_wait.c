@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_bw.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
@@ -100,6 +101,64 @@ static void p3d_wait_pair(const struct p3d_job *job, struct p3d_time_res *t,
     }
 }
 
+/*
+ * Bus bandwidth per label from the transfer proxy (TraceLens, Megatron-
+ * Bridge): a collective's time is its shortest member's kernel, the rest
+ * being waiting; a Send/Recv's is the receive after both started.  The
+ * best is the fastest instance of 64 KiB or more.
+ */
+static void p3d_bw_add(struct p3d_time_res *t, double *bytes, double *ns,
+                       int lbl, double b, int64_t d, uint64_t raw)
+{
+    if (d <= 0 || b <= 0)
+        return;
+    bytes[lbl] += b;
+    ns[lbl] += (double)d;
+    if (raw >= 65536 && b / (double)d > t->best_busbw) {
+        t->best_busbw = b / (double)d;
+        t->best_lbl = lbl;
+    }
+}
+
+static void p3d_wait_busbw(const struct p3d_job *job, struct p3d_time_res *t,
+                           const struct p3d_itab *it)
+{
+    double bytes[P3D_LBL_COUNT] = {0}, ns[P3D_LBL_COUNT] = {0};
+
+    for (size_t k = 0; k < it->n_inst; k++) {
+        const struct p3d_inst *in = &it->inst[k];
+        const struct p3d_gcomm *g = &job->comms[in->gcomm];
+        const struct p3d_top *o = P3D_OPP(t, it->ents[in->first].r);
+        int64_t d = INT64_MAX;
+        if (in->n != g->size)
+            continue;
+        for (int e = in->first; e >= 0; e = it->ents[e].next) {
+            const struct p3d_top *x = P3D_OPP(t, it->ents[e].r);
+            if (!x->has_gpu)
+                d = 0;
+            d = x->e - x->s < d ? x->e - x->s : d;
+        }
+        p3d_bw_add(t, bytes, ns, g->label, p3d_bw_bytes(o->op, g->size,
+                   (double)o->bytes) * p3d_bw_factor(o->op, g->size), d,
+                   o->bytes);
+    }
+    for (size_t k = 0; k < it->n_pairs; k++) {
+        const struct p3d_pair2 *p = &it->pairs[k];
+        const struct p3d_top *sd, *rv;
+        if (p->have != 3)
+            continue;
+        sd = P3D_OPP(t, p->send);
+        rv = P3D_OPP(t, p->recv);
+        if (sd->has_gpu && rv->has_gpu && rv->gcomm >= 0)
+            p3d_bw_add(t, bytes, ns, job->comms[rv->gcomm].label,
+                       (double)rv->bytes, p3d_bubble_split(sd->s, rv->s,
+                                                           rv->e).transfer,
+                       rv->bytes);
+    }
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        t->busbw[l] = ns[l] > 0 ? bytes[l] / ns[l] : 0;
+}
+
 static int p3d_strag_cmp(const void *a, const void *b)
 {
     const struct p3d_tstrag *x = a, *y = b;
@@ -121,6 +180,7 @@ static void p3d_wait_rank_list(struct p3d_time_res *t)
     for (int i = 0; i < t->n; i++)
         layer += t->tl[i].caused_wait;
     t->strag = p3d_xcalloc((size_t)t->n + 1, sizeof(*t->strag));
+    t->strag_p2p = !layer;
     for (int i = 0; i < t->n; i++) {
         struct p3d_tstrag *s = &t->strag[t->n_strag++];
         s->rank = t->tl[i].rank;
@@ -156,6 +216,7 @@ void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t)
             }
     }
     p3d_wait_rank_list(t);
+    p3d_wait_busbw(job, t, &it);
     p3d_itab_free(&it);
     free(late_n);
 }

@@ -20,7 +20,8 @@ for scen in coll p2p alloc; do
     callgrind_annotate --inclusive=yes "$T/cg.$scen" 2>/dev/null |
         awk -v scen="$scen" -v calls="$calls" '
         /libp3dtrace\.so\]/ && /:(ncclAllReduce|ncclSend|ncclRecv|ncclGroupStart|ncclGroupEnd|cudaMalloc|cudaFree) / {
-            n = $1; gsub(",", "", n); fn = $3; sub(/.*:/, "", fn)
+            n = $1; gsub(",", "", n)
+            match($0, /:[A-Za-z_]+ \[/); fn = substr($0, RSTART + 1, RLENGTH - 3)
             tot += n; list = list sprintf(" %s %.0f", fn, n / calls)
         }
         END {

@@ -27,7 +27,7 @@ enum { ANON_REUSE, ANON_FRESH, FILE_POP, FILE_NOPOP, FILE_POPW,
        FILE_POPW_DROP, NMODES };
 static const char *names[NMODES] = {
     "anon, one window reused", "anon, fresh window each time",
-    "file, fallocate+MAP_POPULATE (shim)", "file, fallocate, no populate",
+    "file, fallocate+MAP_POPULATE (old shim)", "file, fallocate, no populate",
     "file, fallocate+MADV_POPULATE_WRITE",
     "file, POPULATE_WRITE + write-back/drop old windows",
 };

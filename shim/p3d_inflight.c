@@ -17,6 +17,8 @@
 #define P3D_IF_GROUPED 4u
 #define P3D_IF_SHIFT 4
 #define P3D_IF_STREAMS 64
+#define P3D_IF_BUSY (~(uint64_t)0 << P3D_IF_SHIFT) /* being filled */
+#define P3D_IF_PROBE 16   /* slots tried from an op's home slot */
 
 struct p3d_ifslot {
     uint64_t word;          /* 0 = empty */
@@ -36,7 +38,10 @@ struct p3d_ifstream {
     uint64_t done_id;
 };
 
-static struct p3d_ifslot p3d_if[P3D_INFLIGHT_SLOTS];
+#define P3D_IF_INITS 64     /* slots of comm-init pseudo-ops, after ops */
+#define P3D_IF_ALL (P3D_INFLIGHT_SLOTS + P3D_IF_INITS)
+
+static struct p3d_ifslot p3d_if[P3D_IF_ALL];
 static struct p3d_ifstream p3d_if_streams[P3D_IF_STREAMS];
 static uint64_t p3d_if_overflow;
 static int p3d_if_live = -1;  /* -1 undecided, 0 never, 1 completions seen */
@@ -70,17 +75,43 @@ static int p3d_if_open(const struct p3d_ifslot *s, uint64_t w)
     return (w >> P3D_IF_SHIFT) > p3d_if_stream_done(s->stream);
 }
 
+/* Slot k of op_id's probe sequence (inits live in their own region). */
+static struct p3d_ifslot *p3d_if_at(uint64_t op_id, int k)
+{
+    if (op_id & P3D_INFLIGHT_INIT_ID)
+        return &p3d_if[P3D_INFLIGHT_SLOTS + (op_id + k) % P3D_IF_INITS];
+    return &p3d_if[(op_id + k) % P3D_INFLIGHT_SLOTS];
+}
+
+/* Slot of op_id: the first of P3D_IF_PROBE slots from its home. */
+static struct p3d_ifslot *p3d_if_slot(uint64_t op_id)
+{
+    for (int k = 0; k < P3D_IF_PROBE; k++) {
+        struct p3d_ifslot *s = p3d_if_at(op_id, k);
+        uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+        if (w != 0 && (w >> P3D_IF_SHIFT) == op_id)
+            return s;
+    }
+    return NULL;
+}
+
 void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
                       uint32_t stack_id)
 {
-    struct p3d_ifslot *s = &p3d_if[ctx->op_id % P3D_INFLIGHT_SLOTS];
-    uint64_t old = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+    struct p3d_ifslot *s = NULL;
 
-    if (old != 0 && p3d_if_open(s, old)) {
+    for (int k = 0; k < P3D_IF_PROBE && s == NULL; k++) {
+        struct p3d_ifslot *c = p3d_if_at(ctx->op_id, k);
+        uint64_t old = __atomic_load_n(&c->word, __ATOMIC_ACQUIRE);
+        if ((old == 0 || !p3d_if_open(c, old)) &&
+            __atomic_compare_exchange_n(&c->word, &old, P3D_IF_BUSY, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            s = c;
+    }
+    if (s == NULL) {
         __atomic_add_fetch(&p3d_if_overflow, 1, __ATOMIC_RELAXED);
         return;
     }
-    __atomic_store_n(&s->word, 0, __ATOMIC_RELEASE);
     s->t_enqueue = t;
     s->comm_hash = ctx->comm_hash;
     s->seq = ctx->seq;
@@ -102,10 +133,9 @@ uint64_t p3d_inflight_init_begin(uint64_t comm_hash, int nranks, int rank)
     ctx.op_id = P3D_INFLIGHT_INIT_ID |
                 __atomic_add_fetch(&ids, 1, __ATOMIC_RELAXED);
     ctx.comm_hash = comm_hash;
-    ctx.seq = UINT64_MAX;
+    ctx.seq = nranks > 0 ? (uint64_t)nranks : UINT64_MAX;
     ctx.op = P3D_INFLIGHT_INIT;
     ctx.peer = rank;
-    (void)nranks;
     p3d_inflight_add(&ctx, p3d_now(), 0);
     return ctx.op_id;
 }
@@ -117,9 +147,12 @@ void p3d_inflight_done(uint64_t op_id)
 
 static void p3d_if_set(uint64_t op_id, uint64_t bit)
 {
-    struct p3d_ifslot *s = &p3d_if[op_id % P3D_INFLIGHT_SLOTS];
-    uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+    struct p3d_ifslot *s = p3d_if_slot(op_id);
+    uint64_t w;
 
+    if (s == NULL)
+        return;
+    w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
     while ((w >> P3D_IF_SHIFT) == op_id && w != 0 &&
            !__atomic_compare_exchange_n(&s->word, &w, w | bit, 1,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -151,14 +184,12 @@ static void p3d_if_stream_mark(uint64_t stream, uint64_t op_id)
 
 void p3d_inflight_complete(uint64_t op_id)
 {
-    struct p3d_ifslot *s = &p3d_if[op_id % P3D_INFLIGHT_SLOTS];
-    uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
-    uint64_t stream = s->stream;
+    struct p3d_ifslot *s = p3d_if_slot(op_id);
 
     if (__atomic_load_n(&p3d_if_live, __ATOMIC_RELAXED) != 1)
         __atomic_store_n(&p3d_if_live, 1, __ATOMIC_RELEASE);
-    if ((w >> P3D_IF_SHIFT) == op_id && w != 0)
-        p3d_if_stream_mark(stream, op_id);
+    if (s != NULL)
+        p3d_if_stream_mark(s->stream, op_id);
     p3d_if_set(op_id, P3D_IF_DONE);
 }
 
@@ -184,7 +215,7 @@ static int p3d_if_copy(int i, struct p3d_inflight_op *o)
     const struct p3d_ifslot *s = &p3d_if[i];
     uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE), w2;
 
-    if (!p3d_if_open(s, w))
+    if (w == P3D_IF_BUSY || !p3d_if_open(s, w))
         return 0;
     o->t_enqueue = s->t_enqueue;
     o->comm_hash = s->comm_hash;
@@ -209,7 +240,7 @@ int p3d_inflight_pending(struct p3d_inflight_op *out, int max)
     struct p3d_inflight_op o;
     int n = 0, k = 0;
 
-    for (int i = 0; i < P3D_INFLIGHT_SLOTS; i++) {
+    for (int i = 0; i < P3D_IF_ALL; i++) {
         if (!p3d_if_copy(i, &o))
             continue;
         n++;
@@ -239,7 +270,7 @@ uint32_t p3d_inflight_pending_on(uint64_t comm_hash)
     struct p3d_inflight_op o;
     uint32_t n = 0;
 
-    for (int i = 0; i < P3D_INFLIGHT_SLOTS; i++)
+    for (int i = 0; i < P3D_IF_ALL; i++)
         if (p3d_if_copy(i, &o) && o.comm_hash == comm_hash)
             n++;
     return n;

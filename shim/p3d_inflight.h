@@ -41,8 +41,9 @@ struct p3d_inflight_op {
 /*
  * Pseudo-op of a communicator init/split the thread is inside (NCCL
  * blocks there until every member joined).  Also the op value of a
- * P3D_REC_HANG written for one (comm_hash = the comm being made, seq =
- * UINT64_MAX, peer = this rank's rank in it).
+ * P3D_REC_HANG written for one (comm_hash = the comm being made, or the
+ * parent of a split; seq = its nranks, UINT64_MAX unknown; peer = this
+ * rank's rank in it, -1 unknown).
  */
 #define P3D_INFLIGHT_INIT 0x80
 #define P3D_INFLIGHT_INIT_ID ((uint64_t)1 << 58)

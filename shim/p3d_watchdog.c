@@ -27,6 +27,7 @@
 #define P3D_WD_SHOW 4           /* pending ops listed in a report */
 #define P3D_WD_REPORTS 8        /* reports per process at most */
 #define P3D_WD_TERM_WAIT_MS 500 /* SIGTERM handler waits this long */
+#define P3D_WD_NOTE_WAIT_MS 100 /* ... for the note, before the app's */
 
 struct p3d_wd_name {
     uint64_t hash;
@@ -154,7 +155,7 @@ static void p3d_wd_put_op(char *buf, size_t cap, size_t *len,
     if (name[0] != '\0')
         p3d_wd_put(buf, cap, len, " (%s)", name);
     if (o->peer >= 0)
-        p3d_wd_put(buf, cap, len, " %s %d",
+        p3d_wd_put(buf, cap, len, " %s %d (comm rank)",
                    P3D_OP_IS_P2P(o->op) ? "peer" : "root", o->peer);
 }
 
@@ -255,8 +256,8 @@ static void p3d_wd_scan(uint64_t *last_id, int *reports)
 {
     static char buf[8192];
     struct p3d_inflight_op ops[P3D_WD_SHOW];
-    uint64_t now = p3d_now();
     int n_all = p3d_inflight_pending(ops, P3D_WD_SHOW);
+    uint64_t now = p3d_now();   /* after the scan: no op is newer */
     size_t len;
 
     if (n_all == 0 || p3d_wd_timeout_ns == 0 || *reports >= P3D_WD_REPORTS)
@@ -324,7 +325,8 @@ static void *p3d_wd_main(void *arg)
 
 /*
  * SIGTERM: let the application's handler run if it has one (it decides
- * how the process ends; the watchdog only notes the signal).  Otherwise
+ * how the process ends; the watchdog only notes the signal, waited for
+ * at most P3D_WD_NOTE_WAIT_MS; a second SIGTERM is noted again).  Otherwise
  * have the watchdog finalize the file (bounded wait; nothing here but
  * async-signal-safe calls), then die of the signal as before.
  */
@@ -339,6 +341,10 @@ static void p3d_wd_sigterm(int sig, siginfo_t *si, void *uc)
     __atomic_store_n(&p3d_wd_term_final, !chain, __ATOMIC_RELEASE);
     __atomic_store_n(&p3d_wd_term_req, 1, __ATOMIC_RELEASE);
     sem_post(&p3d_wd_sem);
+    for (int i = 0; i < (chain ? P3D_WD_NOTE_WAIT_MS : P3D_WD_TERM_WAIT_MS) &&
+                    !__atomic_load_n(&p3d_wd_term_done, __ATOMIC_ACQUIRE);
+         i++)
+        nanosleep(&ms, NULL);
     if (chain) {
         if (p3d_wd_old_term.sa_flags & SA_SIGINFO)
             p3d_wd_old_term.sa_sigaction(sig, si, uc);
@@ -347,10 +353,6 @@ static void p3d_wd_sigterm(int sig, siginfo_t *si, void *uc)
         errno = saved;
         return;
     }
-    for (int i = 0; i < P3D_WD_TERM_WAIT_MS &&
-                    !__atomic_load_n(&p3d_wd_term_done, __ATOMIC_ACQUIRE);
-         i++)
-        nanosleep(&ms, NULL);
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     sigaction(sig, &dfl, NULL);

@@ -39,9 +39,9 @@
 
 #include "p3d_shim.h"
 
-#define P3D_WIN_BYTES (4u << 20)
+#define P3D_WIN_BYTES (2u << 20) /* mapped at a time: current + 1 ahead */
 #define P3D_CPW (P3D_WIN_BYTES / P3D_CHUNK_BYTES) /* chunks per window */
-#define P3D_MAX_WIN 16384                         /* 64 GiB of trace */
+#define P3D_MAX_WIN 32768                         /* 64 GiB of trace */
 #define P3D_CHUNK_ROOM (P3D_CHUNK_BYTES - sizeof(struct p3d_chunk_hdr))
 #define P3D_MAX_PENDING 4
 #define P3D_PAGE 4096u
@@ -98,6 +98,11 @@ static int p3d_w_ahead;          /* P3D_AHEAD_*, under the lock */
 static char *p3d_w_ahead_base;   /* window being touched, outside the lock */
 static int p3d_w_ahead_unmap;    /* it was finished meanwhile: unmap after */
 static int p3d_w_ahead_failed;   /* growing failed: leave it to claimers */
+/* Finished windows the helper unmaps (an munmap of a dirty 4 MiB window
+ * takes 0.3-7 ms here: not on the application's thread). */
+#define P3D_UNMAP_Q 16
+static char *p3d_w_unmap_q[P3D_UNMAP_Q];
+static int p3d_w_unmap_n;
 static pthread_once_t p3d_w_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t p3d_w_key;
 static int p3d_w_state;
@@ -543,10 +548,30 @@ static void p3d_writer_finish(uint64_t chunk)
     if (base != NULL && base == p3d_w_ahead_base) {
         p3d_w_ahead_unmap = 1; /* the helper is touching it: its job */
         base = NULL;
+    } else if (base != NULL && p3d_w_ahead == P3D_AHEAD_RUN &&
+               p3d_w_unmap_n < P3D_UNMAP_Q) {
+        p3d_w_unmap_q[p3d_w_unmap_n++] = base;
+        base = NULL;
+        pthread_cond_signal(&p3d_w_wake);
     }
     pthread_mutex_unlock(&p3d_w_lock);
     if (base != NULL)
         munmap(base, P3D_WIN_BYTES);
+}
+
+/* Unmap the queued windows.  Called locked; drops the lock meanwhile
+ * unless `keep_lock`. */
+static void p3d_writer_unmap_queued(int keep_lock)
+{
+    while (p3d_w_unmap_n > 0) {
+        char *base = p3d_w_unmap_q[--p3d_w_unmap_n];
+
+        if (!keep_lock)
+            pthread_mutex_unlock(&p3d_w_lock);
+        munmap(base, P3D_WIN_BYTES);
+        if (!keep_lock)
+            pthread_mutex_lock(&p3d_w_lock);
+    }
 }
 
 /*
@@ -616,6 +641,10 @@ static void *p3d_writer_ahead_main(void *arg)
     pthread_mutex_lock(&p3d_w_lock);
     while (p3d_w_ahead == P3D_AHEAD_RUN &&
            p3d_writer_state() == P3D_W_OPEN) {
+        if (p3d_w_unmap_n > 0) {
+            p3d_writer_unmap_queued(0);
+            continue;
+        }
         w = p3d_writer_ahead_want();
         if (w != UINT64_MAX) {
             p3d_writer_ahead_one(w);
@@ -870,6 +899,7 @@ void p3d_writer_reset(int forked)
         p3d_writer_ahead_stop(1);
         pthread_mutex_unlock(&p3d_w_lock);
     }
+    p3d_writer_unmap_queued(1); /* the helper is gone: nobody races */
     p3d_w_ahead = P3D_AHEAD_NONE;
     p3d_w_ahead_base = NULL;
     p3d_w_ahead_unmap = 0;

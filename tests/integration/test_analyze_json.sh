@@ -29,8 +29,8 @@ grep -Eq '"by_op": \{"AllReduce": \{"calls": 6, "bytes": 48, "gpu_time_ms": [0-9
     fail "by_op"
 grep -Eq '"per_rank": \{"4": \{"calls": 9, "bytes": [0-9]+\}, "6": \{"calls": 9' "$T/o.json" ||
     fail "per_rank"
-grep -q '"steps": null' "$T/o.json" && grep -q '"hang": null' "$T/o.json" ||
-    fail "placeholders"
+grep -q '"hang": {"detected": false' "$T/o.json" || fail "placeholders"
+grep -Eq '"steps": \{"count": [0-9]+' "$T/o.json" || fail "steps (issue 6)"
 if command -v python3 > /dev/null 2>&1; then
     python3 - "$T/o.json" <<'PY' || fail "python check"
 import json, sys

@@ -1,0 +1,55 @@
+/*
+ * p3d_chrome_iter.h - what part of a job the views show: the --window
+ * (iterations or a time range) and --ranks selections, and the iteration
+ * boundaries they need.
+ *
+ * Iterations come from the time analysis (issue 6) when it found them;
+ * otherwise from a stand-in: the smallest period of a rank's sequence of
+ * (communicator, op, bytes) host calls, started where the repetition
+ * starts.
+ */
+#ifndef P3D_CHROME_ITER_H
+#define P3D_CHROME_ITER_H
+
+#include "p3d_chrome_scan.h"
+
+struct p3d_viters {
+    uint64_t *start; /* [n] iteration start, job ns */
+    int n;           /* full iterations found */
+    uint64_t end;    /* end of the last one */
+    int period;      /* host calls per iteration, 0 if none found */
+    int first_op;    /* index of the first call of iteration 0 */
+    int warm;        /* leading warm-up iterations */
+};
+
+struct p3d_vsel {
+    int iter_a, iter_b;  /* --window iter:A-B, -1 if not given */
+    double ms_a, ms_b;   /* --window t:A-B in ms, ms_b < 0 if not given */
+    int *ranks;          /* --ranks, ascending; NULL = all */
+    int n_ranks;
+};
+
+/* Parse --window SPEC.  Returns 0, or -1 with a message printed. */
+int p3d_vsel_window(struct p3d_vsel *s, const char *spec);
+/* Parse --ranks SPEC ("0-7,12").  Returns 0 or -1 (message printed). */
+int p3d_vsel_ranks(struct p3d_vsel *s, const char *spec);
+/* Whether global rank r is selected. */
+int p3d_vsel_has(const struct p3d_vsel *s, int r);
+void p3d_vsel_free(struct p3d_vsel *s);
+
+/* Find the iterations of a loaded rank (loaded with an open window). */
+void p3d_viters_find(const struct p3d_vrank *v, struct p3d_viters *it);
+void p3d_viters_free(struct p3d_viters *it);
+
+/* The iterations of the lowest selected rank of job (NULL sel: any). */
+int p3d_viters_job(const struct p3d_job *job, const struct p3d_vsel *s,
+                   struct p3d_viters *it);
+
+/*
+ * Turn the selection into a window on the job clock.  Returns 0, or -1
+ * with a message printed when the iterations asked for do not exist.
+ */
+int p3d_vsel_resolve(const struct p3d_job *job, const struct p3d_vsel *s,
+                     struct p3d_vwin *w);
+
+#endif /* P3D_CHROME_ITER_H */

@@ -1,0 +1,367 @@
+/*
+ * p3d_hang.c - hang analysis, part 1: one pass over each rank's trace
+ * keeping pointers to its op, GroupEnd, GPU-op, hang, stack and module
+ * records, then per rank which ops never completed and how the rank
+ * stands at the end (see p3d_hang.h).  p3d_hang_graph.c does the rest.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_label.h"
+#include "p3d_util.h"
+
+const char *const p3d_hang_state_name[] = {
+    "ok", "waiting", "not_in_nccl", "killed", "exited", "no_trace", "stuck",
+    "cycle"};
+
+#define P3D_PUSH(arr, n, cap, v)                                              \
+    do {                                                                      \
+        (cap) = p3d_grow((void **)&(arr), (cap), (n), sizeof(*(arr)));        \
+        (arr)[(n)++] = (v);                                                   \
+    } while (0)
+
+static void p3d_hang_last(struct p3d_hrank *h, uint64_t t)
+{
+    if (t > h->t_last)
+        h->t_last = t;
+}
+
+static void p3d_hang_on_str(struct p3d_hrank *h, const struct p3d_rec_str *s)
+{
+    static const char term[] = "SIGTERM received";
+
+    if (s->h.len >= sizeof(*s) + sizeof(term) - 1 &&
+        s->n_bytes >= sizeof(term) - 1 &&
+        !memcmp(s->text, term, sizeof(term) - 1))
+        h->term = 1;
+}
+
+static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
+{
+    const struct p3d_rec_op *o = (const void *)r;
+    const struct p3d_rec_group *g = (const void *)r;
+    const struct p3d_rec_gpu_op *u = (const void *)r;
+    const struct p3d_rec_hang *k = (const void *)r;
+
+    switch (r->tag) {
+    case P3D_REC_OP:
+        P3D_PUSH(h->ops, h->n_ops, h->cap_ops, o);
+        p3d_hang_last(h, o->t_exit > o->t_enter ? o->t_exit : o->t_enter);
+        break;
+    case P3D_REC_GROUP:
+        if (g->is_end && g->depth == 0)
+            P3D_PUSH(h->gends, h->n_gends, h->cap_gends, g);
+        p3d_hang_last(h, g->t_exit > g->t_enter ? g->t_exit : g->t_enter);
+        break;
+    case P3D_REC_GPU_OP:
+        P3D_PUSH(h->gpu, h->n_gpu, h->cap_gpu, u);
+        h->have_gpu |= u->gpu_end != 0;
+        break;
+    case P3D_REC_HANG:
+        if (h->n_hang < 8)
+            h->hang[h->n_hang++] = k;
+        break;
+    case P3D_REC_STACK:         /* frames must fit in the record */
+        if (((const struct p3d_rec_stack *)r)->n_frames >
+            (r->len - sizeof(struct p3d_rec_stack)) / 8)
+            break;
+        P3D_PUSH(h->stacks, h->n_stacks, h->cap_stacks, (const void *)r);
+        break;
+    case P3D_REC_MODULE:        /* path must end inside the record */
+        if (memchr(((const struct p3d_rec_module *)r)->path, 0,
+                   r->len - sizeof(struct p3d_rec_module)))
+            P3D_PUSH(h->mods, h->n_mods, h->cap_mods, (const void *)r);
+        break;
+    case P3D_REC_NOTE:
+        p3d_hang_on_str(h, (const void *)r);
+        break;
+    case P3D_REC_COMM_END:
+        if (((const struct p3d_rec_comm_end *)r)->how == P3D_END_ABORT &&
+            h->n_abort < 4)
+            h->abort[h->n_abort++] = (const void *)r;
+        break;
+    default:
+        break;
+    }
+}
+
+static int p3d_op_cmp(const void *a, const void *b)
+{
+    const struct p3d_rec_op *x = *(const struct p3d_rec_op *const *)a;
+    const struct p3d_rec_op *y = *(const struct p3d_rec_op *const *)b;
+
+    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
+static int p3d_key_cmp(const void *a, const void *b)
+{
+    const struct p3d_hkey *x = a, *y = b;
+
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind - y->kind;
+    if (x->peer != y->peer)
+        return x->peer - y->peer;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void p3d_hang_keys(struct p3d_hrank *h)
+{
+    h->keys = p3d_xcalloc(h->n_ops + 1, sizeof(*h->keys));
+    for (size_t i = 0; i < h->n_ops; i++) {
+        const struct p3d_rec_op *o = h->ops[i];
+        struct p3d_hkey *k = &h->keys[h->n_keys];
+        if (o->seq == UINT64_MAX)
+            continue;
+        k->comm = o->comm_hash;
+        k->kind = o->op == P3D_OP_SEND ? P3D_HK_SEND
+                  : o->op == P3D_OP_RECV ? P3D_HK_RECV : P3D_HK_COLL;
+        k->peer = k->kind == P3D_HK_COLL ? -1 : o->peer;
+        k->seq = o->seq;
+        h->n_keys++;
+    }
+    if (h->n_keys)
+        qsort(h->keys, h->n_keys, sizeof(*h->keys), p3d_key_cmp);
+}
+
+uint64_t p3d_hang_count(const struct p3d_hrank *h, uint64_t comm, int kind,
+                        int peer)
+{
+    struct p3d_hkey want = {comm, kind, peer, UINT64_MAX};
+    size_t lo = 0, hi = h->n_keys;
+
+    while (lo < hi) {              /* first key > want */
+        size_t mid = (lo + hi) / 2;
+        if (p3d_key_cmp(&h->keys[mid], &want) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    want.seq = 0;
+    if (p3d_key_cmp(&h->keys[lo - 1], &want) < 0)
+        return 0;                  /* no key of this (comm, kind, peer) */
+    return h->keys[lo - 1].seq + 1;
+}
+
+uint64_t p3d_hang_count_comm(const struct p3d_hrank *h, uint64_t comm)
+{
+    uint64_t n = 0;
+
+    for (size_t i = 0; i < h->n_ops; i++)
+        n += h->ops[i]->comm_hash == comm;
+    return n;
+}
+
+static size_t p3d_hang_find(const struct p3d_hrank *h, uint64_t op_id)
+{
+    size_t lo = 0, hi = h->n_ops;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (h->ops[mid]->op_id < op_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < h->n_ops && h->ops[lo]->op_id == op_id ? lo : SIZE_MAX;
+}
+
+/* GroupEnd of group `gid`: 1 returned, 0 never returned, -1 none. */
+static int p3d_hang_group_state(const struct p3d_hrank *h, uint32_t gid)
+{
+    for (size_t i = h->n_gends; i-- > 0;)
+        if (h->gends[i]->group_id == gid)
+            return h->gends[i]->t_exit != 0;
+    return -1;
+}
+
+/* Mark ops the GPU finished, and (stream order) every op before them. */
+static void p3d_hang_gpu_done(struct p3d_hrank *h)
+{
+    uint64_t streams[64];
+    int n_streams = 0;
+
+    h->done = p3d_xcalloc(h->n_ops + 1, 1);
+    for (size_t i = 0; i < h->n_gpu; i++) {
+        size_t k = p3d_hang_find(h, h->gpu[i]->op_id);
+        if (k != SIZE_MAX && h->gpu[i]->gpu_end != 0)
+            h->done[k] = 1;
+    }
+    for (size_t i = h->n_ops; i-- > 0;) {
+        uint64_t s = h->ops[i]->stream;
+        int j = 0;
+        while (j < n_streams && streams[j] != s)
+            j++;
+        if (j < n_streams)
+            h->done[i] = 1;
+        else if (h->done[i] && n_streams < 64)
+            streams[n_streams++] = s;
+    }
+}
+
+/* Did op i never complete? */
+/*
+ * GPU-only pending ops of a killed rank (file not closed, no SIGTERM)
+ * count only when its watchdog confirmed a hang: a killed process is not
+ * waiting, and its last GPU completions may simply not have been flushed.
+ */
+static int p3d_hang_gpu_trusted(const struct p3d_hrank *h)
+{
+    return h->closed || h->term || h->n_hang > 0;
+}
+
+static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
+{
+    const struct p3d_rec_op *o = h->ops[i];
+    int g;
+
+    if (o->t_exit == 0)
+        return 1;
+    if (o->flags & P3D_OPF_IN_GROUP) {
+        g = p3d_hang_group_state(h, o->group_id);
+        if (g == 0)
+            return 1;
+        if (g < 0)
+            return 0;           /* GroupEnd never called: not submitted */
+    }
+    return h->have_gpu && !h->done[i] && p3d_hang_gpu_trusted(h);
+}
+
+static void p3d_hang_classify(struct p3d_hrank *h)
+{
+    int init_hang = 0;
+
+    h->pend = p3d_xcalloc(h->n_ops + 1, 1);
+    for (int k = 0; k < h->n_hang; k++) /* an init that later returned */
+        if (h->hang[k]->op == P3D_HANG_OP_INIT &&
+            p3d_map_get(&h->r->idx, h->hang[k]->comm_hash) >= 0)
+            h->hang[k--] = h->hang[--h->n_hang];
+    for (int k = 0; k < h->n_hang; k++)
+        init_hang |= h->hang[k]->op == P3D_HANG_OP_INIT;
+    if (!(h->closed && !h->term))
+        for (size_t i = 0; i < h->n_ops; i++)
+            if ((h->pend[i] = (uint8_t)p3d_hang_op_pending(h, i)))
+                h->n_pend++;
+    if (h->n_pend > 0 || init_hang)
+        h->state = P3D_HS_WAITING;
+    else if (h->closed && !h->term)
+        h->state = P3D_HS_EXITED;
+    else if (h->term)
+        h->state = P3D_HS_NOT_IN_NCCL;
+    else
+        h->state = P3D_HS_KILLED;
+}
+
+static void p3d_hang_scan(struct p3d_hrank *h)
+{
+    const struct p3d_rec_hdr *r;
+
+    if (p3d_reader_open(&h->rd, h->r->path) != 0)
+        return;
+    h->open = 1;
+    while (p3d_reader_next(&h->rd, &r) > 0)
+        p3d_hang_on_rec(h, r);
+    h->closed = !!(h->rd.hdr.flags & P3D_F_CLOSED);
+    h->t_close = h->closed ? h->rd.hdr.end_mono_ns : 0;
+    if (h->n_ops)
+        qsort(h->ops, h->n_ops, sizeof(*h->ops), p3d_op_cmp);
+    p3d_hang_keys(h);
+    p3d_hang_gpu_done(h);
+    p3d_hang_classify(h);
+}
+
+struct p3d_hpool {
+    struct p3d_hjob *hj;
+    int next;
+};
+
+static void *p3d_hang_worker(void *arg)
+{
+    struct p3d_hpool *p = arg;
+    int i;
+
+    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
+           p->hj->world)
+        if (p->hj->hr[i].r != NULL)
+            p3d_hang_scan(&p->hj->hr[i]);
+    return NULL;
+}
+
+static void p3d_hang_scan_all(struct p3d_hjob *hj)
+{
+    struct p3d_hpool pool = {hj, 0};
+    pthread_t t[3];
+    int n = 0;
+
+    for (; n < 3 && n + 1 < hj->world; n++)
+        if (pthread_create(&t[n], NULL, p3d_hang_worker, &pool))
+            break;
+    p3d_hang_worker(&pool);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+
+const struct p3d_rec_stack *p3d_hang_stack(const struct p3d_hrank *h,
+                                           uint32_t id)
+{
+    for (size_t i = 0; id != 0 && i < h->n_stacks; i++)
+        if (h->stacks[i]->stack_id == id)
+            return h->stacks[i];
+    return NULL;
+}
+
+int p3d_hang_label(const struct p3d_job *job, uint64_t comm)
+{
+    int g = p3d_map_get(&job->comm_idx, comm);
+
+    return g < 0 ? -1 : job->comms[g].label;
+}
+
+void p3d_hang_analyze(struct p3d_job *job)
+{
+    struct p3d_hang_res *res = p3d_xcalloc(1, sizeof(*res));
+    struct p3d_hjob *hj = p3d_xcalloc(1, sizeof(*hj));
+
+    hj->world = job->world_size > 0 ? job->world_size : 1;
+    hj->hr = p3d_xcalloc((size_t)hj->world, sizeof(*hj->hr));
+    for (int i = 0; i < hj->world; i++) {
+        struct p3d_rank *r = p3d_job_rank(job, i);
+        hj->hr[i].rank = i;
+        hj->hr[i].r = r != NULL && !r->failed ? r : NULL;
+        hj->hr[i].state = P3D_HS_NO_TRACE;
+    }
+    p3d_hang_scan_all(hj);
+    res->priv = hj;
+    job->hang = res;
+    p3d_hang_graph(job, hj, res);
+}
+
+void p3d_hang_free(struct p3d_job *job)
+{
+    struct p3d_hang_res *res = job->hang;
+    struct p3d_hjob *hj;
+
+    if (res == NULL)
+        return;
+    hj = res->priv;
+    for (int i = 0; hj && i < hj->world; i++) {
+        struct p3d_hrank *h = &hj->hr[i];
+        if (h->open)
+            p3d_reader_close(&h->rd);
+        free(h->ops), free(h->done), free(h->pend), free(h->keys);
+        free(h->gends), free(h->gpu), free(h->stacks), free(h->mods);
+    }
+    if (hj)
+        free(hj->hr);
+    free(hj);
+    free(res->wait);
+    free(res->roots);
+    free(res->state);
+    free(res);
+    job->hang = NULL;
+}

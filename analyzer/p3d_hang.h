@@ -1,0 +1,117 @@
+/*
+ * p3d_hang.h - root cause of a hung job from its traces.
+ *
+ * Per rank: which ops were never completed (call never returned:
+ * t_exit == 0; grouped ops whose ncclGroupEnd never returned; ops the GPU
+ * never finished, where the rank has GPU times), communicator inits the
+ * watchdog saw blocked, and how the rank ended (closed, SIGTERM, killed:
+ * file not closed).  Per waiting op: which members of its communicator
+ * have not arrived (collective: have not issued that seq; Send/Recv: the
+ * peer has not issued the matching Recv/Send).  Following these waits
+ * leads to the root rank(s): not inside NCCL at all (compute, killed,
+ * exited, no trace), or blocked on a communicator whose peers all
+ * arrived (mismatch, deadlock).  See DESIGN.md "Hang".
+ */
+#ifndef P3D_HANG_H
+#define P3D_HANG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "p3d_job.h"
+
+#define P3D_HANG_WAITFOR 8   /* ranks listed per wait */
+#define P3D_HANG_MEMBERS 64  /* members listed for an owed op */
+
+/* How a rank stands at the end of its trace. */
+enum p3d_hang_state {
+    P3D_HS_OK,          /* nothing pending, exited cleanly */
+    P3D_HS_WAITING,     /* inside NCCL with ops that never completed */
+    P3D_HS_NOT_IN_NCCL, /* alive (SIGTERM seen) but not inside NCCL */
+    P3D_HS_KILLED,      /* file not closed, nothing pending */
+    P3D_HS_EXITED,      /* closed cleanly while others waited */
+    P3D_HS_NO_TRACE,    /* no readable trace file */
+    P3D_HS_STUCK,       /* waiting, but every peer arrived */
+    P3D_HS_CYCLE        /* in a circular wait, the most waited-on rank */
+};
+
+extern const char *const p3d_hang_state_name[];
+
+/* One waiting rank: its oldest blocking op and whom it waits for. */
+struct p3d_hang_wait {
+    int rank;
+    uint64_t comm;
+    int label;           /* P3D_LBL_*, -1 unknown */
+    int op;              /* enum p3d_op, P3D_HANG_OP_INIT for an init */
+    uint64_t seq;
+    int peer;            /* global rank of the P2P peer / root, else -1 */
+    uint64_t t_enter;
+    uint32_t stack_id;
+    int n_for;
+    int waiting_for[P3D_HANG_WAITFOR];
+    int depth;           /* distance to a root (0 = waits on it) */
+    int inferred;        /* not in NCCL: blocked creating the comm */
+};
+
+#define P3D_HANG_OP_INIT 0x80
+
+/* One root rank and what it owes. */
+struct p3d_hang_root {
+    int rank;
+    int state;
+    const struct p3d_rec_op *last;   /* its last op record, or NULL */
+    uint64_t t_last;                 /* its last record (trace clock) */
+    uint64_t since_ns;               /* job end - t_last */
+    uint64_t owed_comm;              /* first op it never issued */
+    int owed_label, owed_op, owed_how; /* how: 0 guess 1 twin 2 only */
+    uint64_t owed_seq;
+    uint64_t issued_on_comm;         /* ops it issued on owed_comm */
+    int n_waiters;                   /* ranks waiting on it directly */
+    int n_owed_members;              /* members of owed_comm (known) */
+    int owed_members[P3D_HANG_MEMBERS];
+};
+
+struct p3d_hang_mm {                 /* a mismatch on the chain */
+    uint64_t comm, seq;
+    int field, rank_a, rank_b, op;
+    int64_t va, vb;
+};
+
+/* Member status at a communicator's frontier. */
+enum { P3D_HF_DONE, P3D_HF_WAITING, P3D_HF_NOT_ARRIVED };
+
+struct p3d_hang_frontier {           /* one communicator on the chain */
+    uint64_t comm;
+    int label;
+    int64_t max_enqueued;            /* highest collective seq issued */
+    int64_t min_incomplete;          /* lowest never completed, -1 */
+    int n;                           /* members listed */
+    int rank[P3D_HANG_MEMBERS];
+    uint8_t st[P3D_HANG_MEMBERS];    /* P3D_HF_* */
+};
+
+#define P3D_HANG_FRONTIERS 32
+
+struct p3d_hang_res {
+    int detected;
+    int n_waiting;
+    struct p3d_hang_wait *wait;      /* sorted by depth, then rank */
+    int n_roots;
+    struct p3d_hang_root *roots;
+    int n_mm;
+    struct p3d_hang_mm mm[16];
+    int n_fr;
+    struct p3d_hang_frontier fr[P3D_HANG_FRONTIERS];
+    int *state;                      /* [world_size] p3d_hang_state */
+    uint64_t t_end;                  /* latest record of the job */
+    void *priv;                      /* per-rank scan data (stacks) */
+};
+
+/* Analyse job (after p3d_comm_join and labels); sets job->hang. */
+void p3d_hang_analyze(struct p3d_job *job);
+void p3d_hang_free(struct p3d_job *job);
+/* The "hang" section of the text report, and the JSON member. */
+void p3d_hang_report(FILE *f, const struct p3d_job *job);
+void p3d_hang_json(FILE *f, const struct p3d_job *job);
+
+#endif /* P3D_HANG_H */

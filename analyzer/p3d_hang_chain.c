@@ -1,0 +1,153 @@
+/*
+ * p3d_hang_chain.c - hang analysis: what is reported about the
+ * communicators on the chain of waits: mismatched ops (with the odd
+ * member named) and each communicator's frontier with its members'
+ * status (done, waiting, not arrived).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_util.h"
+
+/* How often rank r used `count` in ops of kind `op` on `comm`. */
+static int p3d_hg_uses(const struct p3d_hg *g, int r, uint64_t comm, int op,
+                       int64_t count)
+{
+    const struct p3d_hrank *h;
+    int n = 0;
+
+    if (!p3d_hg_has_file(g, r))
+        return 0;
+    h = &g->hj->hr[r];
+    for (size_t i = 0; i < h->n_ops; i++)
+        n += h->ops[i]->comm_hash == comm && h->ops[i]->op == op &&
+             (int64_t)h->ops[i]->count == count;
+    return n;
+}
+
+/* 1 if comm is on the chain (a wait's or a root's communicator). */
+static int p3d_hg_on_chain(const struct p3d_hang_res *res, uint64_t comm)
+{
+    for (int i = 0; i < res->n_waiting; i++)
+        if (res->wait[i].comm == comm)
+            return 1;
+    for (int i = 0; i < res->n_roots; i++)
+        if (res->roots[i].owed_comm == comm)
+            return 1;
+    return 0;
+}
+
+/*
+ * Mismatches on the chain (all of them when no hang was found).  Of two
+ * disagreeing members the odd one is the one whose value it used only
+ * this once on that communicator (matching keeps the lowest rank as
+ * reference, which is not necessarily the odd one).
+ */
+void p3d_hg_mismatches(const struct p3d_hg *g,
+                              struct p3d_hang_res *res)
+{
+    const struct p3d_match_res *m = g->job->match;
+
+    for (int i = 0; m != NULL && i < m->n_kept && res->n_mm < 16; i++) {
+        const struct p3d_mismatch *x = &m->mm[i];
+        struct p3d_hang_mm *y = &res->mm[res->n_mm];
+        if (x->field >= P3D_MM_UNMATCHED ||
+            (res->detected && !p3d_hg_on_chain(res, x->comm)))
+            continue;
+        y->comm = x->comm, y->seq = x->seq, y->field = x->field;
+        y->op = x->op, y->rank_a = x->rank_a, y->rank_b = x->rank_b;
+        y->va = x->va, y->vb = x->vb;
+        y->rank_a = x->rank_b, y->rank_b = x->rank_a;  /* b is the odd */
+        y->va = x->vb, y->vb = x->va;                  /* one by default */
+        if (x->field == P3D_MM_COUNT &&
+            p3d_hg_uses(g, x->rank_a, x->comm, x->op, x->va) == 1 &&
+            p3d_hg_uses(g, x->rank_b, x->comm, x->op, x->vb) > 1) {
+            y->rank_a = x->rank_a, y->rank_b = x->rank_b;  /* a is odd */
+            y->va = x->va, y->vb = x->vb;
+        }
+        res->n_mm++;
+    }
+}
+
+/* Lowest pending seq of rank h on comm (collectives; P2P: any pending
+ * op counts as seq 0 of its pair), or -1. */
+static int64_t p3d_hg_min_pending(const struct p3d_hrank *h, uint64_t comm,
+                                  int *any)
+{
+    int64_t m = -1;
+
+    *any = 0;
+    for (size_t i = 0; i < h->n_ops; i++) {
+        const struct p3d_rec_op *o = h->ops[i];
+        if (!h->pend[i] || o->comm_hash != comm)
+            continue;
+        *any = 1;
+        if (!P3D_OP_IS_P2P(o->op) && (m < 0 || (int64_t)o->seq < m))
+            m = (int64_t)o->seq;
+    }
+    return m;
+}
+
+/* Is any hard wait on `comm` waiting for rank b? */
+static int p3d_hg_waited_on(const struct p3d_hg *g, uint64_t comm, int b)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].hard && g->e[i].to == b && g->e[i].comm == comm)
+            return 1;
+    return 0;
+}
+
+/* Frontier of one joined communicator and each member's status there. */
+static void p3d_hg_frontier(const struct p3d_hg *g, uint64_t comm,
+                            struct p3d_hang_frontier *fr)
+{
+    const struct p3d_gcomm *c =
+        &g->job->comms[p3d_map_get(&g->job->comm_idx, comm)];
+    int any;
+
+    fr->comm = comm;
+    fr->label = c->label;
+    fr->max_enqueued = fr->min_incomplete = -1;
+    for (int j = 0; j < c->n_members; j++) {
+        int b = c->members[j];
+        int64_t mp;
+        if (!p3d_hg_has_file(g, b))
+            continue;
+        mp = p3d_hg_min_pending(&g->hj->hr[b], comm, &any);
+        if (mp >= 0 && (fr->min_incomplete < 0 || mp < fr->min_incomplete))
+            fr->min_incomplete = mp;
+        if ((int64_t)p3d_hang_count(&g->hj->hr[b], comm, P3D_HK_COLL, -1) - 1 >
+            fr->max_enqueued)
+            fr->max_enqueued = (int64_t)p3d_hang_count(
+                                   &g->hj->hr[b], comm, P3D_HK_COLL, -1) - 1;
+    }
+    for (int j = 0; j < c->n_members && fr->n < P3D_HANG_MEMBERS; j++) {
+        int b = c->members[j];
+        fr->rank[fr->n] = b;
+        fr->st[fr->n] = P3D_HF_DONE;
+        if (!p3d_hg_has_file(g, b) || p3d_hg_waited_on(g, comm, b))
+            fr->st[fr->n] = P3D_HF_NOT_ARRIVED;
+        else if (p3d_hg_min_pending(&g->hj->hr[b], comm, &any), any)
+            fr->st[fr->n] = P3D_HF_WAITING;
+        fr->n++;
+    }
+}
+
+/* Frontiers of the communicators the waits are on. */
+void p3d_hg_frontiers(const struct p3d_hg *g, struct p3d_hang_res *res)
+{
+    for (int i = 0; i < res->n_waiting && res->n_fr < P3D_HANG_FRONTIERS;
+         i++) {
+        uint64_t comm = res->wait[i].comm;
+        int k = 0;
+        if (p3d_map_get(&g->job->comm_idx, comm) < 0)
+            continue;
+        while (k < res->n_fr && res->fr[k].comm != comm)
+            k++;
+        if (k == res->n_fr)
+            p3d_hg_frontier(g, comm, &res->fr[res->n_fr++]);
+    }
+}

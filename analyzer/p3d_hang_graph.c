@@ -1,0 +1,354 @@
+/*
+ * p3d_hang_graph.c - hang analysis, part 2: for every waiting op, the
+ * members that have not arrived; the wait graph; its roots (reachable
+ * ranks that wait for nobody); what each root owes; mismatches met on
+ * the way.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_util.h"
+
+
+void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
+                        const struct p3d_rec_op *o)
+{
+    struct p3d_hedge e = {from, to, hard, o, 0, 0, 0, -1, -1};
+
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].from == from && g->e[i].to == to && g->e[i].o == o)
+            return;
+    if (o != NULL) {
+        e.comm = o->comm_hash, e.seq = o->seq, e.t = o->t_enter;
+        e.op = o->op, e.label = p3d_hang_label(g->job, o->comm_hash);
+    }
+    g->cap = p3d_grow((void **)&g->e, g->cap, g->n, sizeof(*g->e));
+    g->e[g->n++] = e;
+}
+
+int p3d_hg_has_file(const struct p3d_hg *g, int b)
+{
+    return b >= 0 && b < g->hj->world && g->hj->hr[b].r != NULL &&
+           g->hj->hr[b].open;
+}
+
+/* Has member b (global) issued the counterpart of o (rank a's op)? */
+static int p3d_hg_arrived(const struct p3d_hg *g, int b,
+                          const struct p3d_rec_op *o)
+{
+    const struct p3d_hrank *h = &g->hj->hr[b];
+
+    if (!p3d_hg_has_file(g, b))
+        return 0;
+    if (o->op == P3D_OP_SEND)
+        return p3d_hang_count(h, o->comm_hash, P3D_HK_RECV, o->comm_rank) >
+               o->seq;
+    if (o->op == P3D_OP_RECV)
+        return p3d_hang_count(h, o->comm_hash, P3D_HK_SEND, o->comm_rank) >
+               o->seq;
+    return p3d_hang_count(h, o->comm_hash, P3D_HK_COLL, -1) > o->seq;
+}
+
+/* Hard edges of rank a's pending op o: members that have not arrived. */
+static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
+{
+    int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash), n = 0;
+    const struct p3d_gcomm *c;
+
+    if (gi < 0 || o->seq == UINT64_MAX)
+        return 0;
+    c = &g->job->comms[gi];
+    for (int j = 0; j < c->size; j++) {
+        int b = c->slot[j];
+        if (b < 0 || b == a || (P3D_OP_IS_P2P(o->op) && j != o->peer))
+            continue;
+        if (!p3d_hg_arrived(g, b, o)) {
+            p3d_hg_edge(g, a, b, 1, o);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Soft edges: members of a's pending comms that are waiting too. */
+static void p3d_hg_soft(struct p3d_hg *g, int a)
+{
+    const struct p3d_hrank *h = &g->hj->hr[a];
+
+    for (size_t i = 0; i < h->n_ops; i++) {
+        int gi;
+        if (!h->pend[i])
+            continue;
+        gi = p3d_map_get(&g->job->comm_idx, h->ops[i]->comm_hash);
+        for (int j = 0; gi >= 0 && j < g->job->comms[gi].size; j++) {
+            int b = g->job->comms[gi].slot[j];
+            if (b >= 0 && b != a && b < g->hj->world &&
+                g->hj->hr[b].state == P3D_HS_WAITING)
+                p3d_hg_edge(g, a, b, 0, h->ops[i]);
+        }
+    }
+}
+
+
+static void p3d_hg_edges(struct p3d_hg *g)
+{
+    for (int a = 0; a < g->hj->world; a++) {
+        struct p3d_hrank *h = &g->hj->hr[a];
+        int n = 0;
+        if (h->state != P3D_HS_WAITING)
+            continue;
+        for (size_t i = 0; i < h->n_ops; i++)
+            if (h->pend[i])
+                n += p3d_hg_op_edges(g, a, h->ops[i]);
+        for (int k = 0; k < h->n_hang; k++)
+            if (h->hang[k]->op == P3D_HANG_OP_INIT) {
+                int e = p3d_hg_init_edges(g, a, h->hang[k]->comm_hash,
+                                          h->hang[k]->t -
+                                              h->hang[k]->pending_ns);
+                n += e > 0 ? e : 0;
+                h->init_unknown |= e < 0;
+            }
+        h->hard = n > 0;
+    }
+    for (int a = 0; a < g->hj->world; a++)
+        if (g->hj->hr[a].state == P3D_HS_WAITING && !g->hj->hr[a].hard)
+            p3d_hg_soft(g, a);
+    for (int a = 0; a < g->hj->world; a++)
+        if (g->hj->hr[a].state == P3D_HS_NOT_IN_NCCL)
+            p3d_hg_infer(g, a);
+}
+
+static int p3d_hg_out(const struct p3d_hg *g, int a)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].from == a)
+            return 1;
+    return 0;
+}
+
+/*
+ * Every waiting rank waits on another: a circular wait (e.g. a rank that
+ * skipped a collective and went on to the next one, whose peer still
+ * sits in the skipped one).  The root is the rank most others wait on.
+ */
+static int p3d_hg_cycle_roots(struct p3d_hg *g, const char *reach,
+                              int *root)
+{
+    int w = g->hj->world, best = 0, n = 0;
+    int *in = p3d_xcalloc((size_t)w, sizeof(int));
+
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].hard && reach[g->e[i].from])
+            in[g->e[i].to]++;
+    for (int a = 0; a < w; a++)
+        if (reach[a] && in[a] > best)
+            best = in[a];
+    for (int a = 0; best > 0 && a < w; a++)
+        if (reach[a] && in[a] == best) {
+            root[n++] = a;
+            g->hj->hr[a].cycle = 1;
+        }
+    free(in);
+    return n;
+}
+
+/* Ranks reachable from any waiting rank; roots = those waiting for none. */
+static int p3d_hg_roots(struct p3d_hg *g, int *root)
+{
+    int w = g->hj->world, n = 0, changed = 1;
+    char *reach = p3d_xcalloc((size_t)w, 1);
+
+    for (int a = 0; a < w; a++)
+        reach[a] = g->hj->hr[a].state == P3D_HS_WAITING ||
+                   g->hj->hr[a].inferred;
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < g->n; i++)
+            if (reach[g->e[i].from] && !reach[g->e[i].to])
+                reach[g->e[i].to] = 1, changed = 1;
+    }
+    for (int a = 0; a < w; a++)
+        if (reach[a] && !p3d_hg_out(g, a) && !g->hj->hr[a].init_unknown)
+            root[n++] = a;
+    for (int a = 0; n == 0 && a < w; a++)   /* a cycle: the stuck ones */
+        if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING &&
+            !g->hj->hr[a].hard)
+            root[n++] = a;
+    if (n == 0)                             /* a cycle of hard waits */
+        n = p3d_hg_cycle_roots(g, reach, root);
+    free(reach);
+    return n;
+}
+
+/* Describe the wait by op record o of rank a's comm. */
+static void p3d_hg_wait_op(const struct p3d_hg *g, const struct p3d_rec_op *o,
+                           struct p3d_hang_wait *w)
+{
+    int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
+
+    w->comm = o->comm_hash;
+    w->op = o->op;
+    w->seq = o->seq;
+    w->t_enter = o->t_enter;
+    w->stack_id = o->stack_id;
+    if (o->peer >= 0 && gi >= 0 && o->peer < g->job->comms[gi].size)
+        w->peer = g->job->comms[gi].slot[o->peer];
+    w->label = p3d_hang_label(g->job, o->comm_hash);
+}
+
+/* No edge: the oldest pending op, else the init it is blocked in. */
+static void p3d_hg_wait_plain(const struct p3d_hg *g, int a,
+                              struct p3d_hang_wait *w)
+{
+    const struct p3d_hrank *h = &g->hj->hr[a];
+
+    for (size_t i = 0; i < h->n_ops; i++)
+        if (h->pend[i]) {
+            p3d_hg_wait_op(g, h->ops[i], w);
+            return;
+        }
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT) {
+            w->comm = h->hang[k]->comm_hash, w->op = P3D_HANG_OP_INIT;
+            w->seq = UINT64_MAX;
+            w->t_enter = h->hang[k]->t - h->hang[k]->pending_ns;
+            return;
+        }
+}
+
+/* The op rank a is blocked in: oldest op with a hard edge; whom for. */
+static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
+{
+    const struct p3d_hedge *best = NULL;
+
+    memset(w, 0, sizeof(*w));
+    w->rank = a;
+    w->peer = -1;
+    w->label = -1;
+    for (size_t i = 0; i < g->n; i++) {
+        const struct p3d_hedge *e = &g->e[i];
+        int k = 0;
+        if (e->from != a)
+            continue;
+        if (best == NULL || (e->hard > best->hard) ||
+            (e->hard == best->hard && e->t < best->t))
+            best = e;
+        while (k < w->n_for && w->waiting_for[k] != e->to)
+            k++;
+        if (k == w->n_for && w->n_for < P3D_HANG_WAITFOR)
+            w->waiting_for[w->n_for++] = e->to;
+    }
+    if (best == NULL) {
+        p3d_hg_wait_plain(g, a, w);
+    } else if (best->o == NULL) {               /* an init */
+        w->comm = best->comm, w->op = best->op, w->seq = best->seq;
+        w->t_enter = best->t, w->label = best->label;
+    } else {
+        p3d_hg_wait_op(g, best->o, w);
+    }
+}
+
+/* Distance of each rank to a root along wait edges (BFS backwards). */
+static void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root,
+                         int *depth)
+{
+    int w = g->hj->world, changed = 1;
+
+    for (int a = 0; a < w; a++)
+        depth[a] = -1;
+    for (int i = 0; i < n_root; i++)
+        depth[root[i]] = 0;
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            int d = depth[g->e[i].to];
+            if (d >= 0 && (depth[g->e[i].from] < 0 ||
+                           depth[g->e[i].from] > d + 1)) {
+                depth[g->e[i].from] = d + 1;
+                changed = 1;
+            }
+        }
+    }
+}
+
+static int p3d_wait_cmp(const void *a, const void *b)
+{
+    const struct p3d_hang_wait *x = a, *y = b;
+
+    if (x->depth != y->depth)
+        return x->depth - y->depth;
+    return x->rank - y->rank;
+}
+
+static uint64_t p3d_hg_t_end(const struct p3d_hjob *hj)
+{
+    uint64_t t = 0;
+
+    for (int a = 0; a < hj->world; a++) {
+        if (hj->hr[a].t_last > t)
+            t = hj->hr[a].t_last;
+        if (hj->hr[a].t_close > t)
+            t = hj->hr[a].t_close;
+    }
+    return t;
+}
+
+static void p3d_hg_waits(struct p3d_hg *g, struct p3d_hang_res *res,
+                         const int *depth)
+{
+    res->wait = p3d_xcalloc((size_t)g->hj->world, sizeof(*res->wait));
+    for (int a = 0; a < g->hj->world; a++) {
+        if (g->hj->hr[a].state != P3D_HS_WAITING && !g->hj->hr[a].inferred)
+            continue;
+        p3d_hg_wait(g, a, &res->wait[res->n_waiting]);
+        res->wait[res->n_waiting].inferred = g->hj->hr[a].inferred;
+        res->wait[res->n_waiting++].depth = depth[a] > 0 ? depth[a] - 1
+                                                         : depth[a];
+    }
+    if (res->n_waiting > 1)
+        qsort(res->wait, (size_t)res->n_waiting, sizeof(*res->wait),
+              p3d_wait_cmp);
+}
+
+void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
+                    struct p3d_hang_res *res)
+{
+    struct p3d_hg g = {job, hj, NULL, 0, 0};
+    int *root = p3d_xcalloc((size_t)hj->world, sizeof(int));
+    int *depth = p3d_xcalloc((size_t)hj->world, sizeof(int));
+    int n_root = 0;
+
+    res->t_end = p3d_hg_t_end(hj);
+    res->state = p3d_xcalloc((size_t)hj->world, sizeof(int));
+    for (int a = 0; a < hj->world; a++)
+        res->detected |= hj->hr[a].state == P3D_HS_WAITING ||
+                         hj->hr[a].state == P3D_HS_NOT_IN_NCCL;
+    if (res->detected) {
+        p3d_hg_edges(&g);
+        res->detected = 0;
+        for (int a = 0; a < hj->world; a++)
+            res->detected |= hj->hr[a].state == P3D_HS_WAITING ||
+                             hj->hr[a].inferred;
+    }
+    if (res->detected) {
+        n_root = p3d_hg_roots(&g, root);
+        p3d_hg_depth(&g, root, n_root, depth);
+        p3d_hg_waits(&g, res, depth);
+        res->roots = p3d_xcalloc((size_t)n_root + 1, sizeof(*res->roots));
+        for (int i = 0; i < n_root; i++)
+            p3d_hg_fill_root(&g, root[i], &res->roots[res->n_roots++],
+                             res->t_end);
+        p3d_hg_frontiers(&g, res);
+    }
+    for (int a = 0; a < hj->world; a++)
+        res->state[a] = hj->hr[a].state;
+    for (int i = 0; i < res->n_roots; i++)
+        res->state[res->roots[i].rank] = res->roots[i].state;
+    p3d_hg_mismatches(&g, res);
+    free(g.e);
+    free(root);
+    free(depth);
+}

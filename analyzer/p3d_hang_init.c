@@ -1,0 +1,267 @@
+/*
+ * p3d_hang_init.c - hang analysis: ranks blocked creating a
+ * communicator.  In an init that never returned (the watchdog's
+ * P3D_REC_HANG with op 0x80) the members are those of a communicator a
+ * rank of the same stage created at the same point, or of the one layout
+ * group that fits (nranks, the ranks seen in the same init); a rank
+ * outside NCCL whose next op is the first on a communicator it has not
+ * created waits for the member that makes the NCCL id.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_util.h"
+
+/* Coordinate of rank r on dense axis ax under the layout, -1 unknown. */
+int p3d_hg_coord(const struct p3d_job *job, int r, int ax)
+{
+    const struct p3d_layout *l = &job->layout;
+    int stride = 1;
+
+    if (!l->valid)
+        return -1;
+    for (int j = 0; j < P3D_AX_N; j++) {
+        int x = l->ord[j], n = l->size[x] > 0 ? l->size[x] : 1;
+        if (x == ax)
+            return (r / stride) % n;
+        stride *= n;
+    }
+    return -1;
+}
+
+/* The k-th communicator rank h created (creation order), or NULL. */
+static const struct p3d_rcomm *p3d_hg_created(const struct p3d_hrank *h,
+                                              int k)
+{
+    for (int i = 0; h->r != NULL && i < h->r->n_comms; i++)
+        if (h->r->comms[i].created && k-- == 0)
+            return &h->r->comms[i];
+    return NULL;
+}
+
+static int p3d_hg_n_created(const struct p3d_hrank *h)
+{
+    int n = 0;
+
+    for (int i = 0; h->r != NULL && i < h->r->n_comms; i++)
+        n += h->r->comms[i].created;
+    return n;
+}
+
+/*
+ * Members of the communicator rank a was creating when it blocked in an
+ * init: a rank t of a's stage created its k-th communicator (same
+ * program, same order) with members M; a's is the set shaped like M
+ * under the layout (axes M varies take M's values, the others a's).
+ */
+static int p3d_hg_like(const struct p3d_job *job, const struct p3d_gcomm *m,
+                       int a, int *out)
+{
+    uint64_t vals[P3D_AX_N] = {0};
+    int n = 0, fixed[P3D_AX_N];
+
+    for (int ax = 0; ax < P3D_AX_N; ax++) {
+        for (int i = 0; i < m->n_members; i++) {
+            int c = p3d_hg_coord(job, m->members[i], ax);
+            if (c < 0 || c >= 64)
+                return 0;
+            vals[ax] |= 1ull << c;
+        }
+        fixed[ax] = __builtin_popcountll(vals[ax]) == 1;
+    }
+    for (int w = 0; w < job->world_size; w++) {
+        int ok = 1;
+        for (int ax = 0; ax < P3D_AX_N && ok; ax++) {
+            int c = p3d_hg_coord(job, w, ax);
+            ok = fixed[ax] ? c == p3d_hg_coord(job, a, ax)
+                           : !!(vals[ax] & (1ull << c));
+        }
+        if (ok)
+            out[n++] = w;
+    }
+    return n;
+}
+
+/* Is h blocked in the init of communicator `hash`? */
+static int p3d_hg_in_init_of(const struct p3d_hrank *h, uint64_t hash)
+{
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT &&
+            h->hang[k]->comm_hash == hash)
+            return 1;
+    return 0;
+}
+
+/* Did rank b create (or block creating) communicator `hash`? */
+static int p3d_hg_joined(const struct p3d_hg *g, int b, uint64_t hash)
+{
+    const struct p3d_hrank *h = &g->hj->hr[b];
+
+    if (!p3d_hg_has_file(g, b))
+        return 0;
+    if (p3d_map_get(&h->r->idx, hash) >= 0)
+        return 1;
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT &&
+            h->hang[k]->comm_hash == hash)
+            return 1;
+    return 0;
+}
+
+
+/* Has rank b a communicator used as `label` with members mem[0..n)? */
+static int p3d_hg_has_set(const struct p3d_hg *g, int b, const int *mem,
+                          int n, int label)
+{
+    const struct p3d_hrank *h = &g->hj->hr[b];
+
+    for (int i = 0; p3d_hg_has_file(g, b) && i < h->r->n_comms; i++) {
+        const struct p3d_gcomm *c;
+        if (h->r->comms[i].gcomm < 0)
+            continue;
+        c = &g->job->comms[h->r->comms[i].gcomm];
+        if (c->n_members == n && c->label == label &&
+            !memcmp(c->members, mem, sizeof(int) * (size_t)n))
+            return 1;
+    }
+    return 0;
+}
+
+/* Is h blocked in a communicator init (so it made that comm's id)? */
+static int p3d_hg_in_init(const struct p3d_hrank *h)
+{
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op == P3D_HANG_OP_INIT)
+            return 1;
+    return 0;
+}
+
+/*
+ * A rank outside NCCL whose next op (per a rank of its stage) is the
+ * first on a communicator it has not created is blocked making it: in
+ * PyTorch the group's lowest rank makes the NCCL id and the others wait
+ * for it in the store.  Edge to that lowest rank if it never created it.
+ */
+void p3d_hg_infer(struct p3d_hg *g, int a)
+{
+    const struct p3d_rec_op *nx = p3d_hg_twin_next(g, a);
+    int gi = nx ? p3d_map_get(&g->job->comm_idx, nx->comm_hash) : -1, n;
+    int *mem, lbl;
+    struct p3d_hedge *e;
+
+    if (gi < 0)
+        return;
+    mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    n = p3d_hg_like(g->job, &g->job->comms[gi], a, mem);
+    lbl = g->job->comms[gi].label;
+    if (n > 1 && !p3d_hg_has_set(g, a, mem, n, lbl) && mem[0] != a &&
+        !p3d_hg_has_set(g, mem[0], mem, n, lbl) &&
+        !p3d_hg_in_init(&g->hj->hr[mem[0]])) {
+        p3d_hg_edge(g, a, mem[0], 1, NULL);
+        e = &g->e[g->n - 1];
+        e->comm = 0, e->seq = UINT64_MAX, e->t = g->hj->hr[a].t_last;
+        e->op = P3D_HANG_OP_INIT, e->label = g->job->comms[gi].label;
+        g->hj->hr[a].inferred = 1;
+    }
+    free(mem);
+}
+
+/* Set of a's layout group varying the axes in `mask`; returns its size. */
+static int p3d_hg_axes_group(const struct p3d_job *job, int a, unsigned mask,
+                             int *out)
+{
+    int n = 0;
+
+    for (int w = 0; w < job->world_size; w++) {
+        int ok = 1;
+        for (int ax = 0; ax < P3D_AX_N && ok; ax++)
+            ok = (mask & (1u << ax)) ||
+                 p3d_hg_coord(job, w, ax) == p3d_hg_coord(job, a, ax);
+        if (ok)
+            out[n++] = w;
+    }
+    return n;
+}
+
+/*
+ * Members of an init nobody finished, from the layout: the one group of
+ * a (some axes varied) with `nranks` members that holds every rank seen
+ * blocked in the same init.  0 if none or several fit.
+ */
+static int p3d_hg_guess(const struct p3d_hg *g, uint64_t hash,
+                        uint64_t nranks, int a, int *mem)
+{
+    int *cand = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    int n = 0, found = 0;
+
+    for (unsigned mask = 1; mask < (1u << P3D_AX_N); mask++) {
+        int k = p3d_hg_axes_group(g->job, a, mask, cand), ok = 1;
+        if ((uint64_t)k != nranks)
+            continue;
+        for (int b = 0; b < g->hj->world && ok; b++) {
+            int in = 0;
+            for (int i = 0; i < k; i++)
+                in |= cand[i] == b;
+            ok = in || !p3d_hg_in_init_of(&g->hj->hr[b], hash);
+        }
+        if (ok && (!found || n != k || memcmp(mem, cand, sizeof(int) *
+                                              (size_t)k))) {
+            found++;
+            memcpy(mem, cand, sizeof(int) * (size_t)k);
+            n = k;
+        }
+    }
+    free(cand);
+    return found == 1 ? n : 0;
+}
+
+int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
+                               int *mem, int *label)
+{
+    const struct p3d_hrank *h = &g->hj->hr[a];
+    int k = p3d_hg_n_created(h), st = p3d_hg_stage(g->job, a), nm = 0;
+    int gi = p3d_map_get(&g->job->comm_idx, hash);
+
+    if (gi >= 0) {
+        for (int j = 0; j < g->job->comms[gi].n_members; j++)
+            mem[nm++] = g->job->comms[gi].members[j];
+    }
+    for (int t = 0; gi < 0 && nm == 0 && t < g->hj->world; t++) {
+        const struct p3d_rcomm *c;
+        if (t == a || !p3d_hg_has_file(g, t) ||
+            p3d_hg_stage(g->job, t) != st ||
+            (c = p3d_hg_created(&g->hj->hr[t], k)) == NULL || c->gcomm < 0)
+            continue;
+        nm = p3d_hg_like(g->job, &g->job->comms[c->gcomm], a, mem);
+        *label = g->job->comms[c->gcomm].label;
+    }
+    if (gi >= 0)
+        *label = g->job->comms[gi].label;
+    for (int j = 0; nm == 0 && j < h->n_hang; j++)
+        if (h->hang[j]->op == P3D_HANG_OP_INIT &&
+            h->hang[j]->comm_hash == hash)
+            nm = p3d_hg_guess(g, hash, h->hang[j]->seq, a, mem);
+    return nm;
+}
+
+int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash,
+                             uint64_t t0)
+{
+    int *mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    int label = -1, n = 0, nm = p3d_hg_init_members(g, a, hash, mem, &label);
+
+    for (int i = 0; i < nm; i++)
+        if (mem[i] != a && !p3d_hg_joined(g, mem[i], hash)) {
+            struct p3d_hedge *e;
+            p3d_hg_edge(g, a, mem[i], 1, NULL);
+            e = &g->e[g->n - 1];
+            e->comm = hash, e->seq = UINT64_MAX, e->t = t0;
+            e->op = P3D_HANG_OP_INIT, e->label = label;
+            n++;
+        }
+    free(mem);
+    return nm > 0 ? n : -1;
+}

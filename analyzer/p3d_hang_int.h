@@ -1,0 +1,109 @@
+/*
+ * p3d_hang_int.h - what the hang modules share (p3d_hang.c scans and
+ * classifies ranks, p3d_hang_graph.c follows waits to the roots,
+ * p3d_hang_out.c prints).  Record pointers point into the trace files,
+ * which stay mapped until p3d_hang_free.
+ */
+#ifndef P3D_HANG_INT_H
+#define P3D_HANG_INT_H
+
+#include "p3d_hang.h"
+#include "p3d_reader.h"
+
+#define P3D_HK_COLL 0
+#define P3D_HK_SEND 1
+#define P3D_HK_RECV 2
+
+struct p3d_hkey {            /* (comm, kind, peer) -> seq, for counts */
+    uint64_t comm;
+    int32_t kind, peer;
+    uint64_t seq;
+};
+
+struct p3d_hrank {
+    int rank;
+    struct p3d_rank *r;
+    struct p3d_reader rd;
+    int open;
+    const struct p3d_rec_op **ops;   /* sorted by op_id */
+    size_t n_ops, cap_ops;
+    uint8_t *done;                   /* GPU said complete */
+    uint8_t *pend;                   /* never completed */
+    struct p3d_hkey *keys;           /* sorted */
+    size_t n_keys;
+    const struct p3d_rec_group **gends; /* outermost GroupEnds */
+    size_t n_gends, cap_gends;
+    const struct p3d_rec_gpu_op **gpu;
+    size_t n_gpu, cap_gpu;
+    const struct p3d_rec_hang *hang[8];
+    const struct p3d_rec_comm_end *abort[4]; /* ncclCommAbort records */
+    int n_abort;
+    int n_hang;
+    const struct p3d_rec_stack **stacks;
+    size_t n_stacks, cap_stacks;
+    const struct p3d_rec_module **mods;
+    size_t n_mods, cap_mods;
+    uint64_t t_last;
+    uint64_t t_close;                /* end_mono_ns if closed */
+    int term, have_gpu, closed, n_pend;
+    int state;
+    int hard;                        /* has waits on ranks not arrived */
+    int init_unknown;                /* in an init, members unknown */
+    int inferred;                    /* outside NCCL, blocked making a comm */
+    int cycle;                       /* root of a circular wait */
+};
+
+struct p3d_hjob {
+    struct p3d_hrank *hr;            /* [world_size], rank < 0: no file */
+    int world;
+};
+
+/* A wait of rank `from` on rank `to` (hard: `to` has not arrived). */
+struct p3d_hedge {
+    int from, to, hard;
+    const struct p3d_rec_op *o;       /* the waiting op, NULL for init */
+    uint64_t comm, seq, t;            /* what waits: op or init */
+    int op, label;
+};
+
+/* The wait graph being built. */
+struct p3d_hg {
+    struct p3d_job *job;
+    struct p3d_hjob *hj;
+    struct p3d_hedge *e;
+    size_t n, cap;
+};
+
+void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
+                 const struct p3d_rec_op *o);
+int p3d_hg_has_file(const struct p3d_hg *g, int b);
+/* p3d_hang_init.c */
+int p3d_hg_coord(const struct p3d_job *job, int r, int ax);
+int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
+                        int *mem, int *label);
+int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash, uint64_t t0);
+void p3d_hg_infer(struct p3d_hg *g, int a);
+/* p3d_hang_root.c */
+int p3d_hg_stage(const struct p3d_job *job, int rank);
+const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g, int r);
+void p3d_hg_fill_root(const struct p3d_hg *g, int r,
+                      struct p3d_hang_root *rt, uint64_t t_end);
+/* p3d_hang_chain.c */
+void p3d_hg_mismatches(const struct p3d_hg *g, struct p3d_hang_res *res);
+void p3d_hg_frontiers(const struct p3d_hg *g, struct p3d_hang_res *res);
+
+/* Number of ops `h` issued on (comm, kind, peer); peer -1 for coll. */
+uint64_t p3d_hang_count(const struct p3d_hrank *h, uint64_t comm, int kind,
+                        int peer);
+/* Ops `h` issued on `comm`, all kinds. */
+uint64_t p3d_hang_count_comm(const struct p3d_hrank *h, uint64_t comm);
+/* Label of a communicator hash (P3D_LBL_*), -1 if unknown. */
+int p3d_hang_label(const struct p3d_job *job, uint64_t comm);
+/* Follow waits, find roots; fills res (p3d_hang_graph.c). */
+void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
+                    struct p3d_hang_res *res);
+/* Stack record of `id` on rank h, or NULL. */
+const struct p3d_rec_stack *p3d_hang_stack(const struct p3d_hrank *h,
+                                           uint32_t id);
+
+#endif /* P3D_HANG_INT_H */

@@ -1,0 +1,439 @@
+/*
+ * p3d_hang_out.c - the hang section of the text report and the "hang"
+ * member of the JSON report (DESIGN.md schema: detected, root_ranks,
+ * chain[{rank, comm, label, op, seq, waiting_for}], plus roots with what
+ * they owe, their last op and call site, and mismatches on the chain).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_report.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_symbol.h"
+#include "p3d_util.h"
+
+static const char *p3d_ho_op(int op)
+{
+    if (op == P3D_HANG_OP_INIT)
+        return "CommInit";
+    return op >= 0 && op < P3D_OP_COUNT ? p3d_op_name[op] : "?";
+}
+
+static const char *p3d_ho_lbl(int l)
+{
+    return l >= 0 && l < P3D_LBL_COUNT ? p3d_label_name[l] : "?";
+}
+
+static const char *p3d_ho_state_text(int s)
+{
+    switch (s) {
+    case P3D_HS_NOT_IN_NCCL:
+        return "not inside NCCL (alive until SIGTERM: compute, data "
+               "loading, a host wait ...)";
+    case P3D_HS_KILLED:
+        return "killed (trace not closed, nothing pending: no records "
+               "after its last op)";
+    case P3D_HS_EXITED: return "exited cleanly while others waited";
+    case P3D_HS_NO_TRACE: return "left no readable trace";
+    case P3D_HS_STUCK:
+        return "inside NCCL, but every peer it needs arrived (mismatch, "
+               "deadlock or a network/NCCL fault)";
+    case P3D_HS_CYCLE:
+        return "inside NCCL in a circular wait (deadlock): it waits on "
+               "ranks that wait on it, and most waits end at it; look "
+               "for an op it skipped or reordered";
+    default: return p3d_hang_state_name[s];
+    }
+}
+
+static const struct p3d_hrank *p3d_ho_rank(const struct p3d_job *job,
+                                           int r)
+{
+    const struct p3d_hjob *hj = job->hang->priv;
+
+    return r >= 0 && r < hj->world ? &hj->hr[r] : NULL;
+}
+
+/* Print the symbolized frames of stack `id` of rank r. */
+static void p3d_ho_stack(FILE *f, const struct p3d_job *job, int r,
+                         uint32_t id, const char *ind)
+{
+    const struct p3d_hrank *h = p3d_ho_rank(job, r);
+    const struct p3d_rec_stack *s = h ? p3d_hang_stack(h, id) : NULL;
+    char line[1024];
+
+    if (s == NULL) {
+        fprintf(f, "%scall site: not recorded (P3D_STACKS off, or no "
+                "libunwind where it ran)\n", ind);
+        return;
+    }
+    fprintf(f, "%scall site:\n", ind);
+    for (uint32_t i = 0; i < s->n_frames && i < 12; i++) {
+        p3d_symbol_pc(line, sizeof(line), s->pc[i], h->mods, h->n_mods);
+        fprintf(f, "%s  #%u %s\n", ind, i, line);
+    }
+}
+
+static void p3d_ho_root(FILE *f, const struct p3d_job *job,
+                        const struct p3d_hang_root *rt)
+{
+    const struct p3d_hrank *h = p3d_ho_rank(job, rt->rank);
+
+    fprintf(f, "  root rank %d: %s\n", rt->rank, p3d_ho_state_text(rt->state));
+    if (rt->owed_op == P3D_HANG_OP_INIT)
+        fprintf(f, "    never created the (%s) communicator the others "
+                "wait to make [%s]\n", p3d_ho_lbl(rt->owed_label),
+                rt->owed_how == 1 ? "its next op, per a rank of the same "
+                "stage" : rt->owed_how == 2 ? "the only one waited on"
+                : "earliest wait on it");
+    else if (rt->owed_op >= 0)
+        fprintf(f, "    never issued: %s #%" PRIu64 " on comm 0x%016" PRIx64
+                " (%s) [%s]; it issued %" PRIu64 " ops on that comm\n",
+                p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_comm,
+                p3d_ho_lbl(rt->owed_label), rt->owed_how == 1
+                ? "its next op, per a rank of the same stage"
+                : rt->owed_how == 2 ? "the only op waited on"
+                : "earliest wait on it", rt->issued_on_comm);
+    if (rt->last != NULL) {
+        fprintf(f, "    last op: %s seq %" PRIu64 " on comm 0x%016" PRIx64
+                " (%s), %.3f s before the trace ends; %zu ops in all\n",
+                p3d_ho_op(rt->last->op), rt->last->seq,
+                rt->last->comm_hash,
+                p3d_ho_lbl(p3d_hang_label(job, rt->last->comm_hash)),
+                (double)rt->since_ns / 1e9, h ? h->n_ops : 0);
+        p3d_ho_stack(f, job, rt->rank, rt->last->stack_id, "    ");
+    }
+}
+
+static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
+                        const struct p3d_hang_wait *w)
+{
+    char who[128];
+
+    p3d_fmt_ranks(who, sizeof(who), w->waiting_for, w->n_for);
+    if (w->inferred) {
+        fprintf(f, "    rank %d is outside NCCL, blocked creating its next "
+                "(%s) communicator, whose NCCL id rank(s) %s never made "
+                "[inferred from a rank of its stage]\n", w->rank,
+                p3d_ho_lbl(w->label), who);
+        return;
+    }
+    fprintf(f, "    rank %d waits in %s #%" PRIu64 " on comm 0x%016" PRIx64
+            " (%s)", w->rank, p3d_ho_op(w->op),
+            w->seq == UINT64_MAX ? 0 : w->seq, w->comm,
+            p3d_ho_lbl(w->label));
+    if (w->peer >= 0)
+        fprintf(f, " %s rank %d", w->op == P3D_OP_RECV ? "from"
+                : w->op == P3D_OP_SEND ? "to" : "root", w->peer);
+    fprintf(f, " since %.3f s, for %s%s\n",
+            (double)(job->hang->t_end - w->t_enter) / 1e9,
+            w->n_for ? "rank(s) " : "", w->n_for ? who
+            : w->op == P3D_HANG_OP_INIT ? "members not known (no rank of "
+              "its stage made this communicator)"
+            : "no missing member (all arrived)");
+}
+
+static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
+                      const struct p3d_job *job)
+{
+    for (int i = 0; i < res->n_mm; i++) {
+        const struct p3d_hang_mm *m = &res->mm[i];
+        fprintf(f, "    mismatch: %s #%" PRIu64 " on comm 0x%016" PRIx64
+                " (%s): rank %d has %s %" PRId64 ", rank %d has %" PRId64
+                "\n", p3d_ho_op(m->op), m->seq, m->comm,
+                p3d_ho_lbl(p3d_hang_label(job, m->comm)), m->rank_a,
+                p3d_mm_field_name[m->field], m->va, m->rank_b, m->vb);
+    }
+}
+
+static const char *p3d_ho_nccl_err(int e)
+{
+    static const char *const n[] = {
+        "none", "ncclUnhandledCudaError", "ncclSystemError",
+        "ncclInternalError", "ncclInvalidArgument", "ncclInvalidUsage",
+        "ncclRemoteError", "ncclInProgress"};
+
+    return e >= 0 && e < 8 ? n[e] : "?";
+}
+
+/* ncclCommAbort calls (PyTorch's watchdog aborts on its timeout). */
+static void p3d_ho_aborts(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hjob *hj = job->hang->priv;
+
+    for (int a = 0; a < hj->world; a++)
+        for (int k = 0; k < hj->hr[a].n_abort; k++) {
+            const struct p3d_rec_comm_end *e = hj->hr[a].abort[k];
+            fprintf(f, "  rank %d called ncclCommAbort on comm 0x%016" PRIx64
+                    " (%s) %.3f s before the end; reason (last async "
+                    "error): %s; %u op(s) pending\n", a, e->comm_hash,
+                    p3d_ho_lbl(p3d_hang_label(job, e->comm_hash)),
+                    job->hang->t_end > e->t_enter
+                    ? (double)(job->hang->t_end - e->t_enter) / 1e9 : 0.0,
+                    p3d_ho_nccl_err(e->last_async_error), e->pending_ops);
+        }
+}
+
+static const char *const p3d_hf_name[] = {"done", "waiting",
+                                          "not_arrived"};
+
+static void p3d_ho_frontiers(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+
+    if (res->n_fr)
+        fprintf(f, "  communicators on the chain (frontier: highest "
+                "collective seq issued / lowest never completed):\n");
+    for (int i = 0; i < res->n_fr; i++) {
+        const struct p3d_hang_frontier *fr = &res->fr[i];
+        if (fr->max_enqueued < 0)
+            fprintf(f, "    0x%016" PRIx64 " (%s): send/recv only;",
+                    fr->comm, p3d_ho_lbl(fr->label));
+        else
+            fprintf(f, "    0x%016" PRIx64 " (%s): %" PRId64 " / %" PRId64
+                    ";", fr->comm, p3d_ho_lbl(fr->label), fr->max_enqueued,
+                    fr->min_incomplete);
+        for (int k = 0; k < fr->n; k++)
+            fprintf(f, " %d %s", fr->rank[k], p3d_hf_name[fr->st[k]]);
+        fputc('\n', f);
+    }
+}
+
+/* Ranks in neither list: not in NCCL and nobody waits on them. */
+static void p3d_ho_others(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+    int *idle = p3d_xcalloc((size_t)job->world_size + 1, sizeof(int)), n = 0;
+    char buf[256];
+
+    for (int a = 0; a < job->world_size; a++) {
+        int listed = res->state[a] == P3D_HS_WAITING;
+        for (int i = 0; i < res->n_roots; i++)
+            listed |= res->roots[i].rank == a;
+        if (!listed)
+            idle[n++] = a;
+    }
+    p3d_fmt_ranks(buf, sizeof(buf), idle, n);
+    if (n)
+        fprintf(f, "  not inside NCCL, nobody waits on them: rank(s) %s\n",
+                buf);
+    free(idle);
+}
+
+/* Ranks without GPU completions: an op that returned counts as done. */
+static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hjob *hj = job->hang->priv;
+    int *r = p3d_xcalloc((size_t)hj->world + 1, sizeof(int)), n = 0;
+    char buf[256];
+
+    for (int a = 0; a < hj->world; a++)
+        if (hj->hr[a].open && !hj->hr[a].have_gpu)
+            r[n++] = a;
+    p3d_fmt_ranks(buf, sizeof(buf), r, n);
+    if (n)
+        fprintf(f, "  note: no GPU completion times on rank(s) %s: there "
+                "an op counts as incomplete only if its call never "
+                "returned (GPU completion unknown)\n", buf);
+    free(r);
+}
+
+void p3d_hang_report(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+    char roots[256];
+    int r[64];
+
+    if (res == NULL)
+        return;
+    p3d_symbol_run_start(job->start_ns);
+    if (!res->detected) {
+        fprintf(f, "\nhang analysis: no hang: every recorded op "
+                "completed%s\n", res->n_mm ? "; but ops disagree:" : "");
+        p3d_ho_mm(f, res, job);
+        p3d_ho_aborts(f, job);
+        p3d_ho_no_gpu(f, job);
+        return;
+    }
+    for (int i = 0; i < res->n_roots && i < 64; i++)
+        r[i] = res->roots[i].rank;
+    p3d_fmt_ranks(roots, sizeof(roots), r, res->n_roots < 64 ? res->n_roots
+                                                             : 64);
+    fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; root "
+            "rank(s) %s\n", res->n_waiting, roots);
+    for (int i = 0; i < res->n_roots; i++)
+        p3d_ho_root(f, job, &res->roots[i]);
+    fprintf(f, "  chain of waits (nearest the root first):\n");
+    for (int i = 0; i < res->n_waiting; i++)
+        p3d_ho_wait(f, job, &res->wait[i]);
+    if (res->n_waiting > 0) {
+        fprintf(f, "    rank %d's wait:\n", res->wait[0].rank);
+        p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
+                     "      ");
+    }
+    p3d_ho_frontiers(f, job);
+    p3d_ho_others(f, job);
+    p3d_ho_aborts(f, job);
+    p3d_ho_no_gpu(f, job);
+    if (res->n_mm)
+        fprintf(f, "  mismatched ops on the chain:\n");
+    p3d_ho_mm(f, res, job);
+}
+
+static void p3d_hj_stack(FILE *f, const struct p3d_job *job, int r,
+                         uint32_t id)
+{
+    const struct p3d_hrank *h = p3d_ho_rank(job, r);
+    const struct p3d_rec_stack *s = h ? p3d_hang_stack(h, id) : NULL;
+    char line[1024];
+
+    fputs("\"stack\": [", f);
+    for (uint32_t i = 0; s != NULL && i < s->n_frames && i < 12; i++) {
+        p3d_symbol_pc(line, sizeof(line), s->pc[i], h->mods, h->n_mods);
+        fputs(i ? ", " : "", f);
+        p3d_json_str(f, line, strlen(line));
+    }
+    fputs("]", f);
+}
+
+static void p3d_hj_root(FILE *f, const struct p3d_job *job,
+                        const struct p3d_hang_root *rt, int first)
+{
+    const struct p3d_hrank *h = p3d_ho_rank(job, rt->rank);
+
+    fprintf(f, "%s\n      {\"rank\": %d, \"state\": \"%s\", \"since_s\": %.6f, "
+            "\"ops_issued\": %zu, \"waiters\": %d, ", first ? "" : ",",
+            rt->rank, p3d_hang_state_name[rt->state],
+            (double)rt->since_ns / 1e9, h ? h->n_ops : 0, rt->n_waiters);
+    if (rt->owed_op >= 0)
+        fprintf(f, "\"owed\": {\"comm\": \"0x%016" PRIx64 "\", \"label\": "
+                "\"%s\", \"op\": \"%s\", \"seq\": %" PRIu64 ", \"how\": "
+                "\"%s\", \"issued_on_comm\": %" PRIu64 ", \"members\": [",
+                rt->owed_comm, p3d_ho_lbl(rt->owed_label),
+                p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_how == 1
+                ? "twin" : rt->owed_how == 2 ? "only" : "earliest",
+                rt->issued_on_comm);
+    for (int i = 0; rt->owed_op >= 0 && i < rt->n_owed_members; i++)
+        fprintf(f, "%s%d", i ? ", " : "", rt->owed_members[i]);
+    if (rt->owed_op >= 0)
+        fputs("]}, ", f);
+    else
+        fputs("\"owed\": null, ", f);
+    if (rt->last != NULL) {
+        fprintf(f, "\"last_op\": {\"op\": \"%s\", \"comm\": \"0x%016" PRIx64
+                "\", \"label\": \"%s\", \"seq\": %" PRIu64 "}, ",
+                p3d_ho_op(rt->last->op), rt->last->comm_hash,
+                p3d_ho_lbl(p3d_hang_label(job, rt->last->comm_hash)),
+                rt->last->seq);
+        p3d_hj_stack(f, job, rt->rank, rt->last->stack_id);
+    } else {
+        fputs("\"last_op\": null, \"stack\": []", f);
+    }
+    fputs("}", f);
+}
+
+static void p3d_hj_wait(FILE *f, const struct p3d_job *job,
+                        const struct p3d_hang_wait *w, int first)
+{
+    fprintf(f, "%s\n      {\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
+            "\"label\": \"%s\", \"op\": \"%s\", \"seq\": %" PRId64 ", "
+            "\"peer\": %d, \"depth\": %d, \"inferred\": %s, "
+            "\"pending_s\": %.6f, \"waiting_for\": [", first ? "" : ",",
+            w->rank, w->comm,
+            p3d_ho_lbl(w->label), p3d_ho_op(w->op),
+            w->seq == UINT64_MAX ? (int64_t)-1 : (int64_t)w->seq, w->peer,
+            w->depth, w->inferred ? "true" : "false",
+            (double)(job->hang->t_end - w->t_enter) / 1e9);
+    for (int k = 0; k < w->n_for; k++)
+        fprintf(f, "%s%d", k ? ", " : "", w->waiting_for[k]);
+    fputs("], ", f);
+    p3d_hj_stack(f, job, w->rank, w->stack_id);
+    fputs("}", f);
+}
+
+static void p3d_hj_mm(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+
+    fputs("\"mismatches\": [", f);
+    for (int i = 0; i < res->n_mm; i++) {
+        const struct p3d_hang_mm *m = &res->mm[i];
+        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
+                "\"op\": \"%s\", \"seq\": %" PRIu64 ", \"field\": \"%s\", "
+                "\"odd_rank\": %d, \"odd_value\": %" PRId64 ", "
+                "\"other_rank\": %d, \"other_value\": %" PRId64 "}",
+                i ? ", " : "", m->comm,
+                p3d_ho_lbl(p3d_hang_label(job, m->comm)), p3d_ho_op(m->op),
+                m->seq, p3d_mm_field_name[m->field], m->rank_a, m->va,
+                m->rank_b, m->vb);
+    }
+    fputs("]", f);
+}
+
+static void p3d_hj_aborts(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hjob *hj = job->hang->priv;
+    int first = 1;
+
+    fputs(",\n    \"aborts\": [", f);
+    for (int a = 0; a < hj->world; a++)
+        for (int k = 0; k < hj->hr[a].n_abort; k++, first = 0)
+            fprintf(f, "%s{\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
+                    "\"reason\": \"%s\", \"pending_ops\": %u}",
+                    first ? "" : ", ", a, hj->hr[a].abort[k]->comm_hash,
+                    p3d_ho_nccl_err(hj->hr[a].abort[k]->last_async_error),
+                    hj->hr[a].abort[k]->pending_ops);
+    fputs("]", f);
+}
+
+static void p3d_hj_frontiers(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+
+    fputs(",\n    \"frontiers\": [", f);
+    for (int i = 0; i < res->n_fr; i++) {
+        const struct p3d_hang_frontier *fr = &res->fr[i];
+        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
+                "\"max_enqueued_seq\": %" PRId64 ", \"min_incomplete_seq\": %"
+                PRId64 ", \"members\": {", i ? ", " : "", fr->comm,
+                p3d_ho_lbl(fr->label), fr->max_enqueued, fr->min_incomplete);
+        for (int k = 0; k < fr->n; k++)
+            fprintf(f, "%s\"%d\": \"%s\"", k ? ", " : "", fr->rank[k],
+                    p3d_hf_name[fr->st[k]]);
+        fputs("}}", f);
+    }
+    fputs("]", f);
+}
+
+void p3d_hang_json(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hang_res *res = job->hang;
+
+    if (res == NULL) {
+        fputs("null", f);
+        return;
+    }
+    p3d_symbol_run_start(job->start_ns);
+    fprintf(f, "{\"detected\": %s, \"root_ranks\": [",
+            res->detected ? "true" : "false");
+    for (int i = 0; i < res->n_roots; i++)
+        fprintf(f, "%s%d", i ? ", " : "", res->roots[i].rank);
+    fputs("],\n    \"roots\": [", f);
+    for (int i = 0; i < res->n_roots; i++)
+        p3d_hj_root(f, job, &res->roots[i], i == 0);
+    fputs("],\n    \"chain\": [", f);
+    for (int i = 0; i < res->n_waiting; i++)
+        p3d_hj_wait(f, job, &res->wait[i], i == 0);
+    fputs("],\n    \"states\": [", f);
+    for (int a = 0; a < job->world_size; a++)
+        fprintf(f, "%s\"%s\"", a ? ", " : "",
+                p3d_hang_state_name[res->state[a]]);
+    fputs("],\n    ", f);
+    p3d_hj_mm(f, job);
+    p3d_hj_aborts(f, job);
+    p3d_hj_frontiers(f, job);
+    fputs("}", f);
+}

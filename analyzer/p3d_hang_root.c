@@ -1,0 +1,125 @@
+/*
+ * p3d_hang_root.c - hang analysis: what a root rank owes.  Its next op is
+ * read from a "twin" (a rank of the same pipeline stage runs the same
+ * program) and matched against the waits on the root.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_label.h"
+#include "p3d_match.h"
+#include "p3d_util.h"
+
+/* Pipeline stage of a global rank under the job's layout, -1 unknown. */
+int p3d_hg_stage(const struct p3d_job *job, int rank)
+{
+    const struct p3d_layout *l = &job->layout;
+    int stride = 1;
+
+    if (!l->valid)
+        return -1;
+    for (int j = 0; j < P3D_AX_N; j++) {
+        int ax = l->ord[j];
+        if (ax == P3D_AX_PP)
+            return l->size[ax] > 0 ? (rank / stride) % l->size[ax] : -1;
+        stride *= l->size[ax] > 0 ? l->size[ax] : 1;
+    }
+    return -1;
+}
+
+/*
+ * What root r would have issued next, read from a "twin": a rank of the
+ * same pipeline stage (same program) that got further and agrees on r's
+ * last op.  Returns the twin's next op, or NULL.
+ */
+const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
+                                                 int r)
+{
+    const struct p3d_hrank *h = &g->hj->hr[r];
+    int st = p3d_hg_stage(g->job, r);
+    size_t n = h->n_ops;
+
+    if (st < 0)
+        return NULL;
+    for (int t = 0; t < g->hj->world; t++) {
+        const struct p3d_hrank *x = &g->hj->hr[t];
+        const struct p3d_rec_op *a, *b;
+        if (t == r || !p3d_hg_has_file(g, t) || x->n_ops <= n ||
+            p3d_hg_stage(g->job, t) != st)
+            continue;
+        if (n == 0)
+            return x->ops[0];
+        a = h->ops[n - 1];
+        b = x->ops[n - 1];
+        if (a->op == b->op && a->seq == b->seq &&
+            p3d_hang_label(g->job, a->comm_hash) ==
+                p3d_hang_label(g->job, b->comm_hash))
+            return x->ops[n];
+    }
+    return NULL;
+}
+
+/* Members of the owed op's communicator (for the report). */
+static void p3d_hg_owed_members(const struct p3d_hg *g,
+                                const struct p3d_hedge *e,
+                                struct p3d_hang_root *rt)
+{
+    int gi = p3d_map_get(&g->job->comm_idx, e->comm), lbl;
+    int *mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int)), n = 0;
+
+    if (gi >= 0)
+        for (int j = 0; j < g->job->comms[gi].n_members; j++)
+            mem[n++] = g->job->comms[gi].members[j];
+    else if (e->op == P3D_HANG_OP_INIT)
+        n = p3d_hg_init_members(g, e->from, e->comm, mem, &lbl);
+    for (int i = 0; i < n && i < P3D_HANG_MEMBERS; i++)
+        rt->owed_members[rt->n_owed_members++] = mem[i];
+    free(mem);
+}
+
+/* Pick the op root r owes first among the hard waits on it. */
+static void p3d_hg_owed(const struct p3d_hg *g, struct p3d_hang_root *rt)
+{
+    const struct p3d_rec_op *nx = p3d_hg_twin_next(g, rt->rank);
+    const struct p3d_hedge *best = NULL;
+    int lbl = nx ? p3d_hang_label(g->job, nx->comm_hash) : -1, how = 0;
+
+    for (size_t i = 0; i < g->n; i++) {
+        const struct p3d_hedge *e = &g->e[i];
+        int eh;
+        if (e->to != rt->rank || !e->hard)
+            continue;
+        rt->n_waiters++;
+        eh = nx && e->label == lbl ? (e->op == nx->op ? 3 : 2) : 0;
+        if (best == NULL || eh > how || (eh == how && e->t < best->t))
+            best = e, how = eh;
+    }
+    if (best == NULL)
+        return;
+    rt->owed_comm = best->comm;
+    rt->owed_label = best->label;
+    rt->owed_op = best->op == P3D_OP_SEND ? P3D_OP_RECV
+                  : best->op == P3D_OP_RECV ? P3D_OP_SEND : best->op;
+    rt->owed_seq = best->seq;
+    rt->owed_how = how ? 1 : rt->n_waiters == 1 ? 2 : 0;
+    rt->issued_on_comm = p3d_hang_count_comm(&g->hj->hr[rt->rank],
+                                             best->comm);
+    p3d_hg_owed_members(g, best, rt);
+}
+
+void p3d_hg_fill_root(const struct p3d_hg *g, int r,
+                             struct p3d_hang_root *rt, uint64_t t_end)
+{
+    const struct p3d_hrank *h = &g->hj->hr[r];
+
+    memset(rt, 0, sizeof(*rt));
+    rt->rank = r;
+    rt->state = h->cycle ? P3D_HS_CYCLE
+                : h->state == P3D_HS_WAITING ? P3D_HS_STUCK : h->state;
+    rt->owed_label = rt->owed_op = -1;
+    rt->last = h->n_ops ? h->ops[h->n_ops - 1] : NULL;
+    rt->t_last = h->t_last;
+    rt->since_ns = t_end > h->t_last && h->t_last ? t_end - h->t_last : 0;
+    p3d_hg_owed(g, rt);
+}

@@ -1,0 +1,199 @@
+/*
+ * p3d_html_find.c - the findings section of the HTML report (what the
+ * text report says, in short) and the per-communicator traffic table.
+ * Every string that comes from a trace (command line, host names, file
+ * paths in messages) goes through p3d_html_esc.
+ */
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "p3d_compare.h"
+#include "p3d_html_parts.h"
+#include "p3d_match.h"
+#include "p3d_report.h"
+#include "p3d_svg.h"
+
+static void p3d_find_li(FILE *f, const char *head, const char *text)
+{
+    fprintf(f, "<li><b>%s</b> ", head);
+    p3d_html_esc(f, text, strlen(text));
+    fputs("</li>\n", f);
+}
+
+static void p3d_find_layout(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_layout *l = &job->layout;
+    char s[160], t[320];
+
+    if (!l->valid) {
+        p3d_find_li(f, "Layout:", "unknown (no communicators)");
+        return;
+    }
+    p3d_layout_str(l, s, sizeof(s));
+    snprintf(t, sizeof(t), "%s (%s; %d of %d communicators of 2+ ranks are "
+             "its groups)%s", s, l->source, l->explained, l->total,
+             l->contradicted ? "; the traces fit another layout better" : "");
+    p3d_find_li(f, "Layout:", t);
+}
+
+static void p3d_find_iters(FILE *f, const struct p3d_vjob *s)
+{
+    char t[256];
+
+    if (!s->it.n) {
+        p3d_find_li(f, "Iterations:", "no repeating pattern of NCCL calls "
+                    "found; the pictures show the whole trace");
+        return;
+    }
+    snprintf(t, sizeof(t), "%d found (%d NCCL calls each on the first "
+             "rank); median steady step %.2f ms; pictures show iteration%s "
+             "%d%s%.0d", s->it.n, s->it.period, s->step_ms,
+             s->iter_b > s->iter_a ? "s" : "", s->iter_a,
+             s->iter_b > s->iter_a ? "-" : "",
+             s->iter_b > s->iter_a ? s->iter_b : 0);
+    p3d_find_li(f, "Iterations:", t);
+}
+
+static void p3d_find_time(FILE *f, const struct p3d_job *job,
+                          const struct p3d_vjob *s)
+{
+    char t[512];
+
+    p3d_compare_obs(job, s, t, sizeof(t));
+    p3d_find_li(f, "Time:", t);
+    if (s->max_peak) {
+        char b[48];
+        p3d_fmt_bytes(b, sizeof(b), (double)s->max_peak);
+        snprintf(t, sizeof(t), "%s on rank %d%s", b, s->max_peak_rank,
+                 s->peak_used ? " (device-wide used memory)" : "");
+        p3d_find_li(f, "Max memory per rank:", t);
+    }
+}
+
+/* The time analysis's verdict, stages and stragglers. */
+static void p3d_find_tres(FILE *f, const struct p3d_time_res *t)
+{
+    char b[256];
+
+    if (!t)
+        return;
+    p3d_find_li(f, "Verdict:", t->why);
+    for (int k = 0; k < t->n_stages && k < 16; k++) {
+        const struct p3d_tstage *g = &t->stages[k];
+        snprintf(b, sizeof(b), "stage %d: bubble %.1f%% (warm-up/cool-down "
+                 "%.1f%%, steady %.1f%%; late sender %.1f%%, transfer "
+                 "%.1f%%), compute %.1f%%", g->stage, 100 * g->bubble_frac,
+                 100 * g->fill_frac, 100 * g->steady_frac,
+                 100 * g->late_frac, 100 * g->transfer_frac,
+                 100 * g->busy_frac);
+        p3d_find_li(f, "Pipeline:", b);
+    }
+    if (t->n_strag > 0) {
+        size_t n = 0;
+        for (int k = 0; k < t->n_strag && k < 3 && n < sizeof(b); k++)
+            n += (size_t)snprintf(b + n, sizeof(b) - n, "%srank %d caused "
+                                  "%.3f ms of waiting", k ? ", " : "",
+                                  t->strag[k].rank, t->strag[k].caused_ms);
+        p3d_find_li(f, "Stragglers:", b);
+    }
+}
+
+static void p3d_find_match(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_match_res *m = job->match;
+    char t[256];
+
+    if (!m)
+        return;
+    snprintf(t, sizeof(t), "%" PRIu64 " collective instances, %" PRIu64
+             " send/recv pairs, %" PRIu64 " mismatches, %" PRIu64
+             " unmatched sends/recvs, %" PRIu64 " members behind",
+             m->n_coll, m->n_p2p, m->n_mismatch, m->n_unmatched_p2p,
+             m->n_short);
+    p3d_find_li(f, "Cross-rank matching:", t);
+    for (int i = 0; i < m->n_kept && i < 5; i++) {
+        const struct p3d_mismatch *x = &m->mm[i];
+        snprintf(t, sizeof(t), "comm 0x%016" PRIx64 " seq %" PRIu64
+                 ": %s differs between rank %d (%" PRId64 ") and rank %d (%"
+                 PRId64 ")", x->comm, x->seq, p3d_mm_field_name[x->field],
+                 x->rank_a, x->va, x->rank_b, x->vb);
+        p3d_find_li(f, "Mismatch:", t);
+    }
+}
+
+static void p3d_find_ranks(FILE *f, const struct p3d_job *job)
+{
+    char miss[256];
+
+    if (p3d_missing_ranks(job, miss, sizeof(miss)))
+        p3d_find_li(f, "Ranks without a readable trace:", miss);
+    for (int i = 0; i < job->n_ranks; i++) {
+        if (job->ranks[i].err[0])
+            p3d_find_li(f, "Error:", job->ranks[i].err);
+        if (job->ranks[i].warn[0])
+            p3d_find_li(f, "Warning:", job->ranks[i].warn);
+    }
+}
+
+void p3d_html_findings(FILE *f, const struct p3d_job *job,
+                       const struct p3d_vjob *s)
+{
+    fputs("<section id=\"findings\"><h2>Findings</h2>\n<ul class=\"findings\">"
+          "\n", f);
+    p3d_find_layout(f, job);
+    p3d_find_iters(f, s);
+    p3d_find_time(f, job, s);
+    p3d_find_tres(f, s->time);
+    p3d_find_match(f, job);
+    p3d_find_ranks(f, job);
+    fputs("</ul>\n", f);
+    if (s->total.host_only)
+        fputs("<p class=\"note\">These traces have no GPU kernel times: "
+              "compute is estimated as the time outside NCCL ops.</p>\n", f);
+    if (s->time)
+        fputs("<p class=\"note\">Numbers from the time analysis (the text "
+              "report adds wait states per group); the pictures show the "
+              "views' own split of the same window.</p>\n", f);
+    else
+        fputs("<p class=\"note\">Iterations and time shares are the "
+              "views' own estimate (clocks: CLOCK_REALTIME per host, no "
+              "cross-host offset correction).</p>\n", f);
+    fputs("</section>\n", f);
+}
+
+static void p3d_traffic_row(FILE *f, const struct p3d_gcomm *g)
+{
+    uint64_t calls = 0, bytes = 0, ns = 0;
+    char mem[128], b[48];
+    int l = g->label >= 0 && g->label < P3D_LBL_COUNT ? g->label
+                                                       : P3D_LBL_COUNT;
+
+    for (int k = 0; k < P3D_OP_COUNT; k++) {
+        calls += g->st[k].calls;
+        bytes += g->st[k].bytes;
+        ns += g->st[k].gpu_ns;
+    }
+    p3d_fmt_ranks(mem, sizeof(mem), g->members, g->n_members);
+    p3d_fmt_bytes(b, sizeof(b), (double)bytes);
+    fprintf(f, "<tr><td><code>0x%016" PRIx64 "</code></td><td><i class=\"sw\" "
+            "style=\"background:%s\"></i>%s</td><td>%d</td><td>%s</td>"
+            "<td>%" PRIu64 "</td><td>%s</td><td>%.3f</td></tr>\n", g->hash,
+            p3d_svg_label_color(l), l < P3D_LBL_COUNT ? p3d_label_name[l] :
+            "?", g->size, mem, calls, b, (double)ns / 1e6);
+}
+
+void p3d_html_traffic(FILE *f, const struct p3d_job *job)
+{
+    fputs("<section id=\"traffic\"><h2>Communicators</h2>\n<table class="
+          "\"traffic\"><tr><th>id</th><th>used as</th><th>size</th>"
+          "<th>members</th><th>calls (all members)</th><th>bytes</th>"
+          "<th>GPU ms</th></tr>\n", f);
+    for (int i = 0; i < job->n_comms && i < 200; i++)
+        p3d_traffic_row(f, &job->comms[i]);
+    fputs("</table>\n", f);
+    if (job->n_comms > 200)
+        fprintf(f, "<p class=\"note\">%d more communicators: see the text "
+                "report.</p>\n", job->n_comms - 200);
+    fputs("</section>\n", f);
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""gpu_overhead.py - step time of real PyTorch training loops with and
+without the shim, paired and interleaved in one run (issue 10, part 4).
+
+Runs on the GPU machine (PyTorch 2.11, one GPU shared by all ranks: each
+rank is its own NCCL "host" through NCCL_HOSTID, sockets over lo, no NVLS).
+
+    python3 bench/gpu_overhead.py [--pairs 3] [--steps 150] [--nproc 2]
+                                  [--loops tp,ddp] [--out DIR]
+
+Loops (each rank trains on GPU 0, torch.cuda.synchronize per step):
+  tp   16 "layers" per step, each a 1024x1024 matmul followed by an
+       all-reduce of 256 KB (small-message-heavy, like TP), + backward-like
+       second pass: 32 NCCL calls per step, host-bound
+  ddp  a 6-layer MLP under DistributedDataParallel (bucket 4 MB), AdamW
+A pair is two runs of the same loop, without and with
+LD_PRELOAD=libp3dtrace.so, every feature at its default and call-site
+stacks on (P3D_STACKS=1); the order alternates between pairs.  Each run
+reports the median step of rank 0 after 30 warm-up steps.  One summary
+line per loop: plain and shim medians, the median of the per-pair
+overheads and their spread (min..max).  No pass/fail: figures only.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WARM = 30
+
+
+def worker(loop, steps, out):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(0)
+    dist.init_process_group(backend="nccl",
+                            device_id=torch.device("cuda", 0))
+    torch.manual_seed(rank)
+    if loop == "tp":
+        w = [torch.randn(1024, 1024, device="cuda") / 32 for _ in range(16)]
+        x = torch.randn(64, 1024, device="cuda")
+        buf = torch.empty(64 * 1024, device="cuda")
+
+        def step():
+            h = x
+            for layer in w + w[::-1]:
+                h = torch.tanh(h @ layer)
+                buf[: h.numel()].copy_(h.reshape(-1))
+                dist.all_reduce(buf)
+    else:
+        layers = []
+        for _ in range(6):
+            layers += [nn.Linear(1024, 1024), nn.GELU(), nn.LayerNorm(1024)]
+        model = nn.Sequential(*layers).cuda()
+        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[0],
+                                                  bucket_cap_mb=4)
+        opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
+        x = torch.randn(64, 1024, device="cuda")
+        y = torch.randn(64, 1024, device="cuda")
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+    times = []
+    for i in range(WARM + steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        if i >= WARM:
+            times.append(time.perf_counter() - t0)
+    dist.barrier()
+    dist.destroy_process_group()
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump({"median_ms": 1e3 * statistics.median(times)}, f)
+
+
+def launch(loop, steps, nproc, traced, out, tag, port):
+    """Start nproc ranks directly (no torchrun); rank 0's median ms."""
+    res = os.path.join(out, tag + ".json")
+    lib = os.environ.get("P3D_LIB", os.path.join(ROOT, "build",
+                                                  "libp3dtrace.so"))
+    procs = []
+    for r in range(nproc):
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
+        env.update({"RANK": str(r), "WORLD_SIZE": str(nproc),
+                    "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                    "NCCL_HOSTID": "p3dbench-host-%d" % r,
+                    "NCCL_SOCKET_IFNAME": "lo", "NCCL_NVLS_ENABLE": "0",
+                    "OMP_NUM_THREADS": "1"})
+        if traced:
+            env.update({"LD_PRELOAD": os.path.abspath(lib),
+                        "P3D_TRACE_DIR": os.path.join(out, "traces"),
+                        "P3D_JOB_ID": tag, "P3D_STACKS": "1"})
+        log = open(os.path.join(out, "%s.rank%d.log" % (tag, r)), "w")
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--worker", loop,
+             "--steps", str(steps), "--result", res],
+            env=env, stdout=log, stderr=subprocess.STDOUT))
+    rcs = [p.wait(timeout=300) for p in procs]
+    if any(rcs) or not os.path.exists(res):
+        sys.exit("gpu_overhead: %s failed (exit %s); logs in %s" %
+                 (tag, rcs, out))
+    with open(res) as f:
+        return json.load(f)["median_ms"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker")
+    ap.add_argument("--result")
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--loops", default="tp,ddp")
+    ap.add_argument("--out", default="/tmp/p3d-gpu-bench-%d" % os.getpid())
+    a = ap.parse_args()
+    if a.worker:
+        worker(a.worker, a.steps, a.result)
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    port = 29600 + os.getpid() % 300
+    for loop in a.loops.split(","):
+        plain, shim, over = [], [], []
+        for p in range(a.pairs):
+            order = (False, True) if p % 2 == 0 else (True, False)
+            got = {}
+            for traced in order:
+                port += 1
+                tag = "%s-p%d-%s" % (loop, p, "shim" if traced else "plain")
+                got[traced] = launch(loop, a.steps, a.nproc, traced, a.out,
+                                     tag, port)
+            plain.append(got[False])
+            shim.append(got[True])
+            over.append(100.0 * (got[True] / got[False] - 1))
+        print("gpu %-3s %d ranks on 1 GPU, %d pairs x %d steps: plain %.3f ms,"
+              " shim %.3f ms (medians); overhead median %+.2f%% "
+              "(pairs %s)" % (loop, a.nproc, a.pairs, a.steps,
+                              statistics.median(plain),
+                              statistics.median(shim),
+                              statistics.median(over),
+                              " ".join("%+.2f%%" % o for o in over)),
+              flush=True)
+    print("gpu_overhead: logs and traces in %s" % a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

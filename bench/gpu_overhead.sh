@@ -1,0 +1,46 @@
+#!/bin/bash
+# bench/gpu_overhead.sh - step-time overhead of the shim on the GPU machine
+# (issue 10, part 4).  From the repo root, after `make`:
+#
+#   bash bench/gpu_overhead.sh            # PyTorch loops, about 2-3 minutes
+#   bash bench/gpu_overhead.sh megatron   # + Megatron tiny GPT, ~3 min more
+#
+# Prints one summary line per comparison ("gpu tp ...", "gpu ddp ...",
+# "megatron ..."): plain vs shim medians and the overhead of each pair.
+# Environment: PYTHON [python3], P3D_LIB [build/libp3dtrace.so],
+#   PAIRS [3], STEPS [150], NPROC [2], MEGATRON_DIR (see run_tiny_gpt.sh),
+#   MEGA_ITERS [30], OUT [/tmp/p3d-gpu-bench-<time>]
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-python3}
+out=${OUT:-/tmp/p3d-gpu-bench-$(date +%H%M%S)}
+export P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
+[ -f "$P3D_LIB" ] || (cd "$root" && make build/libp3dtrace.so) || exit 1
+"$py" -c 'import torch; assert torch.cuda.is_available(); print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))' ||
+    { echo "gpu_overhead: torch with CUDA not importable by $py"; exit 1; }
+mkdir -p "$out"
+"$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs "${PAIRS:-3}" \
+    --steps "${STEPS:-150}" --nproc "${NPROC:-2}" || exit 1
+
+# Megatron: the seed's tiny GPT, TP=2 PP=2 on 4 ranks of one GPU, one pair
+# (plain first, then traced); Megatron's own "elapsed time per iteration",
+# median over the iterations after the 5th.
+[ "${1:-}" = megatron ] || exit 0
+mega_ms() {
+    sed -n 's/.*elapsed time per iteration (ms): *\([0-9.]*\).*/\1/p' "$1" |
+        tail -n +6 | sort -n | awk '{ v[NR] = $1 } END {
+            if (NR == 0) { print "nan"; exit }
+            print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+for lib in "" "$P3D_LIB"; do
+    name=mega-$([ -n "$lib" ] && echo shim || echo plain)
+    ONE_GPU=1 GPUS=4 TP=2 PP=2 ITERS=${MEGA_ITERS:-30} P3D_LIB=$lib \
+        OUT=$out NAME=$name PORT=$((29400 + RANDOM % 100)) \
+        timeout 280 bash "$root/scripts/run_tiny_gpt.sh" >/dev/null 2>&1 ||
+        echo "megatron: $name run failed (log $out/$name.log)"
+done
+p=$(mega_ms "$out/mega-plain.log")
+s=$(mega_ms "$out/mega-shim.log")
+echo "$p $s" | awk '{ printf "megatron tiny GPT TP=2 PP=2 DP=1, 4 ranks on 1 GPU:" \
+    " plain %s ms, shim %s ms per iteration (medians); overhead %+.2f%%\n",
+    $1, $2, ($1 > 0 ? 100 * ($2 / $1 - 1) : 0) }'

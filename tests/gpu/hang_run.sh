@@ -1,0 +1,59 @@
+#!/bin/bash
+# A real hang on the GPU machine (issue 7): tests/gpu/hang_torch.py, 4
+# ranks on one GPU, under the shim with P3D_HANG_TIMEOUT=5 and PyTorch's
+# NCCL timeout far away (600 s), stopped like torchrun stops a job
+# (SIGTERM) after HANG_KILL_AFTER seconds (default 40); then p3d-analyze
+# prints what the user sees.  Two runs:
+#   desync:   rank 3 skips one world all-reduce and goes on; all later
+#             all-reduces pair up one off; at the end ranks 0-2 wait in
+#             an all-reduce rank 3 never issues (it sits in host code);
+#   deadlock: the same skip with a TP all-reduce after each world one:
+#             rank 3 then waits in TP for rank 2, which waits in the
+#             skipped world all-reduce for rank 3 (a circular wait).
+# Expected: the analyzer names rank 3 as the root in both.
+#   tests/gpu/hang_run.sh OUTDIR      (exit 0 pass, 1 fail, 77 no GPU)
+set -u
+here=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:?usage: hang_run.sh OUTDIR}
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+    2>/dev/null || { echo "skip: no CUDA GPU visible to torch"; exit 77; }
+lib=$here/build/libp3dtrace.so
+analyze=$here/build/p3d-analyze
+[ -f "$lib" ] && [ -x "$analyze" ] || { echo "build first (make)"; exit 1; }
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export NVSHMEM_DISABLE_NVLS=1
+export NCCL_SOCKET_IFNAME=lo
+export TORCH_NCCL_ENABLE_MONITORING=0 TORCH_NCCL_DUMP_ON_TIMEOUT=0
+export P3D_HANG_TIMEOUT=5
+export P3D_STACKS=1     # libunwind if present, else libgcc (slower, fine here)
+kill_after=${HANG_KILL_AFTER:-40}
+fail=0
+run() {  # run NAME PORT ARGS...
+    name=$1 port=$2; shift 2
+    rm -rf "$out/$name"; mkdir -p "$out/$name"
+    echo "== $name: torchrun, 4 ranks, SIGTERM after ${kill_after}s"
+    P3D_TRACE_DIR="$out/$name/traces" P3D_JOB_ID=job LD_PRELOAD=$lib \
+        timeout -s TERM -k 30 "$kill_after" \
+        torchrun --nproc_per_node 4 --master_port "$port" \
+        "$here/tests/gpu/hang_torch.py" --out "$out/$name" "$@" \
+        > "$out/$name/log" 2>&1
+    echo "torchrun exit $? (124: stopped by the driver, as intended)"
+    echo "-- the watchdog's live reports (stderr of the ranks):"
+    grep '^p3dtrace:' "$out/$name/log" | grep -v 'warning' | head -60
+    echo "-- p3d-analyze $out/$name/traces/job (hang section):"
+    "$analyze" --json "$out/$name/report.json" "$out/$name/traces/job" \
+        > "$out/$name/report.txt" 2>"$out/$name/analyze.err"
+    sed -n '/^hang analysis/,$p' "$out/$name/report.txt"
+    python3 - "$out/$name/report.json" <<'PY' || fail=1
+import json, sys
+h = json.load(open(sys.argv[1]))["hang"]
+ok = h and h["detected"] and h["root_ranks"] == [3]
+print("%s: root_ranks %s (expected [3])" % ("PASS" if ok else "FAIL",
+                                            h and h["root_ranks"]))
+sys.exit(0 if ok else 1)
+PY
+}
+run desync 29531 --mode desync
+run deadlock 29532 --mode deadlock
+exit $fail

@@ -1,0 +1,195 @@
+#!/bin/sh
+# Hang diagnosis over a matrix of simulated faults (issue 7): a rank that
+# never issues op N of a TP, PP, DP, CP, EMB, MP or distributed-optimizer
+# group at points of the 1F1B schedule from warm-up to the optimizer
+# (the rank sleeps "in compute"), a rank killed with kill -9, and
+# mismatched collectives.  For each, p3d-analyze must name the injected
+# root rank and the communicator and position of the op it never issued
+# (checked against truth.json), and every rank the analyzer finds waiting
+# must have printed the shim's live watchdog report within
+# P3D_HANG_TIMEOUT + 5 s.  Runs the faults in parallel.
+#   HANG_MATRIX=full  every fault (62; `make hang-matrix`); default: a
+#                     representative subset (17), so `make test` stays
+#                     fast on 2 cores.
+#   HANG_JOBS=N       faults run at once (default 8).
+set -u
+: "${P3D_BUILD:?}" "${P3D_SRC:?}"
+[ -x "$P3D_BUILD/p3d-sim" ] || { echo "no $P3D_BUILD/p3d-sim"; exit 1; }
+[ -f "$P3D_BUILD/libp3dtrace.so" ] || { echo "skip: no shim"; exit 77; }
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/p3dhang-test.XXXXXX")
+python3 - "$P3D_BUILD" "$OUT" "${HANG_MATRIX:-quick}" "${HANG_JOBS:-8}" \
+    <<'PY'
+import json, os, re, signal, subprocess, sys, time
+from concurrent.futures import ThreadPoolExecutor
+
+build, out, mode, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+TIMEOUT = 1.0                         # P3D_HANG_TIMEOUT in the ranks
+A = "--tp 2 --pp 2 --dp 2 -m 4"       # stage 0: ranks 0-3, stage 1: 4-7
+B = "--tp 1 --cp 2 --pp 2 --dp 2 -m 4"
+C = "--tp 1 --pp 4 --dp 2 -m 8"       # longer 1F1B steady state
+AS = A + " --async"                   # GPU-like streams: calls return,
+                                      # ops never complete
+# (layout, fault kind, rank, group, n, in the quick subset)
+F = []
+def f(lay, kind, rank, grp, ns, quick=()):
+    for n in ns:
+        F.append((lay, kind, rank, grp, n, n in quick))
+f(A, "hang", 0, "tp", [1, 7, 13, 20, 24], quick=(13,))   # stage 0 TP
+f(A, "hang", 5, "tp", [1, 10, 20, 30, 36], quick=(30,))  # stage 1 TP
+f(A, "hang", 1, "pp", [1, 3, 5, 7, 8], quick=(1, 7))     # PP send/recv
+f(A, "hang", 6, "pp", [1, 3, 5, 7, 8], quick=(5,))
+f(A, "hang", 2, "dp", [1, 3], quick=(1,))                # finalize, opt
+f(A, "hang", 7, "dp", [1, 3, 5], quick=(5,))             # 5: loss
+f(A, "hang", 0, "emb", [1], quick=(1,))
+f(A, "hang", 7, "emb", [1])
+f(A, "hang", 1, "mp", [1, 2, 3], quick=(2,))             # optimizer
+f(A, "hang", 6, "distopt", [1], quick=(1,))
+f(A, "kill", 3, None, [5, 20, 40], quick=(20,))
+f(A, "kill", 6, None, [10, 35, 50])
+f(A, "mismatch", 2, "tp", [5], quick=(5,))
+f(A, "mismatch", 7, "tp", [30])
+f(A, "mismatch", 4, "dp", [1], quick=(1,))
+f(B, "hang", 1, "cp", [1, 4, 8, 16, 30], quick=(8,))     # CP ring
+f(B, "hang", 6, "cp", [1, 5, 20], quick=(20,))
+f(B, "hang", 3, "dp", [1])
+f(B, "kill", 5, None, [30])
+f(C, "hang", 2, "pp", [1, 8, 16, 24, 32], quick=(16,))   # middle stages
+f(C, "hang", 5, "pp", [4, 20])
+f(AS, "hang", 5, "pp", [7], quick=(7,))
+f(AS, "hang", 2, "tp", [13])
+f(AS, "hang", 6, "dp", [3])
+f(AS, "kill", 3, None, [20])
+f(C, "hang", 1, "dp", [2])                               # optimizer AG
+F = [x for x in F if mode == "full" or x[5]]
+
+def stop_children(pid):
+    """SIGTERM the rank processes of the p3d-sim driver `pid`."""
+    try:
+        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    except OSError:
+        return
+    for k in kids:
+        try:
+            os.kill(int(k), signal.SIGTERM)
+        except OSError:
+            pass
+
+def run(i):
+    lay, kind, rank, grp, n, _ = F[i]
+    name = f"f{i:02d}-{kind}-{rank}-{grp}-{n}"
+    arg = {"hang": f"--hang {rank}:{grp}:{n}", "kill": f"--kill {rank}:{n}",
+           "mismatch": f"--mismatch {rank}:{grp}:{n}"}[kind]
+    env = dict(os.environ, P3D_HANG_TIMEOUT=str(TIMEOUT), P3D_QUIET="1")
+    cmd = ([f"{build}/p3d-sim"] + lay.split() + arg.split()
+           + ["--iters", "1", "--fwd-ms", "1", "--bwd-ms", "1", "--opt-ms",
+              "1", "--timeout", "20", "--grace", "20", "--out", out,
+              "--job-id", name, "--shim", f"{build}/libp3dtrace.so",
+              "--quiet"])
+    with open(f"{out}/{name}.err", "w") as err:
+        sim = subprocess.Popen(cmd, env=env, stderr=err,
+                               stdout=subprocess.DEVNULL)
+        stop_at = None
+        while sim.poll() is None:   # hung: stop the ranks 2 s after the
+            time.sleep(0.1)         # first watchdog report (machine load
+            if stop_at is None and "HANG?" in open(f"{out}/{name}.err").read():
+                stop_at = time.time() + 2     # does not matter then)
+            if stop_at is not None and time.time() > stop_at:
+                stop_children(sim.pid)
+                stop_at = float("inf")
+        sim.wait()
+    with open(f"{out}/{name}.txt", "w") as txt:
+        subprocess.run([f"{build}/p3d-analyze", "-q", "--json",
+                        f"{out}/{name}.json", f"{out}/{name}"], stdout=txt)
+    return name
+
+def comm_of(an, members):
+    return {c["id"] for c in an["communicators"]
+            if sorted(c["members"]) == sorted(members)}
+
+AXES = {"tp": ["tp"], "cp": ["cp"], "pp": ["pp"], "dp": ["dp", "cp"],
+        "mp": ["tp", "pp"], "emb": ["pp"], "world": None, "distopt": None}
+
+def members(t, grp, rank):
+    """Global ranks of rank's group of kind grp, from the coordinates."""
+    co = {r["rank"]: r["coords"] for r in t["ranks"]}
+    vary = AXES[grp]
+    if vary is None:
+        return sorted(co)
+    last = t["layout"]["pp"] - 1
+    return sorted(r for r, c in co.items()
+                  if all(c[a] == co[rank][a] for a in c if a not in vary)
+                  and (grp != "emb" or c["pp"] in (0, last)))
+
+def check_watchdog(name, an):
+    err = open(f"{out}/{name}.err").read()
+    seen = {}
+    for m in re.finditer(r"p3dtrace: HANG\? rank (\d+) .* pending ([\d.]+) s",
+                         err):
+        seen.setdefault(int(m.group(1)), float(m.group(2)))
+    # ranks inside NCCL long enough for the report to be due (the job is
+    # SIGTERMed a few seconds in; the analyzer gives how long each waited)
+    due = [w["rank"] for w in an["hang"]["chain"] if not w["inferred"]
+           and w["pending_s"] >= TIMEOUT + 0.5]
+    for r in due:
+        if r not in seen:
+            return f"rank {r} waited {TIMEOUT + 0.5} s, no watchdog report"
+        if seen[r] > TIMEOUT + 5:
+            return f"rank {r}: watchdog report after {seen[r]} s"
+    STATS["checked"] += len(due)
+    STATS["late"] = max([STATS["late"]] + [seen[r] for r in due])
+    return None
+
+def check(i, name):
+    lay, kind, rank, grp, n, _ = F[i]
+    t = json.load(open(f"{out}/{name}/truth.json"))
+    an = json.load(open(f"{out}/{name}.json"))
+    h = an["hang"]
+    if kind == "mismatch":
+        g = {"members": members(t, grp, rank)}
+        hits = [m for m in h["mismatches"] if m["odd_rank"] == rank and
+                m["comm"] in comm_of(an, g["members"]) and m["seq"] == n - 1]
+        return None if hits else f"mismatch not named: {h['mismatches']}"
+    if not h["detected"] or h["root_ranks"] != [rank]:
+        return f"roots {h['root_ranks']} (detected {h['detected']})"
+    root = h["roots"][0]
+    if kind == "kill":
+        if root["state"] != "killed":
+            return f"root state {root['state']}"
+        if root["ops_issued"] != t["ranks"][rank]["issued_total"]:
+            return (f"ops {root['ops_issued']} != issued "
+                    f"{t['ranks'][rank]['issued_total']}")
+    else:
+        st = t["ranks"][rank]["stopped"]
+        g = {"id": grp, "members": members(t, grp, rank)}
+        if root["state"] != "not_in_nccl":
+            return f"root state {root['state']}"
+        if not root["owed"] or sorted(root["owed"]["members"]) != sorted(
+                g["members"]):
+            return f"owed op {root['owed']} not on {g['id']}"
+        if root["owed"]["issued_on_comm"] != st["issued_on_group"]:
+            return (f"owed op after {root['owed']['issued_on_comm']} ops, "
+                    f"truth {st['issued_on_group']}")
+    return check_watchdog(name, an)
+
+STATS = {"checked": 0, "late": 0.0}
+t0 = time.time()
+with ThreadPoolExecutor(max_workers=jobs) as ex:
+    names = list(ex.map(run, range(len(F))))
+bad = 0
+for i, name in enumerate(names):
+    try:
+        why = check(i, name)
+    except Exception as e:          # a missing file or key is a failure
+        why = f"{type(e).__name__}: {e}"
+    if why:
+        bad += 1
+        print(f"FAIL {name}: {why}")
+print(f"hang matrix ({mode}): {len(F) - bad}/{len(F)} faults diagnosed "
+      f"(root rank and op) in {time.time() - t0:.1f} s; watchdog reports "
+      f"on {STATS['checked']} waiting ranks, pending at report <= "
+      f"{STATS['late']:.2f} s (P3D_HANG_TIMEOUT {TIMEOUT} s)")
+sys.exit(1 if bad else 0)
+PY
+rc=$?
+[ $rc -eq 0 ] && rm -rf "$OUT" || echo "outputs kept in $OUT"
+exit $rc

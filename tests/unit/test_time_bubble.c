@@ -1,0 +1,118 @@
+/*
+ * test_time_bubble.c - the Scalasca split of a pipeline receive into
+ * late-sender wait (send start - recv start) and transfer (recv end -
+ * the later start), and the attribution of NCCL kernel spans to ops
+ * when the trace has no GPU_OP records.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+static void test_late_sender(void **state)
+{
+    struct p3d_split s = p3d_bubble_split(150, 100, 200);
+
+    (void)state;
+    assert_int_equal(s.late, 50);
+    assert_int_equal(s.transfer, 50);
+}
+
+static void test_early_sender(void **state)
+{
+    struct p3d_split s = p3d_bubble_split(50, 100, 130);
+
+    (void)state;
+    assert_int_equal(s.late, 0);
+    assert_int_equal(s.transfer, 30);
+}
+
+static void test_clipped(void **state)
+{
+    /* send started after the receive ended (clocks off): the wait is
+     * clipped to the receive, no transfer */
+    struct p3d_split s = p3d_bubble_split(500, 100, 200);
+
+    (void)state;
+    assert_int_equal(s.late, 100);
+    assert_int_equal(s.transfer, 0);
+    s = p3d_bubble_split(100, 100, 100);
+    assert_int_equal(s.late + s.transfer, 0);
+}
+
+static void add_op(struct p3d_tl *tl, int64_t h0, uint64_t stream,
+                   uint32_t group)
+{
+    struct p3d_top *o;
+
+    tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
+                           sizeof(*tl->ops));
+    o = &tl->ops[tl->n_ops++];
+    memset(o, 0, sizeof(*o));
+    o->h0 = h0;
+    o->h1 = h0 + 5;
+    o->stream = stream;
+    o->group_id = group;
+}
+
+static void add_span(struct p3d_tl *tl, int64_t s, int64_t e, uint64_t id)
+{
+    size_t n = tl->nsp_raw.n;
+
+    p3d_ivs_add(&tl->nsp_raw, s, e);
+    tl->nsp_cap = p3d_grow((void **)&tl->nsp_stream, tl->nsp_cap, n,
+                           sizeof(*tl->nsp_stream));
+    tl->nsp_stream[n] = id;
+}
+
+/*
+ * Two op streams (0xA0: TP, 0xB0: a grouped send+recv) and two CUPTI
+ * stream ids (7, 28): the pairing follows time order; the grouped ops
+ * share one kernel.
+ */
+static void test_attribute(void **state)
+{
+    struct p3d_tl tl;
+
+    (void)state;
+    memset(&tl, 0, sizeof(tl));
+    add_op(&tl, 100, 0xA0, 0);
+    add_op(&tl, 300, 0xB0, 5);
+    add_op(&tl, 301, 0xB0, 5);
+    add_op(&tl, 1000, 0xA0, 0);
+    add_span(&tl, 120, 180, 28);  /* TP op 1 */
+    add_span(&tl, 400, 900, 7);   /* the send/recv batch */
+    add_span(&tl, 1010, 1100, 28); /* TP op 2 */
+    p3d_time_attribute(&tl);
+    for (size_t i = 0; i < tl.n_ops; i++)
+        assert_true(tl.ops[i].has_gpu);
+    assert_int_equal(tl.ops[0].s, 120);
+    assert_int_equal(tl.ops[0].e, 180);
+    assert_int_equal(tl.ops[1].s, 400);
+    assert_int_equal(tl.ops[2].s, 400);
+    assert_int_equal(tl.ops[2].e, 900);
+    assert_int_equal(tl.ops[3].s, 1010);
+    assert_int_equal(tl.ops[3].e, 1100);
+    free(tl.ops);
+    p3d_ivs_free(&tl.nsp_raw);
+    free(tl.nsp_stream);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_late_sender),
+        cmocka_unit_test(test_early_sender),
+        cmocka_unit_test(test_clipped),
+        cmocka_unit_test(test_attribute),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
