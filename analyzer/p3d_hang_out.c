@@ -223,6 +223,24 @@ static void p3d_ho_others(FILE *f, const struct p3d_job *job)
     free(idle);
 }
 
+/* Ranks without GPU completions: an op that returned counts as done. */
+static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_hjob *hj = job->hang->priv;
+    int *r = p3d_xcalloc((size_t)hj->world + 1, sizeof(int)), n = 0;
+    char buf[256];
+
+    for (int a = 0; a < hj->world; a++)
+        if (hj->hr[a].open && !hj->hr[a].have_gpu)
+            r[n++] = a;
+    p3d_fmt_ranks(buf, sizeof(buf), r, n);
+    if (n)
+        fprintf(f, "  note: no GPU completion times on rank(s) %s: there "
+                "an op counts as incomplete only if its call never "
+                "returned (GPU completion unknown)\n", buf);
+    free(r);
+}
+
 void p3d_hang_report(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_hang_res *res = job->hang;
@@ -237,6 +255,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
                 "completed%s\n", res->n_mm ? "; but ops disagree:" : "");
         p3d_ho_mm(f, res, job);
         p3d_ho_aborts(f, job);
+        p3d_ho_no_gpu(f, job);
         return;
     }
     for (int i = 0; i < res->n_roots && i < 64; i++)
@@ -258,6 +277,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
     p3d_ho_frontiers(f, job);
     p3d_ho_others(f, job);
     p3d_ho_aborts(f, job);
+    p3d_ho_no_gpu(f, job);
     if (res->n_mm)
         fprintf(f, "  mismatched ops on the chain:\n");
     p3d_ho_mm(f, res, job);

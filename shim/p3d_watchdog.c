@@ -155,7 +155,7 @@ static void p3d_wd_put_op(char *buf, size_t cap, size_t *len,
     if (name[0] != '\0')
         p3d_wd_put(buf, cap, len, " (%s)", name);
     if (o->peer >= 0)
-        p3d_wd_put(buf, cap, len, " %s %d",
+        p3d_wd_put(buf, cap, len, " %s %d (comm rank)",
                    P3D_OP_IS_P2P(o->op) ? "peer" : "root", o->peer);
 }
 

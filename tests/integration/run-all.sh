@@ -13,7 +13,10 @@ for t in "$here"/test_*.sh; do
     name=$(basename "$t" .sh)
     printf '== %s\n' "$name"
     start=$(date +%s)
-    sh "$t"
+    case $(head -n 1 "$t") in
+        *bash*) bash "$t" ;;
+        *) sh "$t" ;;
+    esac
     rc=$?
     dur=$(( $(date +%s) - start ))
     case $rc in

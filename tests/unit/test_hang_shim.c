@@ -186,7 +186,7 @@ static void test_hang_report_format(void **state)
     n = p3d_watchdog_format(buf, sizeof(buf), o, 2, 5, 4000000000ull);
     buf[n] = '\0';
     assert_non_null(strstr(buf, "Send seq 41 on comm 0x00000000000000ab "
-                                "(PIPELINE_MODEL_PARALLEL_GROUP:3) peer 3"));
+                                "(PIPELINE_MODEL_PARALLEL_GROUP:3) peer 3 (comm rank)"));
     assert_non_null(strstr(buf, "pending 3.0 s"));
     assert_non_null(strstr(buf, "5 op(s) pending"));
     assert_non_null(strstr(buf, "communicator init/split of comm "
