@@ -4,6 +4,7 @@
 #
 #   bash bench/gpu_overhead.sh            # PyTorch loops, about 2-3 minutes
 #   bash bench/gpu_overhead.sh megatron   # + Megatron tiny GPT, ~3 min more
+#   bash bench/gpu_overhead.sh megatron-only
 #
 # Prints one summary line per comparison ("gpu tp ...", "gpu ddp ...",
 # "megatron ..."): plain vs shim medians and the overhead of each pair.
@@ -19,13 +20,15 @@ export P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
 "$py" -c 'import torch; assert torch.cuda.is_available(); print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))' ||
     { echo "gpu_overhead: torch with CUDA not importable by $py"; exit 1; }
 mkdir -p "$out"
-"$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs "${PAIRS:-3}" \
-    --steps "${STEPS:-150}" --nproc "${NPROC:-2}" || exit 1
+if [ "${1:-}" != megatron-only ]; then
+    "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs "${PAIRS:-3}" \
+        --steps "${STEPS:-150}" --nproc "${NPROC:-2}" || exit 1
+fi
 
 # Megatron: the seed's tiny GPT, TP=2 PP=2 on 4 ranks of one GPU, one pair
 # (plain first, then traced); Megatron's own "elapsed time per iteration",
 # median over the iterations after the 5th.
-[ "${1:-}" = megatron ] || exit 0
+case ${1:-} in megatron|megatron-only) ;; *) exit 0 ;; esac
 mega_ms() {
     sed -n 's/.*elapsed time per iteration (ms): *\([0-9.]*\).*/\1/p' "$1" |
         tail -n +6 | sort -n | awk '{ v[NR] = $1 } END {

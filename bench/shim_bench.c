@@ -11,7 +11,11 @@
  * (shim round - neighbouring plain round), in thread CPU time (time the
  * thread was descheduled does not count) and in wall time.
  *
- *   shim_bench [-r ROUNDS] [-n CALLS] [coll|p2p|alloc|mem ...]
+ *   shim_bench [-r ROUNDS] [-n CALLS] [-s SPIN] [coll|p2p|alloc|mem ...]
+ *
+ * -s SPIN busy-loops SPIN iterations (~1 ns each) after every unit on
+ * both paths, to call at a pace closer to real NCCL (whose own host cost
+ * is microseconds) than the back-to-back default.
  *
  * "mem" makes ROUNDS x CALLS all-reduces through the shim and prints, at
  * eight points, the process's resident memory and what the trace file's
@@ -52,6 +56,15 @@ struct path {
 static struct path shim, plain;
 static ncclComm_t comm;
 static float buf[1024];
+static int spin;
+
+static void pace(void)
+{
+    volatile int i;
+
+    for (i = 0; i < spin; i++)
+        ;
+}
 
 static double now_ns(clockid_t id)
 {
@@ -67,8 +80,10 @@ static int run_units(const char *scen, const struct path *p, int n)
     int i;
 
     if (strcmp(scen, "coll") == 0) {
-        for (i = 0; i < n; i++)
+        for (i = 0; i < n; i++) {
             p->allreduce(buf, buf, 256, ncclFloat32, ncclSum, comm, NULL);
+            pace();
+        }
         return 1;
     }
     if (strcmp(scen, "p2p") == 0) {
@@ -77,6 +92,7 @@ static int run_units(const char *scen, const struct path *p, int n)
             p->send(buf, 256, ncclFloat32, 1, comm, NULL);
             p->recv(buf, 256, ncclFloat32, 1, comm, NULL);
             p->gend();
+            pace();
         }
         return 4;
     }
@@ -85,6 +101,7 @@ static int run_units(const char *scen, const struct path *p, int n)
 
         p->malloc(&d, 1 << 20);
         p->free(d);
+        pace();
     }
     return 2;
 }
@@ -268,6 +285,8 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
             n = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc)
+            spin = atoi(argv[++i]);
         else if (strcmp(argv[i], "mem") == 0) {
             memory(rounds, n);
             any = 1;
