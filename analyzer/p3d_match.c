@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "p3d_match.h"
+#include "p3d_reader.h"
 #include "p3d_util.h"
 
 const char *const p3d_mm_field_name[] = {"op", "count", "datatype", "root",
@@ -389,6 +390,114 @@ static void p3d_shard_finish(struct p3d_shard *sh, const struct p3d_job *job)
     pthread_mutex_destroy(&sh->lock);
 }
 
+/*
+ * RATIONALE: threads feed the matcher in no fixed order, so which members
+ * a divergent collective was compared against depends on timing.  For the
+ * few divergent instances, read every member's op again and compare all
+ * of them with the lowest rank's, so the report is the same every run.
+ */
+#define P3D_RECHECK_MAX 16
+
+static const struct p3d_rank *p3d_rank_by_global(const struct p3d_job *job,
+                                                 int g)
+{
+    for (int i = 0; i < job->n_ranks; i++)
+        if (job->ranks[i].rank == g && !job->ranks[i].failed)
+            return &job->ranks[i];
+    return NULL;
+}
+
+/* The collective op (comm, seq) in one rank's file; 0 if found. */
+static int p3d_find_coll(const struct p3d_rank *r, uint64_t comm,
+                         uint64_t seq, struct p3d_rec_op *out)
+{
+    struct p3d_reader rd;
+    const struct p3d_rec_hdr *h;
+    int found = -1;
+
+    if (p3d_reader_open(&rd, r->path) != 0)
+        return -1;
+    while (found != 0 && p3d_reader_next(&rd, &h) > 0) {
+        const struct p3d_rec_op *o = (const void *)h;
+        if (h->tag == P3D_REC_OP && o->comm_hash == comm && o->seq == seq &&
+            !P3D_OP_IS_P2P(o->op)) {
+            *out = *o;
+            found = 0;
+        }
+    }
+    p3d_reader_close(&rd);
+    return found;
+}
+
+/* Replace the entries of instance x in all[0..n) by a full comparison. */
+static size_t p3d_recheck(const struct p3d_job *job, struct p3d_match_res *res,
+                          struct p3d_mismatch *all, size_t n,
+                          uint64_t comm, uint64_t seq)
+{
+    struct p3d_match_res tmp;
+    struct p3d_rec_op ref, o;
+    int gi = p3d_map_get(&job->comm_idx, comm), ref_rank = -1;
+    size_t k = 0;
+
+    if (gi < 0)
+        return n;
+    memset(&tmp, 0, sizeof(tmp));
+    for (int cr = 0; cr < job->comms[gi].size; cr++) {
+        int g = job->comms[gi].slot[cr];
+        const struct p3d_rank *r = g >= 0 ? p3d_rank_by_global(job, g) : NULL;
+        if (r == NULL || p3d_find_coll(r, comm, seq, &o) != 0)
+            continue;
+        if (ref_rank < 0) {
+            ref = o, ref_rank = g;
+            continue;
+        }
+        if (g < ref_rank) {
+            p3d_match_coll(&tmp, comm, seq, g, &o, ref_rank, &ref);
+            ref = o, ref_rank = g;
+        } else {
+            p3d_match_coll(&tmp, comm, seq, ref_rank, &ref, g, &o);
+        }
+    }
+    if (ref_rank < 0)
+        return n;
+    for (size_t i = 0; i < n; i++) { /* drop the timing-dependent ones */
+        int same = all[i].comm == comm && all[i].seq == seq &&
+                   all[i].field < P3D_MM_UNMATCHED && all[i].p2p_src < 0;
+        if (same)
+            res->n_mismatch--;
+        else
+            all[k++] = all[i];
+    }
+    for (int i = 0; i < tmp.n_kept; i++)
+        all[k++] = tmp.mm[i];
+    res->n_mismatch += tmp.n_mismatch;
+    return k;
+}
+
+static size_t p3d_recheck_all(const struct p3d_job *job,
+                              struct p3d_match_res *res,
+                              struct p3d_mismatch **all, size_t n, size_t *cap)
+{
+    uint64_t done[P3D_RECHECK_MAX][2];
+    int n_done = 0;
+
+    for (size_t i = 0; i < n && n_done < P3D_RECHECK_MAX; i++) {
+        struct p3d_mismatch x = (*all)[i];
+        int seen = 0;
+        if (x.field >= P3D_MM_UNMATCHED || x.p2p_src >= 0)
+            continue;
+        for (int d = 0; d < n_done; d++)
+            seen |= done[d][0] == x.comm && done[d][1] == x.seq;
+        if (seen)
+            continue;
+        done[n_done][0] = x.comm, done[n_done++][1] = x.seq;
+        *cap = p3d_grow((void **)all, *cap, n + P3D_MM_KEEP, sizeof(**all));
+        n = p3d_recheck(job, res, *all, n, x.comm, x.seq);
+        i = (size_t)-1; /* entries moved: rescan from the start */
+    }
+    return n;
+}
+
 void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job)
 {
     struct p3d_match_res *res = p3d_xcalloc(1, sizeof(*res));
@@ -399,6 +508,7 @@ void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job)
         p3d_shard_finish(&m->shard[i], job);
         p3d_fold(res, &all, &n_all, &cap, &m->shard[i].res);
     }
+    n_all = p3d_recheck_all(job, res, &all, n_all, &cap);
     p3d_short_members(job, res);
     for (int i = 0; i < res->n_kept; i++) {
         cap = p3d_grow((void **)&all, cap, n_all, sizeof(*all));
