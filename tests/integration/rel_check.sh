@@ -32,7 +32,9 @@ run_tests() {
     for t in "$@"; do
         name=$(basename "$t" .sh)
         case " $skip " in *" $name "*) continue ;; esac
-        P3D_BUILD=$S/$b P3D_SRC=$S sh "$t" > "$S/$b/rel-$name.log" 2>&1
+        shell=sh
+        case $(head -1 "$t") in *bash*) shell=bash ;; esac
+        P3D_BUILD=$S/$b P3D_SRC=$S $shell "$t" > "$S/$b/rel-$name.log" 2>&1
         rc=$?
         grep -q 'Sanitizer\|runtime error' "$S/$b/rel-$name.log" && rc=99
         case $rc in 0) ;; 77) say "$b: $name skipped: $(tail -1 \
