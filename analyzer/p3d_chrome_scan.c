@@ -57,13 +57,14 @@ int64_t p3d_vclock_shift(const struct p3d_job *job, const struct p3d_rank *r)
             !strncmp(o->hdr.hostname, r->hdr.hostname, P3D_HOST_LEN))
             ref = o;
     }
-    return (int64_t)(ref->hdr.start_realtime_ns - ref->hdr.start_mono_ns) -
-           (int64_t)p3d_vjob_t0(job);
+    /* unsigned: damaged headers wrap instead of overflowing (UB) */
+    return (int64_t)(ref->hdr.start_realtime_ns - ref->hdr.start_mono_ns -
+                     p3d_vjob_t0(job));
 }
 
 static uint64_t p3d_vt(const struct p3d_vctx *c, uint64_t mono)
 {
-    int64_t t = (int64_t)mono + c->shift;
+    int64_t t = (int64_t)(mono + (uint64_t)c->shift); /* wraps, no UB */
 
     return t < 0 ? 0 : (uint64_t)t;
 }

@@ -20,6 +20,7 @@
 #define P3D_WARN_KEYS 64
 
 static pthread_once_t p3d_once = PTHREAD_ONCE_INIT;
+static int p3d_cfg_ready;   /* set (release) once p3d_core_init ran */
 static struct p3d_cfg p3d_cfg;
 static uint64_t p3d_op_ids;
 static uint64_t p3d_polls;
@@ -42,9 +43,13 @@ static void p3d_core_init(void)
                    p3d_core_fork_child);
 }
 
+/* The flag spares the hot path pthread_once's call and its checks. */
 struct p3d_cfg *p3d_core_cfg(void)
 {
-    pthread_once(&p3d_once, p3d_core_init);
+    if (P3D_UNLIKELY(!__atomic_load_n(&p3d_cfg_ready, __ATOMIC_ACQUIRE))) {
+        pthread_once(&p3d_once, p3d_core_init);
+        __atomic_store_n(&p3d_cfg_ready, 1, __ATOMIC_RELEASE);
+    }
     return &p3d_cfg;
 }
 

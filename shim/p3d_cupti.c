@@ -436,9 +436,9 @@ void p3d_cupti_pop(void)
 
 uint32_t p3d_cupti_stream_id(void *stream)
 {
-    static __thread void *c_stream[CUPTI_SID_CACHE];
-    static __thread uint32_t c_id[CUPTI_SID_CACHE];
-    static __thread unsigned c_next;
+    static P3D_TLS void *c_stream[CUPTI_SID_CACHE];
+    static P3D_TLS uint32_t c_id[CUPTI_SID_CACHE];
+    static P3D_TLS unsigned c_next;
     uint32_t id = 0;
     unsigned i;
 

@@ -44,8 +44,8 @@ static cudaStream_t ev_ref_stream;
 static uint64_t ev_ref_host, ev_ref_at;
 
 /* Slot claimed by this thread's ungrouped op in flight; -1 none. */
-static __thread int ev_tls_slot = -1;
-static __thread struct {
+static P3D_TLS int ev_tls_slot = -1;
+static P3D_TLS struct {
     uint32_t n;
     int slot[P3D_GPU_GROUP_OPS];
 } ev_tls_group;

@@ -25,18 +25,19 @@
 static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
 static _Atomic int gpu_mode = P3D_GPU_OFF;
 static _Atomic int gpu_done;
+static _Atomic int gpu_ready;       /* gpu_init ran: skip pthread_once */
 static struct p3d_gpu_group gpu_groups[P3D_GPU_GROUPS];
 static _Atomic uint64_t gpu_group_seq;
 
 /* Ops of the open group of this thread. */
-static __thread struct {
+static P3D_TLS struct {
     uint32_t n;
     uint32_t lost;
     uint64_t op_id[P3D_GPU_GROUP_OPS];
     uint64_t comm[P3D_GPU_GROUP_OPS];
     uint32_t stream[P3D_GPU_GROUP_OPS];   /* CUPTI stream ids */
 } gpu_tls_group;
-static __thread uint8_t gpu_tls_pushed;
+static P3D_TLS uint8_t gpu_tls_pushed;
 
 enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s)
 {
@@ -93,7 +94,11 @@ static int gpu_mode_get(void)
 {
     if (P3D_UNLIKELY(atomic_load_explicit(&gpu_done, memory_order_acquire)))
         return P3D_GPU_OFF;
-    pthread_once(&gpu_once, gpu_init);
+    if (P3D_UNLIKELY(!atomic_load_explicit(&gpu_ready,
+                                           memory_order_acquire))) {
+        pthread_once(&gpu_once, gpu_init);
+        atomic_store_explicit(&gpu_ready, 1, memory_order_release);
+    }
     return atomic_load_explicit(&gpu_mode, memory_order_relaxed);
 }
 

@@ -28,7 +28,7 @@ cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s);
 cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t size,
                                          cudaMemPool_t pool, cudaStream_t s);
 
-static __thread int mem_depth;
+static P3D_TLS int mem_depth;
 
 /* Device current on this thread, for attributing an allocation. */
 static int mem_device(void)

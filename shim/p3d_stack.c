@@ -30,6 +30,7 @@ struct p3d_stack_slot {
 };
 
 static pthread_once_t p3d_stack_once = PTHREAD_ONCE_INIT;
+static int p3d_stack_ready;  /* set (release) once p3d_stack_init ran */
 static int p3d_stack_on;
 static p3d_unw_bt_fn p3d_unw_bt;
 static p3d_ubt_fn p3d_ubt;
@@ -98,7 +99,10 @@ static void p3d_stack_init(void)
 
 int p3d_stack_enabled(void)
 {
-    pthread_once(&p3d_stack_once, p3d_stack_init);
+    if (P3D_UNLIKELY(!__atomic_load_n(&p3d_stack_ready, __ATOMIC_ACQUIRE))) {
+        pthread_once(&p3d_stack_once, p3d_stack_init);
+        __atomic_store_n(&p3d_stack_ready, 1, __ATOMIC_RELEASE);
+    }
     return p3d_stack_on;
 }
 

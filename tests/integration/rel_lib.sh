@@ -37,7 +37,8 @@ run_both() {
         fail "$name: status $st1 under the shim, $st0 without: $(cat "$T/$name.shim.err")"
     cmp -s "$T/$name.plain" "$T/$name.shim" ||
         fail "$name: output differs under the shim: $(diff "$T/$name.plain" "$T/$name.shim")"
-    grep -v '^p3dtrace: ' "$T/$name.shim.err" |
+    # (under a sanitizer the two runs' reports may differ: not compared)
+    [ -n "${REL_SANITIZED:-}" ] || grep -v '^p3dtrace: ' "$T/$name.shim.err" |
         cmp -s - "$T/$name.plain.err" ||
         fail "$name: stderr under the shim: $(cat "$T/$name.shim.err")"
 

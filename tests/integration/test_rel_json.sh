@@ -28,6 +28,18 @@ assert evil in cmd, (evil, cmd)
 assert any('"' in h for h in doc["job"]["hosts"]), doc["job"]["hosts"]
 assert b"</script>" not in raw or b"\\u" in raw
 PY
+# --chrome stays valid JSON and --html shows the strings as text (the
+# views' own tests cover their layout)
+if "$A" --help | grep -q -- --html; then
+    "$A" -q --chrome "$T/c.json" --html "$T/r.html" "$T/job" \
+        > /dev/null 2>&1 || fail "--chrome/--html on the hostile job"
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' \
+        "$T/c.json" || fail "--chrome: invalid JSON"
+    grep -q '<img src=x' "$T/r.html" && fail "--html: unescaped markup"
+    grep -qi '</script><' "$T/r.html" && fail "--html: unescaped </script>"
+    grep -q 'onerror=alert' "$T/r.html" ||
+        echo "note: the command line does not appear in the HTML"
+fi
 n=0
 for f in "$S"/tests/fuzz/corpus/* "$S"/tests/regress/*; do
     case $f in *.py) continue ;; esac
@@ -41,8 +53,17 @@ cuts.append(len(d))
 for i in range(len(cuts) - 1):
     open("%s/rank-%05d.p3d" % (sys.argv[2], i), "wb").write(d[cuts[i]:cuts[i + 1]])
 PY
-    timeout 60 "$A" -q --json - "$T/j" > "$T/o.json" 2> /dev/null
+    chrome=""
+    "$A" --help | grep -q -- --chrome && chrome="--chrome $T/c2.json"
+    rm -f "$T/c2.json"
+    # shellcheck disable=SC2086
+    timeout 60 "$A" -q --json - $chrome "$T/j" > "$T/o.json" 2> /dev/null
     rc=$?
+    if [ -s "$T/c2.json" ]; then
+        python3 -c 'import json,sys; json.load(open(sys.argv[1]))' \
+            "$T/c2.json" 2> "$T/jerr" ||
+            fail "$(basename "$f"): invalid --chrome JSON: $(tail -1 "$T/jerr")"
+    fi
     [ "$rc" = 0 ] || [ "$rc" = 2 ] || fail "$(basename "$f"): status $rc"
     [ -s "$T/o.json" ] || continue
     python3 -c 'import json,sys; json.load(open(sys.argv[1]))' \
