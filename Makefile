@@ -8,7 +8,9 @@
 #   all (default)  build/libp3dtrace.so and build/p3d-analyze
 #   test           build everything and run unit + integration tests
 #   install        PREFIX=/usr/local: $PREFIX/lib, $PREFIX/bin
-#   asan           the whole test suite with ASan+UBSan (build-asan/)
+#   asan           unit + integration tests under ASan+UBSan (build-asan/;
+#                  tests/integration/rel_check.sh, which also has tsan,
+#                  valgrind and fuzz steps)
 #   demo           simulated 8-rank TP=2 PP=2 DP=2 job under the shim
 #   clean
 #
@@ -104,10 +106,8 @@ install: all
 		> $(DESTDIR)$(PREFIX)/bin/p3d-run && \
 		chmod 0755 $(DESTDIR)$(PREFIX)/bin/p3d-run; fi
 
-asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
-		test
+asan: all
+	sh tests/integration/rel_check.sh asan
 
 clean:
 	rm -rf $(BUILD) build-asan
