@@ -26,7 +26,7 @@ struct p3d_sstream {
     int used;
 };
 
-static const struct p3d_ivs *p3d_attr_spans;
+static __thread const struct p3d_ivs *p3d_attr_spans; /* for qsort */
 
 static int p3d_attr_cmp(const void *a, const void *b)
 {

@@ -8,6 +8,7 @@
  * spans are attributed to ops by stream and time order
  * (p3d_time_attribute).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,13 +230,41 @@ static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
     free(ld.gstart);
 }
 
+struct p3d_tpool {
+    struct p3d_job *job;
+    struct p3d_time_res *t;
+    int next;
+};
+
+static void *p3d_tl_worker(void *arg)
+{
+    struct p3d_tpool *p = arg;
+    int i;
+
+    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
+           p->job->n_ranks) {
+        p3d_tl_read(p->job, &p->job->ranks[i], &p->t->tl[i]);
+        p->t->tl[i].stage = p3d_time_stage(p->job, p->job->ranks[i].rank);
+    }
+    return NULL;
+}
+
+/* Ranks are read in job->threads threads (the scan's count). */
 void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t)
 {
+    struct p3d_tpool pool = {job, t, 0};
+    pthread_t tid[64];
+    int n = 0, want = job->threads > 64 ? 64 : job->threads;
+
     t->n = job->n_ranks;
     t->tl = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*t->tl));
+    for (; n < want - 1 && n < job->n_ranks - 1; n++)
+        if (pthread_create(&tid[n], NULL, p3d_tl_worker, &pool))
+            break;
+    p3d_tl_worker(&pool);
+    for (int i = 0; i < n; i++)
+        pthread_join(tid[i], NULL);
     for (int i = 0; i < job->n_ranks; i++) {
-        p3d_tl_read(job, &job->ranks[i], &t->tl[i]);
-        t->tl[i].stage = p3d_time_stage(job, job->ranks[i].rank);
         if (t->tl[i].compute.n)
             t->have_compute = 1;
         if (t->tl[i].peak_mem > t->peak_mem)
