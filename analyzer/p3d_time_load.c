@@ -42,6 +42,8 @@ struct p3d_tload {
     size_t n_gend, cap_gend;
     struct p3d_gpuref *g;
     size_t n_g, cap_g;
+    struct p3d_topx *x; /* [n_ops], load order, then op_id order */
+    size_t cap_x;
     uint64_t peak[P3D_MEM_KIND_COUNT];
 };
 
@@ -59,13 +61,16 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
     memset(t, 0, sizeof(*t));
     t->h0 = (int64_t)o->t_enter;
     t->h1 = o->t_exit > o->t_enter ? (int64_t)o->t_exit : t->h0;
-    t->op_id = o->op_id;
+    ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
+                         sizeof(*ld->x));
+    ld->x[tl->n_ops].op_id = o->op_id;
+    ld->x[tl->n_ops].stream = o->stream;
+    ld->x[tl->n_ops].group_id = o->group_id;
+    ld->x[tl->n_ops].i = (uint32_t)tl->n_ops;
     t->seq = o->seq;
     t->bytes = o->bytes;
-    t->stream = o->stream;
     t->gcomm = gi;
     t->peer = -1;
-    t->group_id = o->group_id;
     t->op = o->op;
     if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
         o->peer < job->comms[gi].size)
@@ -163,28 +168,43 @@ static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
     return n;
 }
 
-static int p3d_top_cmp(const void *a, const void *b)
+static int p3d_topx_cmp(const void *a, const void *b)
 {
-    const struct p3d_top *x = a, *y = b;
+    const struct p3d_topx *x = a, *y = b;
 
     return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
+/* Ops into op_id order, in an array of exactly n_ops. */
+static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    struct p3d_top *v;
+
+    if (!tl->n_ops)
+        return;
+    qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
+    v = p3d_xmalloc(tl->n_ops * sizeof(*v));
+    for (size_t i = 0; i < tl->n_ops; i++)
+        v[i] = tl->ops[ld->x[i].i];
+    free(tl->ops);
+    tl->ops = v;
+    tl->cap_ops = tl->n_ops;
 }
 
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n_gpu = p3d_tl_join(tl, ld);
 
-    if (tl->n_ops > 1)
-        qsort(tl->ops, tl->n_ops, sizeof(*tl->ops), p3d_top_cmp);
-
+    p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
     if (!n_gpu && tl->nsp_raw.n) {
-        p3d_time_attribute(tl);
+        p3d_time_attribute(tl, ld->x);
         tl->src = P3D_TSRC_SPAN;
     }
     for (size_t i = 0; i < tl->n_ops; i++) {
         struct p3d_top *t = &tl->ops[i];
-        int gk = t->group_id ? p3d_map_get(&ld->gidx, t->group_id) : -1;
+        uint32_t gid = ld->x[i].group_id;
+        int gk = gid ? p3d_map_get(&ld->gidx, gid) : -1;
         t->hg = gk >= 0 && ld->gend[gk] > t->h1 ? ld->gend[gk] : t->h1;
         t->hs = gk >= 0 && ld->gstart[gk] && ld->gstart[gk] < t->h0
                     ? ld->gstart[gk] : t->h0;
@@ -197,6 +217,10 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     for (size_t i = 0; i < tl->nsp_raw.n; i++)
         p3d_ivs_add(&tl->nccl, tl->nsp_raw.v[i].s, tl->nsp_raw.v[i].e);
     p3d_ivs_union(&tl->nccl);
+    p3d_ivs_free(&tl->nsp_raw); /* in nccl now; only loading needs them */
+    free(tl->nsp_stream);
+    tl->nsp_stream = NULL;
+    tl->nsp_cap = 0;
     p3d_ivs_union(&tl->compute);
     p3d_ivs_union(&tl->copy);
     tl->peak_mem = ld->peak[P3D_MEM_DEVICE];
@@ -226,6 +250,7 @@ static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
     p3d_map_free(&ld.idx);
     p3d_map_free(&ld.gidx);
     free(ld.g);
+    free(ld.x);
     free(ld.gend);
     free(ld.gstart);
 }
