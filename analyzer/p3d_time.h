@@ -68,8 +68,9 @@ struct p3d_tbreak { /* one rank, one iteration (ns) */
 
 struct p3d_tl { /* one rank */
     int rank, host, stage;
-    struct p3d_top *ops;
+    struct p3d_top *ops; /* freed when the analysis is done */
     size_t n_ops, cap_ops;
+    size_t n_placed; /* ops with GPU times (set when ops are freed) */
     struct p3d_ivs compute, copy, nccl; /* unions after loading */
     struct p3d_ivs nsp_raw;             /* NCCL spans, for attribution */
     uint64_t *nsp_stream;
@@ -181,8 +182,8 @@ int p3d_time_stage(const struct p3d_job *job, int rank);
 #define P3D_TIME_INST
 /* Collective instances and Send/Recv pairs joined across ranks. */
 struct p3d_iref {
-    int tl;     /* p3d_time_res.tl index */
-    size_t op;  /* index in its ops */
+    int tl;      /* p3d_time_res.tl index */
+    uint32_t op; /* index in its ops (a rank has < 2^32: see itab_build) */
 };
 struct p3d_inst {
     int gcomm, n, first; /* first: index in ents, chained by next */
