@@ -36,7 +36,6 @@ struct p3d_gpuref {
 };
 
 struct p3d_tload {
-    struct p3d_map idx; /* op_id -> ops index */
     struct p3d_map gidx; /* group_id -> gend index */
     int64_t *gend, *gstart; /* outermost ncclGroupStart enter, End exit */
     size_t n_gend, cap_gend;
@@ -75,7 +74,7 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
     if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
         o->peer < job->comms[gi].size)
         t->peer = job->comms[gi].slot[o->peer];
-    p3d_map_put(&ld->idx, o->op_id, (int)tl->n_ops++);
+    tl->n_ops++;
 }
 
 static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
@@ -145,13 +144,30 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
     }
 }
 
+/* Load-order index of the op with this op_id (the last one read if
+ * several have it), -1 if none; ld->x is in (op_id, load order) order. */
+static long p3d_tl_find(const struct p3d_tl *tl, const struct p3d_tload *ld,
+                        uint64_t op_id)
+{
+    size_t lo = 0, hi = tl->n_ops;
+
+    while (lo < hi) { /* first entry with a larger op_id */
+        size_t mid = lo + (hi - lo) / 2;
+        if (ld->x[mid].op_id <= op_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && ld->x[lo - 1].op_id == op_id ? (long)ld->x[lo - 1].i : -1;
+}
+
 /* GPU_OP records (one per kernel of an op) onto their ops. */
 static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n = 0;
 
     for (size_t i = 0; i < ld->n_g; i++) {
-        int k = p3d_map_get(&ld->idx, ld->g[i].op_id);
+        long k = p3d_tl_find(tl, ld, ld->g[i].op_id);
         struct p3d_top *t;
         if (k < 0 || !ld->g[i].s)
             continue;
@@ -172,17 +188,28 @@ static int p3d_topx_cmp(const void *a, const void *b)
 {
     const struct p3d_topx *x = a, *y = b;
 
-    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+    if (x->op_id != y->op_id)
+        return x->op_id < y->op_id ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Ops into op_id order, in an array of exactly n_ops. */
+/* ld->x into (op_id, load order) order; usually it already is. */
+static void p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    for (size_t i = 1; i < tl->n_ops; i++)
+        if (ld->x[i].op_id < ld->x[i - 1].op_id) {
+            qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
+            return;
+        }
+}
+
+/* Ops into the order of ld->x, in an array of exactly n_ops. */
 static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     struct p3d_top *v;
 
     if (!tl->n_ops)
         return;
-    qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
     v = p3d_xmalloc(tl->n_ops * sizeof(*v));
     for (size_t i = 0; i < tl->n_ops; i++)
         v[i] = tl->ops[ld->x[i].i];
@@ -193,8 +220,10 @@ static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
 
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
-    size_t n_gpu = p3d_tl_join(tl, ld);
+    size_t n_gpu;
 
+    p3d_tl_order(tl, ld);
+    n_gpu = p3d_tl_join(tl, ld);
     p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
     if (!n_gpu && tl->nsp_raw.n) {
@@ -247,7 +276,6 @@ static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
         p3d_tl_record(job, tl, &ld, h);
     p3d_reader_close(&rd);
     p3d_tl_finish(tl, &ld);
-    p3d_map_free(&ld.idx);
     p3d_map_free(&ld.gidx);
     free(ld.g);
     free(ld.x);
