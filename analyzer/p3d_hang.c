@@ -261,7 +261,7 @@ static void p3d_hang_scan(struct p3d_hrank *h)
 {
     const struct p3d_rec_hdr *r;
 
-    if (p3d_reader_open(&h->rd, h->r->path) != 0)
+    if (p3d_reader_open_mapped(&h->rd, h->r->path) != 0)
         return;
     h->open = 1;
     while (p3d_reader_next(&h->rd, &r) > 0)

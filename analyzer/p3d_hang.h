@@ -53,7 +53,6 @@ struct p3d_hang_wait {
     int inferred;        /* not in NCCL: blocked creating the comm */
 };
 
-#define P3D_HANG_OP_INIT 0x80
 
 /* One root rank and what it owes. */
 struct p3d_hang_root {

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,6 +224,28 @@ int p3d_reader_open_mem(struct p3d_reader *rd, const char *name,
     return 0;
 }
 
+int p3d_reader_open_mapped(struct p3d_reader *rd, const char *path)
+{
+    int ret = p3d_reader_open(rd, path);
+    void *map;
+
+    if (ret != 0)
+        return ret;
+    map = mmap(NULL, rd->size, PROT_READ, MAP_PRIVATE, rd->fd, 0);
+    if (map == MAP_FAILED) {
+        p3d_reader_close(rd);
+        return p3d_hdr_fail(rd, "cannot map: %s", strerror(errno));
+    }
+    p3d_reader_close(rd);
+    ret = p3d_reader_open_mem(rd, path, map, rd->size);
+    if (ret != 0) {
+        munmap(map, rd->size);
+        return ret;
+    }
+    rd->mapped = 1;
+    return 0;
+}
+
 void p3d_reader_rewind(struct p3d_reader *rd)
 {
     rd->chunk = rd->hdr.data_off;
@@ -238,8 +261,11 @@ void p3d_reader_close(struct p3d_reader *rd)
     if (rd->fd >= 0)
         close(rd->fd);
     rd->fd = -1;
-    if (!rd->borrowed)
+    if (rd->mapped)
+        munmap(rd->buf, rd->size);
+    else if (!rd->borrowed)
         free(rd->buf);
+    rd->mapped = 0;
     rd->buf = NULL;
     rd->buf_cap = rd->buf_len = 0;
 }

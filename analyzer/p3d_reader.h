@@ -35,6 +35,7 @@ struct p3d_reader {
     int corrupt;              /* walking stopped at bad data */
     int keep_unknown;         /* hand out unknown optional records */
     int borrowed;             /* buf is the caller's memory: the file */
+    int mapped;               /* buf is our read-only mapping of it */
     char msg[512];            /* last problem, "" if none */
 };
 
@@ -49,6 +50,14 @@ struct p3d_reader {
  * P3D_READ_EMPTY for an empty file, -1 with rd->msg set otherwise.
  */
 int p3d_reader_open(struct p3d_reader *rd, const char *path);
+
+/*
+ * Like p3d_reader_open, but the whole file is mapped, so every record
+ * p3d_reader_next hands out stays valid until p3d_reader_close (the
+ * streaming reader reuses one buffer).  For analyses that keep pointers
+ * to records.
+ */
+int p3d_reader_open_mapped(struct p3d_reader *rd, const char *path);
 
 /*
  * Like p3d_reader_open over `size` bytes at `buf` (kept by the caller

@@ -388,7 +388,9 @@ struct p3d_rec_comm_end {
 /*
  * ncclGroupStart / ncclGroupEnd.
  *   0 4 hdr | 4 1 is_end | 5 1 depth after the call | 6 2 reserved
- *   8 8 t_enter | 16 8 t_exit | 24 4 group_id | 28 4 ret | 32 4 tid
+ *   8 8 t_enter | 16 8 t_exit (0 = ncclGroupEnd never returned: the
+ *   record is written before the call and completed after it)
+ *   24 4 group_id | 28 4 ret | 32 4 tid
  *   36 4 n_ops issued inside (ends only, outermost level)
  */
 struct p3d_rec_group {
@@ -406,7 +408,9 @@ struct p3d_rec_group {
 
 /*
  * A string record (cmdline: argv NUL-separated; env: KEY=VALUE
- * NUL-separated; note: free text such as a warning the shim printed).
+ * NUL-separated; note: free text such as a warning the shim printed, or
+ * "SIGTERM received" when the process was terminated by SIGTERM and the
+ * shim finalized the file on the way out).
  *   0 4 hdr | 4 4 n_bytes of text | 8 .. text
  */
 struct p3d_rec_str {
@@ -531,7 +535,11 @@ struct p3d_rec_module {
  *   0 4 hdr | 4 4 n_pending ops | 8 8 t | 16 8 op_id of the oldest pending
  *   24 8 comm_hash | 32 8 seq | 40 8 pending_ns | 48 4 stack_id
  *   52 4 peer | 56 1 op | 57 7 reserved
+ * op == P3D_HANG_OP_INIT: the rank is blocked in a communicator init or
+ * split; comm_hash is the communicator being made (the parent for a
+ * split), seq its nranks, peer this rank's rank in it.
  */
+#define P3D_HANG_OP_INIT 0x80
 struct p3d_rec_hang {
     struct p3d_rec_hdr h;
     uint32_t n_pending;

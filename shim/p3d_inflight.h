@@ -45,7 +45,7 @@ struct p3d_inflight_op {
  * parent of a split; seq = its nranks, UINT64_MAX unknown; peer = this
  * rank's rank in it, -1 unknown).
  */
-#define P3D_INFLIGHT_INIT 0x80
+#define P3D_INFLIGHT_INIT P3D_HANG_OP_INIT
 #define P3D_INFLIGHT_INIT_ID ((uint64_t)1 << 58)
 
 /* The op of `ctx` was entered at `t` (before the real call). */

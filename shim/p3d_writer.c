@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "p3d_mem.h"
 #include "p3d_shim.h"
 
 #define P3D_WIN_BYTES (2u << 20) /* mapped at a time: current + 1 ahead */
@@ -855,6 +856,7 @@ static void p3d_writer_summary(void)
     s->async_error_polls = p3d_async_polls();
     s->ops_recorded = p3d_writer_count(1);
     s->dropped = p3d_writer_dropped();
+    p3d_mem_peaks(s->peak);
     p3d_rec_commit(s);
 }
 

@@ -37,6 +37,10 @@ check("device peak", last("device")["peak"], exp["device"])
 check("device current", last("device")["current"], exp["device_current"])
 check("host_pinned peak", last("host_pinned")["peak"], exp["host_pinned"])
 check("managed peak", last("managed")["peak"], exp["managed"])
+summ = [r for r in traces[0].records if r["type"] == "summary"]
+assert len(summ) == 1, "expected one summary record, got %d" % len(summ)
+check("summary device peak", summ[0]["peak_device"], exp["device"])
+check("summary pinned peak", summ[0]["peak_host_pinned"], exp["host_pinned"])
 used = last("device_used")
 print("device_used peak      ", used["peak"])
 if used["peak"] < 512 << 20:

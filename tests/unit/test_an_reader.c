@@ -241,6 +241,51 @@ static void test_empty_file(void **state)
     unlink(path);
 }
 
+/*
+ * The mapped reader's records stay valid until close: the streaming
+ * reader refills one buffer, so pointers into early chunks of a file
+ * larger than that buffer would show later chunks' bytes.
+ */
+#define MANY 600 /* > P3D_READ_BYTES of 1 KiB chunks */
+static uint8_t big[DATA + MANY * CHUNK];
+
+static void test_mapped_records_stay_valid(void **state)
+{
+    const struct p3d_rec_op *kept[MANY];
+    const struct p3d_rec_hdr *r;
+    struct p3d_reader rd;
+    FILE *f;
+    int i, n = 0;
+
+    (void)state;
+    hdr_init();
+    memcpy(big, buf, DATA);
+    for (i = 0; i < MANY; i++) {
+        uint8_t *c = big + DATA + (size_t)i * CHUNK;
+        struct p3d_rec_op *o = (void *)(c + sizeof(struct p3d_chunk_hdr));
+
+        ((struct p3d_rec_hdr *)c)->tag = P3D_REC_CHUNK;
+        ((struct p3d_rec_hdr *)c)->len = sizeof(struct p3d_chunk_hdr);
+        o->h.tag = P3D_REC_OP;
+        o->h.len = sizeof(*o);
+        o->op_id = 1000u + (unsigned)i;
+    }
+    snprintf(path, sizeof(path), "/tmp/p3d-test-reader-%d.p3d", getpid());
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(big, 1, sizeof(big), f), sizeof(big));
+    fclose(f);
+    assert_int_equal(p3d_reader_open_mapped(&rd, path), 0);
+    while (p3d_reader_next(&rd, &r) > 0)
+        if (r->tag == P3D_REC_OP && n < MANY)
+            kept[n++] = (const void *)r;
+    assert_int_equal(n, MANY);
+    for (i = 0; i < MANY; i++)
+        assert_int_equal(kept[i]->op_id, 1000u + (unsigned)i);
+    p3d_reader_close(&rd);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_truncated_tail),
         cmocka_unit_test(test_chunk_without_header),
         cmocka_unit_test(test_empty_file),
+        cmocka_unit_test(test_mapped_records_stay_valid),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
