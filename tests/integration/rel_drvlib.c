@@ -87,6 +87,8 @@ static int rel_loop(int n)
     return 0;
 }
 
+static long rel_calls; /* all-reduces returned, all threads */
+
 static void *rel_spin(void *arg)
 {
     ncclComm_t c = rel_solo();
@@ -95,6 +97,7 @@ static void *rel_spin(void *arg)
     (void)arg;
     while (!__atomic_load_n(&rel_stop, __ATOMIC_SEQ_CST)) {
         rel_ar(c, (float)(n++ & 1023));
+        __atomic_add_fetch(&rel_calls, 1, __ATOMIC_SEQ_CST);
         usleep(20); /* keep the traces small */
     }
     OK(ncclCommDestroy(c));
@@ -215,7 +218,10 @@ static int rel_sigterm(int n)
 static void *rel_exiter(void *arg)
 {
     (void)arg;
-    usleep(100000);
+    /* exit while the others record, however slow their start (load) */
+    while (__atomic_load_n(&rel_calls, __ATOMIC_SEQ_CST) < 8)
+        usleep(1000);
+    usleep(20000);
     printf("exit(7) from a thread\n");
     fflush(stdout);
     exit(7);
