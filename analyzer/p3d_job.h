@@ -116,6 +116,7 @@ struct p3d_job {
     struct p3d_match_res *match;
     struct p3d_time_res *time; /* p3d_time.h; NULL until analysed */
     struct p3d_hang_res *hang;  /* p3d_hang.c (issue 7) */
+    int threads;                /* reader threads (p3d_job_scan) */
 };
 
 /* Histogram bucket of a message size. */

@@ -18,14 +18,68 @@ static int p3d_op_label(const struct p3d_job *job, const struct p3d_top *o)
     return o->gcomm >= 0 ? job->comms[o->gcomm].label : P3D_LBL_OTHER;
 }
 
+/*
+ * Op ranges of a window: ops are in op_id order, not time order, so
+ * pmax[i] (latest end of ops 0..i) and smin[i] (earliest start of ops
+ * i..n-1) are monotone and bound by binary search the ops that can touch
+ * a window.  The ops outside the bounds cannot overlap it, so the sweep
+ * over the bounded range gives exactly what a sweep over all ops gives.
+ */
+struct p3d_opidx {
+    int64_t *pmax, *smin;
+};
+
+static void p3d_opidx_build(const struct p3d_tl *tl, struct p3d_opidx *x)
+{
+    size_t n = tl->n_ops;
+
+    x->pmax = p3d_xmalloc((n + 1) * sizeof(*x->pmax));
+    x->smin = p3d_xmalloc((n + 1) * sizeof(*x->smin));
+    for (size_t i = 0; i < n; i++)
+        x->pmax[i] = i && x->pmax[i - 1] > tl->ops[i].e ? x->pmax[i - 1]
+                                                         : tl->ops[i].e;
+    for (size_t i = n; i-- > 0;)
+        x->smin[i] = i + 1 < n && x->smin[i + 1] < tl->ops[i].s
+                         ? x->smin[i + 1] : tl->ops[i].s;
+}
+
+/* [*i0, *i1): the ops with e > s (from the first) and s < e (to the last). */
+static void p3d_opidx_range(const struct p3d_opidx *x, size_t n, int64_t s,
+                            int64_t e, size_t *i0, size_t *i1)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) { /* first i with pmax[i] > s */
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->pmax[mid] > s)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *i0 = lo;
+    lo = 0;
+    hi = n;
+    while (lo < hi) { /* first i with smin[i] >= e */
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->smin[mid] >= e)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *i1 = lo;
+}
+
 /* Exposed time of each op, overlaps between ops given to the earlier. */
 static void p3d_overlap_lbl(const struct p3d_job *job,
-                            const struct p3d_tl *tl, int64_t s, int64_t e,
+                            const struct p3d_tl *tl,
+                            const struct p3d_opidx *x, int64_t s, int64_t e,
                             struct p3d_tbreak *b)
 {
     int64_t cur = s;
+    size_t i0, i1;
 
-    for (size_t i = 0; i < tl->n_ops; i++) {
+    p3d_opidx_range(x, tl->n_ops, s, e, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
         const struct p3d_top *o = &tl->ops[i];
         int64_t a = o->s > cur ? o->s : cur, z = o->e < e ? o->e : e;
         if (z <= a)
@@ -37,7 +91,8 @@ static void p3d_overlap_lbl(const struct p3d_job *job,
 }
 
 static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
-                            const struct p3d_ivs *busy, int k)
+                            const struct p3d_ivs *busy,
+                            const struct p3d_opidx *x, int k)
 {
     struct p3d_tbreak *b = &tl->br[k];
     int64_t s, e;
@@ -51,7 +106,7 @@ static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
     b->exposed = p3d_ivs_minus(&tl->nccl, &tl->compute, s, e);
     b->overlapped = b->nccl - b->exposed;
     b->idle = b->step - p3d_ivs_cover(busy, s, e);
-    p3d_overlap_lbl(job, tl, s, e, b);
+    p3d_overlap_lbl(job, tl, x, s, e, b);
 }
 
 static void p3d_overlap_rank(const struct p3d_job *job, struct p3d_tl *tl,
@@ -59,15 +114,19 @@ static void p3d_overlap_rank(const struct p3d_job *job, struct p3d_tl *tl,
 {
     struct p3d_ivs busy = {0};
     const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+    struct p3d_opidx x;
 
     tl->br = p3d_xcalloc((size_t)n_iter + 1, sizeof(*tl->br));
     for (int j = 0; j < 3; j++)
         for (size_t i = 0; i < l[j]->n; i++)
             p3d_ivs_add(&busy, l[j]->v[i].s, l[j]->v[i].e);
     p3d_ivs_union(&busy);
+    p3d_opidx_build(tl, &x);
     for (int k = 0; k < n_iter; k++)
-        p3d_overlap_one(job, tl, &busy, k);
+        p3d_overlap_one(job, tl, &busy, &x, k);
     p3d_ivs_free(&busy);
+    free(x.pmax);
+    free(x.smin);
 }
 
 static int p3d_dbl_cmp(const void *a, const void *b)

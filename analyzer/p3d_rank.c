@@ -258,6 +258,7 @@ void p3d_job_scan(struct p3d_job *job, int threads)
     pthread_t tid[64];
     int n = 0;
 
+    job->threads = threads;
     if (threads > 64)
         threads = 64;
     if (threads > job->n_ranks)

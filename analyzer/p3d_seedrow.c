@@ -27,11 +27,10 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
     fprintf(f, "  op times: %s", p3d_src_text[src]);
     if (src == P3D_TSRC_SPAN) {
         size_t n = 0, g = 0;
-        for (int i = 0; i < t->n; i++)
-            for (size_t k = 0; k < t->tl[i].n_ops; k++) {
-                n++;
-                g += t->tl[i].ops[k].has_gpu;
-            }
+        for (int i = 0; i < t->n; i++) {
+            n += t->tl[i].n_ops;
+            g += t->tl[i].n_placed;
+        }
         fprintf(f, "; %zu of %zu ops placed", g, n);
     }
     fputc('\n', f);

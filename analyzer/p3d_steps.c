@@ -30,9 +30,12 @@ size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
     size_t best = 0, best_cov = 0;
 
     *r0 = *r1 = 0;
-    for (size_t p = 1; p <= n / 2; p++) {
+    for (size_t p = 1; p <= n / 2 && best_cov < n; p++) {
         size_t run = 0;
         for (size_t i = 0; i + p < n; i++) {
+            /* a run through the rest cannot beat best_cov: stop (exact) */
+            if (run + (n - p - i) + p <= best_cov)
+                break;
             run = sig[i] == sig[i + p] ? run + 1 : 0;
             if (run >= p && run + p > best_cov) {
                 best = p;

@@ -77,6 +77,26 @@ static void p3d_time_rates(struct p3d_time_res *t)
         t->samples_per_s = (double)t->gbs / (t->step_ms / 1e3);
 }
 
+/*
+ * The reports need the per-iteration results only: the ops and busy
+ * spans (most of the memory) go before the later analyses run.
+ */
+static void p3d_time_shed(struct p3d_time_res *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        tl->n_placed = 0;
+        for (size_t k = 0; k < tl->n_ops; k++)
+            tl->n_placed += tl->ops[k].has_gpu;
+        free(tl->ops);
+        tl->ops = NULL;
+        tl->cap_ops = 0;
+        p3d_ivs_free(&tl->compute);
+        p3d_ivs_free(&tl->copy);
+        p3d_ivs_free(&tl->nccl);
+    }
+}
+
 void p3d_time_job(struct p3d_job *job)
 {
     struct p3d_time_res *t = p3d_xcalloc(1, sizeof(*t));
@@ -95,6 +115,7 @@ void p3d_time_job(struct p3d_job *job)
     p3d_bubble_all(job, t);
     p3d_wait_all(job, t);
     p3d_time_rates(t);
+    p3d_time_shed(t);
 }
 
 void p3d_time_free(struct p3d_job *job)

@@ -48,11 +48,15 @@ struct p3d_top { /* one NCCL op on the timeline */
     int64_t hs, hg; /* host call of the blocking call: the outermost
                      * ncclGroupStart enter / ncclGroupEnd return for
                      * grouped ops, else h0 / h1 */
-    uint64_t op_id, seq, bytes, stream;
+    uint64_t seq, bytes;
     int gcomm; /* job->comms index, -1 unknown */
     int peer;  /* global rank of the Send/Recv peer, else -1 */
-    uint32_t group_id;
     uint8_t op, has_gpu;
+};
+
+struct p3d_topx { /* what loading needs of an op and the rest does not */
+    uint64_t op_id, stream;
+    uint32_t group_id, i; /* i: index of the op in load order */
 };
 
 struct p3d_tbreak { /* one rank, one iteration (ns) */
@@ -64,8 +68,9 @@ struct p3d_tbreak { /* one rank, one iteration (ns) */
 
 struct p3d_tl { /* one rank */
     int rank, host, stage;
-    struct p3d_top *ops;
+    struct p3d_top *ops; /* freed when the analysis is done */
     size_t n_ops, cap_ops;
+    size_t n_placed; /* ops with GPU times (set when ops are freed) */
     struct p3d_ivs compute, copy, nccl; /* unions after loading */
     struct p3d_ivs nsp_raw;             /* NCCL spans, for attribution */
     uint64_t *nsp_stream;
@@ -143,7 +148,8 @@ void p3d_time_free(struct p3d_job *job);
 
 /* Modules. */
 void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t);
-void p3d_time_attribute(struct p3d_tl *tl);
+/* x[i]: the load-time fields of tl->ops[i]. */
+void p3d_time_attribute(struct p3d_tl *tl, const struct p3d_topx *x);
 void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t);
 /* Period of sig[0..n) and its longest periodic stretch [*r0, *r1);
@@ -176,8 +182,8 @@ int p3d_time_stage(const struct p3d_job *job, int rank);
 #define P3D_TIME_INST
 /* Collective instances and Send/Recv pairs joined across ranks. */
 struct p3d_iref {
-    int tl;     /* p3d_time_res.tl index */
-    size_t op;  /* index in its ops */
+    int tl;      /* p3d_time_res.tl index */
+    uint32_t op; /* index in its ops (a rank has < 2^32: see itab_build) */
 };
 struct p3d_inst {
     int gcomm, n, first; /* first: index in ents, chained by next */

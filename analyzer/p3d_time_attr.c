@@ -26,7 +26,7 @@ struct p3d_sstream {
     int used;
 };
 
-static const struct p3d_ivs *p3d_attr_spans;
+static __thread const struct p3d_ivs *p3d_attr_spans; /* for qsort */
 
 static int p3d_attr_cmp(const void *a, const void *b)
 {
@@ -63,8 +63,9 @@ static int p3d_attr_streams(struct p3d_tl *tl, struct p3d_sstream **out)
 
 /* Walk the ops of op stream `os` against span stream ss; set times if
  * apply.  Returns the number of ops placed within the lag. */
-static size_t p3d_attr_walk(struct p3d_tl *tl, uint64_t os,
-                            const struct p3d_sstream *ss, int apply)
+static size_t p3d_attr_walk(struct p3d_tl *tl, const struct p3d_topx *x,
+                            uint64_t os, const struct p3d_sstream *ss,
+                            int apply)
 {
     const struct p3d_iv *v = tl->nsp_raw.v;
     size_t j = 0, good = 0, last = (size_t)-1;
@@ -73,9 +74,10 @@ static size_t p3d_attr_walk(struct p3d_tl *tl, uint64_t os,
     for (size_t i = 0; i < tl->n_ops; i++) {
         struct p3d_top *t = &tl->ops[i];
         size_t k;
-        if (t->stream != os)
+        if (x[i].stream != os)
             continue;
-        if (t->group_id && t->group_id == last_group && last != (size_t)-1) {
+        if (x[i].group_id && x[i].group_id == last_group &&
+            last != (size_t)-1) {
             k = last;
         } else {
             while (j < ss->n && v[ss->sp[j]].e < t->h0)
@@ -85,7 +87,7 @@ static size_t p3d_attr_walk(struct p3d_tl *tl, uint64_t os,
             k = j++;
         }
         last = k;
-        last_group = t->group_id;
+        last_group = x[i].group_id;
         if (v[ss->sp[k]].s - t->h0 < P3D_ATTR_MAX_LAG)
             good++;
         if (apply) {
@@ -98,7 +100,8 @@ static size_t p3d_attr_walk(struct p3d_tl *tl, uint64_t os,
 }
 
 /* Distinct op streams, in first-use order. */
-static int p3d_attr_opstreams(const struct p3d_tl *tl, uint64_t **out)
+static int p3d_attr_opstreams(const struct p3d_tl *tl,
+                              const struct p3d_topx *x, uint64_t **out)
 {
     uint64_t *os = NULL;
     size_t cap = 0;
@@ -106,22 +109,23 @@ static int p3d_attr_opstreams(const struct p3d_tl *tl, uint64_t **out)
 
     for (size_t i = 0; i < tl->n_ops; i++) {
         int k;
-        for (k = 0; k < n && os[k] != tl->ops[i].stream; k++)
+        for (k = 0; k < n && os[k] != x[i].stream; k++)
             ;
         if (k < n)
             continue;
         cap = p3d_grow((void **)&os, cap, (size_t)n, sizeof(*os));
-        os[n++] = tl->ops[i].stream;
+        os[n++] = x[i].stream;
     }
     *out = os;
     return n;
 }
 
-void p3d_time_attribute(struct p3d_tl *tl)
+void p3d_time_attribute(struct p3d_tl *tl, const struct p3d_topx *x)
 {
     struct p3d_sstream *ss;
     uint64_t *os;
-    int n_ss = p3d_attr_streams(tl, &ss), n_os = p3d_attr_opstreams(tl, &os);
+    int n_ss = p3d_attr_streams(tl, &ss);
+    int n_os = p3d_attr_opstreams(tl, x, &os);
 
     for (int round = 0; round < n_os; round++) {
         size_t best = 0;
@@ -131,7 +135,7 @@ void p3d_time_attribute(struct p3d_tl *tl)
                 size_t g;
                 if (ss[b].used || os[a] == (uint64_t)-1)
                     continue;
-                g = p3d_attr_walk(tl, os[a], &ss[b], 0);
+                g = p3d_attr_walk(tl, x, os[a], &ss[b], 0);
                 if (g > best) {
                     best = g;
                     bo = a;
@@ -140,7 +144,7 @@ void p3d_time_attribute(struct p3d_tl *tl)
             }
         if (bo < 0)
             break;
-        p3d_attr_walk(tl, os[bo], &ss[bs], 1);
+        p3d_attr_walk(tl, x, os[bo], &ss[bs], 1);
         ss[bs].used = 1;
         os[bo] = (uint64_t)-1;
     }

@@ -34,7 +34,7 @@ static void p3d_itab_coll(struct p3d_itab *it, int ti, size_t oi,
     it->cap_ents = p3d_grow((void **)&it->ents, it->cap_ents, it->n_ents,
                             sizeof(*it->ents));
     it->ents[it->n_ents].r.tl = ti;
-    it->ents[it->n_ents].r.op = oi;
+    it->ents[it->n_ents].r.op = (uint32_t)oi;
     it->ents[it->n_ents].next = it->inst[k].first;
     it->inst[k].first = (int)it->n_ents++;
     it->inst[k].n++;
@@ -49,7 +49,7 @@ static void p3d_itab_p2p(struct p3d_itab *it, int ti, int rank, size_t oi,
                                            (uint64_t)src), (uint64_t)dst),
                            o->seq);
     int k = p3d_map_get(&it->pidx, key);
-    struct p3d_iref r = {ti, oi};
+    struct p3d_iref r = {ti, (uint32_t)oi};
 
     if (o->peer < 0)
         return;
@@ -74,7 +74,8 @@ void p3d_itab_build(const struct p3d_time_res *t, struct p3d_itab *it)
     memset(it, 0, sizeof(*it));
     for (int ti = 0; ti < t->n; ti++) {
         const struct p3d_tl *tl = &t->tl[ti];
-        for (size_t oi = 0; oi < tl->n_ops; oi++) {
+        /* op indexes are 32-bit: 2^32 ops would take 320 GiB anyway */
+        for (size_t oi = 0; oi < tl->n_ops && oi < UINT32_MAX; oi++) {
             const struct p3d_top *o = &tl->ops[oi];
             if (o->gcomm < 0)
                 continue;

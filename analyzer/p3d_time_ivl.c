@@ -42,6 +42,10 @@ void p3d_ivs_union(struct p3d_ivs *l)
         }
     }
     l->n = k + 1;
+    if (l->cap > l->n + l->n / 8) { /* unions are kept: no slack */
+        l->v = p3d_xrealloc(l->v, l->n, sizeof(*l->v));
+        l->cap = l->n;
+    }
 }
 
 /* First interval of union u that ends after t. */

@@ -8,6 +8,7 @@
  * spans are attributed to ops by stream and time order
  * (p3d_time_attribute).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,12 +36,13 @@ struct p3d_gpuref {
 };
 
 struct p3d_tload {
-    struct p3d_map idx; /* op_id -> ops index */
     struct p3d_map gidx; /* group_id -> gend index */
     int64_t *gend, *gstart; /* outermost ncclGroupStart enter, End exit */
     size_t n_gend, cap_gend;
     struct p3d_gpuref *g;
     size_t n_g, cap_g;
+    struct p3d_topx *x; /* [n_ops], load order, then op_id order */
+    size_t cap_x;
     uint64_t peak[P3D_MEM_KIND_COUNT];
 };
 
@@ -58,18 +60,21 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
     memset(t, 0, sizeof(*t));
     t->h0 = (int64_t)o->t_enter;
     t->h1 = o->t_exit > o->t_enter ? (int64_t)o->t_exit : t->h0;
-    t->op_id = o->op_id;
+    ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
+                         sizeof(*ld->x));
+    ld->x[tl->n_ops].op_id = o->op_id;
+    ld->x[tl->n_ops].stream = o->stream;
+    ld->x[tl->n_ops].group_id = o->group_id;
+    ld->x[tl->n_ops].i = (uint32_t)tl->n_ops;
     t->seq = o->seq;
     t->bytes = o->bytes;
-    t->stream = o->stream;
     t->gcomm = gi;
     t->peer = -1;
-    t->group_id = o->group_id;
     t->op = o->op;
     if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
         o->peer < job->comms[gi].size)
         t->peer = job->comms[gi].slot[o->peer];
-    p3d_map_put(&ld->idx, o->op_id, (int)tl->n_ops++);
+    tl->n_ops++;
 }
 
 static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
@@ -139,13 +144,30 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
     }
 }
 
+/* Load-order index of the op with this op_id (the last one read if
+ * several have it), -1 if none; ld->x is in (op_id, load order) order. */
+static long p3d_tl_find(const struct p3d_tl *tl, const struct p3d_tload *ld,
+                        uint64_t op_id)
+{
+    size_t lo = 0, hi = tl->n_ops;
+
+    while (lo < hi) { /* first entry with a larger op_id */
+        size_t mid = lo + (hi - lo) / 2;
+        if (ld->x[mid].op_id <= op_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && ld->x[lo - 1].op_id == op_id ? (long)ld->x[lo - 1].i : -1;
+}
+
 /* GPU_OP records (one per kernel of an op) onto their ops. */
 static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n = 0;
 
     for (size_t i = 0; i < ld->n_g; i++) {
-        int k = p3d_map_get(&ld->idx, ld->g[i].op_id);
+        long k = p3d_tl_find(tl, ld, ld->g[i].op_id);
         struct p3d_top *t;
         if (k < 0 || !ld->g[i].s)
             continue;
@@ -162,28 +184,56 @@ static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
     return n;
 }
 
-static int p3d_top_cmp(const void *a, const void *b)
+static int p3d_topx_cmp(const void *a, const void *b)
 {
-    const struct p3d_top *x = a, *y = b;
+    const struct p3d_topx *x = a, *y = b;
 
-    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+    if (x->op_id != y->op_id)
+        return x->op_id < y->op_id ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* ld->x into (op_id, load order) order; usually it already is. */
+static void p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    for (size_t i = 1; i < tl->n_ops; i++)
+        if (ld->x[i].op_id < ld->x[i - 1].op_id) {
+            qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
+            return;
+        }
+}
+
+/* Ops into the order of ld->x, in an array of exactly n_ops. */
+static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    struct p3d_top *v;
+
+    if (!tl->n_ops)
+        return;
+    v = p3d_xmalloc(tl->n_ops * sizeof(*v));
+    for (size_t i = 0; i < tl->n_ops; i++)
+        v[i] = tl->ops[ld->x[i].i];
+    free(tl->ops);
+    tl->ops = v;
+    tl->cap_ops = tl->n_ops;
 }
 
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
-    size_t n_gpu = p3d_tl_join(tl, ld);
+    size_t n_gpu;
 
-    if (tl->n_ops > 1)
-        qsort(tl->ops, tl->n_ops, sizeof(*tl->ops), p3d_top_cmp);
-
+    p3d_tl_order(tl, ld);
+    n_gpu = p3d_tl_join(tl, ld);
+    p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
     if (!n_gpu && tl->nsp_raw.n) {
-        p3d_time_attribute(tl);
+        p3d_time_attribute(tl, ld->x);
         tl->src = P3D_TSRC_SPAN;
     }
     for (size_t i = 0; i < tl->n_ops; i++) {
         struct p3d_top *t = &tl->ops[i];
-        int gk = t->group_id ? p3d_map_get(&ld->gidx, t->group_id) : -1;
+        uint32_t gid = ld->x[i].group_id;
+        int gk = gid ? p3d_map_get(&ld->gidx, gid) : -1;
         t->hg = gk >= 0 && ld->gend[gk] > t->h1 ? ld->gend[gk] : t->h1;
         t->hs = gk >= 0 && ld->gstart[gk] && ld->gstart[gk] < t->h0
                     ? ld->gstart[gk] : t->h0;
@@ -196,6 +246,10 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     for (size_t i = 0; i < tl->nsp_raw.n; i++)
         p3d_ivs_add(&tl->nccl, tl->nsp_raw.v[i].s, tl->nsp_raw.v[i].e);
     p3d_ivs_union(&tl->nccl);
+    p3d_ivs_free(&tl->nsp_raw); /* in nccl now; only loading needs them */
+    free(tl->nsp_stream);
+    tl->nsp_stream = NULL;
+    tl->nsp_cap = 0;
     p3d_ivs_union(&tl->compute);
     p3d_ivs_union(&tl->copy);
     tl->peak_mem = ld->peak[P3D_MEM_DEVICE];
@@ -222,20 +276,48 @@ static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
         p3d_tl_record(job, tl, &ld, h);
     p3d_reader_close(&rd);
     p3d_tl_finish(tl, &ld);
-    p3d_map_free(&ld.idx);
     p3d_map_free(&ld.gidx);
     free(ld.g);
+    free(ld.x);
     free(ld.gend);
     free(ld.gstart);
 }
 
+struct p3d_tpool {
+    struct p3d_job *job;
+    struct p3d_time_res *t;
+    int next;
+};
+
+static void *p3d_tl_worker(void *arg)
+{
+    struct p3d_tpool *p = arg;
+    int i;
+
+    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
+           p->job->n_ranks) {
+        p3d_tl_read(p->job, &p->job->ranks[i], &p->t->tl[i]);
+        p->t->tl[i].stage = p3d_time_stage(p->job, p->job->ranks[i].rank);
+    }
+    return NULL;
+}
+
+/* Ranks are read in job->threads threads (the scan's count). */
 void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t)
 {
+    struct p3d_tpool pool = {job, t, 0};
+    pthread_t tid[64];
+    int n = 0, want = job->threads > 64 ? 64 : job->threads;
+
     t->n = job->n_ranks;
     t->tl = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*t->tl));
+    for (; n < want - 1 && n < job->n_ranks - 1; n++)
+        if (pthread_create(&tid[n], NULL, p3d_tl_worker, &pool))
+            break;
+    p3d_tl_worker(&pool);
+    for (int i = 0; i < n; i++)
+        pthread_join(tid[i], NULL);
     for (int i = 0; i < job->n_ranks; i++) {
-        p3d_tl_read(job, &job->ranks[i], &t->tl[i]);
-        t->tl[i].stage = p3d_time_stage(job, job->ranks[i].rank);
         if (t->tl[i].compute.n)
             t->have_compute = 1;
         if (t->tl[i].peak_mem > t->peak_mem)

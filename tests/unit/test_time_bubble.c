@@ -47,6 +47,8 @@ static void test_clipped(void **state)
     assert_int_equal(s.late + s.transfer, 0);
 }
 
+static struct p3d_topx ax[8]; /* load-time fields of the ops */
+
 static void add_op(struct p3d_tl *tl, int64_t h0, uint64_t stream,
                    uint32_t group)
 {
@@ -58,8 +60,8 @@ static void add_op(struct p3d_tl *tl, int64_t h0, uint64_t stream,
     memset(o, 0, sizeof(*o));
     o->h0 = h0;
     o->h1 = h0 + 5;
-    o->stream = stream;
-    o->group_id = group;
+    ax[tl->n_ops - 1].stream = stream;
+    ax[tl->n_ops - 1].group_id = group;
 }
 
 static void add_span(struct p3d_tl *tl, int64_t s, int64_t e, uint64_t id)
@@ -90,7 +92,7 @@ static void test_attribute(void **state)
     add_span(&tl, 120, 180, 28);  /* TP op 1 */
     add_span(&tl, 400, 900, 7);   /* the send/recv batch */
     add_span(&tl, 1010, 1100, 28); /* TP op 2 */
-    p3d_time_attribute(&tl);
+    p3d_time_attribute(&tl, ax);
     for (size_t i = 0; i < tl.n_ops; i++)
         assert_true(tl.ops[i].has_gpu);
     assert_int_equal(tl.ops[0].s, 120);
