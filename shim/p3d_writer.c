@@ -659,7 +659,7 @@ static void *p3d_writer_ahead_main(void *arg)
         }
         pthread_cond_timedwait(&p3d_w_wake, &p3d_w_lock, &ts);
     }
-    p3d_w_ahead = P3D_AHEAD_NONE;
+    __atomic_store_n(&p3d_w_ahead, P3D_AHEAD_NONE, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p3d_w_idle);
     pthread_mutex_unlock(&p3d_w_lock);
     return NULL;
@@ -679,9 +679,9 @@ static void p3d_writer_ahead_start(void)
     sigfillset(&all); /* the application's signals are not for us */
     pthread_sigmask(SIG_SETMASK, &all, &old);
     p3d_w_ahead_failed = 0;
-    p3d_w_ahead = P3D_AHEAD_RUN;
+    __atomic_store_n(&p3d_w_ahead, P3D_AHEAD_RUN, __ATOMIC_RELEASE);
     if (pthread_create(&th, &attr, p3d_writer_ahead_main, NULL) != 0)
-        p3d_w_ahead = P3D_AHEAD_NONE;
+        __atomic_store_n(&p3d_w_ahead, P3D_AHEAD_NONE, __ATOMIC_RELEASE);
     else
         pthread_setname_np(th, "p3d-writer");
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -692,7 +692,7 @@ static void p3d_writer_ahead_start(void)
 static void p3d_writer_ahead_stop(int wait_exit)
 {
     if (p3d_w_ahead == P3D_AHEAD_RUN)
-        p3d_w_ahead = P3D_AHEAD_STOP;
+        __atomic_store_n(&p3d_w_ahead, P3D_AHEAD_STOP, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p3d_w_wake);
     while (p3d_w_ahead_base != NULL ||
            (wait_exit && p3d_w_ahead != P3D_AHEAD_NONE))
@@ -902,7 +902,7 @@ void p3d_writer_reset(int forked)
         pthread_mutex_unlock(&p3d_w_lock);
     }
     p3d_writer_unmap_queued(1); /* the helper is gone: nobody races */
-    p3d_w_ahead = P3D_AHEAD_NONE;
+    __atomic_store_n(&p3d_w_ahead, P3D_AHEAD_NONE, __ATOMIC_RELEASE);
     p3d_w_ahead_base = NULL;
     p3d_w_ahead_unmap = 0;
     pthread_mutex_init(&p3d_w_lock, NULL);
