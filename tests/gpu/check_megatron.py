@@ -206,6 +206,18 @@ def check_mb_bubble(rep, pp, nmb):
     return out
 
 
+def overhead_info(iters, plain):
+    """Megatron's own step time traced vs untraced (runs one after the
+    other with MG_PAR=0): the shim's overhead as Megatron sees it."""
+    a = [iters[i]["ms"] for i in sorted(iters)][1:]
+    b = [plain[i]["ms"] for i in sorted(plain)][1:]
+    if not a or not b:
+        return "overhead: n/a (too few iterations logged)"
+    ma, mb = median(a), median(b)
+    return "overhead: Megatron step traced %.1f ms, untraced %.1f ms " \
+        "(medians after iteration 1) %+.2f%%" % (ma, mb, 100 * (ma / mb - 1))
+
+
 def check_loss(iters, plain, n_iters):
     a = [(i, iters[i]["loss"]) for i in sorted(iters)]
     b = [(i, plain[i]["loss"]) for i in sorted(plain)]
@@ -243,6 +255,9 @@ def main():
     name = a.name or "%d/%d/%d" % (a.tp, a.pp, a.dp)
     lines = ["%s megatron %s %s" % ("PASS" if ok else "FAIL", name, t)
              for ok, t in res]
+    if a.plain_log:
+        lines.append("INFO megatron %s %s" % (name, overhead_info(iters,
+                                                                  plain)))
     print("\n".join(lines))
     if a.summary:
         with open(a.summary, "a") as f:
