@@ -16,6 +16,9 @@
 #              sizes >= 1 MB (tests/gpu/nccl_tests.sh)   ~3 min build + ~2
 #   megatron [TP/PP/DP ...]  Megatron-LM tiny GPT per configuration,
 #              traced and untraced (tests/gpu/megatron.sh)  ~1.3 min each
+#   sweep      scripts/sweep.sh --one-gpu (experiments A-E, traced only,
+#              ITERS 6, NMB 4), each run checked against Megatron's log
+#              like megatron (no loss check) (tests/gpu/sweep_check.sh) ~8 min
 # Configurations may follow "megatron": validate.sh megatron 2/2/2 1/4/2.
 # OUTDIR defaults to $OUT (the device machine's return folder) or
 # /tmp/p3d-val-out; logs and traces stay under WORK (/tmp/p3d-val).
@@ -99,7 +102,10 @@ for p in "${parts[@]}"; do
             WORK=$WORK_ROOT/megatron bash "$here/megatron.sh" "$s" \
                 ${mg_cfgs[@]+"${mg_cfgs[@]}"}
             r=$? ;;
-        *) echo "unknown part '$p' (torch mem nccl megatron)" | tee -a "$s"
+        sweep)
+            WORK=$WORK_ROOT/sweep bash "$here/sweep_check.sh" "$s"
+            r=$? ;;
+        *) echo "unknown part '$p' (torch mem nccl megatron sweep)" | tee -a "$s"
            r=2 ;;
     esac
     v=$([ $r -eq 0 ] && echo PASS || { [ $r -eq 77 ] && echo SKIP; } || echo FAIL)

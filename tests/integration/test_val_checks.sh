@@ -12,6 +12,8 @@
 #   4. megatron.sh, with a fake runner standing in for Megatron-LM (it
 #      copies the example traces and the agreeing log), runs the traced and
 #      untraced pair, the analyzer and the checks, and writes its summary;
+#   4b. sweep_check.sh does the same for the sweep (scripts/sweep.sh with a
+#      fake runner), keeps the comparison table and fails a failing run;
 #   5. the label expectations agree with the analyzer on simulated
 #      Megatron jobs 1/4/2 and 1/1/8 (p3d-sim).
 set -u
@@ -205,6 +207,36 @@ if RUN_GPT=$tmp/fake_gpt.sh WORK=$tmp/mg MG_ITERS=$n_it P3D_LIB=$tmp/pretrain_gp
     ok "megatron.sh runs the pair, analyzes and summarizes"
 else
     bad "megatron.sh with a fake runner"; cat "$tmp/mg.out"
+fi
+
+# 4b. sweep_check.sh (validate.sh sweep) with the same fake runner: the sweep
+#     runs, every run is analyzed and checked, the table lands in the summary
+cat > "$tmp/fake_sweep_gpt.sh" <<EOF
+#!/bin/bash
+mkdir -p "\$OUT/traces"
+cp "$tmp/good.log" "\$OUT/\$NAME.log"
+cp -r "$ex" "\$OUT/traces/\$NAME"
+EOF
+chmod +x "$tmp/fake_sweep_gpt.sh"
+if RUN_TINY_GPT=$tmp/fake_sweep_gpt.sh EXPS="D:2:2:1 X:3:1:1" NMB=8 \
+        ITERS=$n_it WORK=$tmp/sw bash "$gpu/sweep_check.sh" "$tmp/sw.txt" \
+        > "$tmp/sw.out" 2>&1 &&
+        grep -q "^PASS megatron D-tp2-pp2-cp1-dp2 step: " "$tmp/sw.txt" &&
+        grep -q "^| D-tp2-pp2-cp1-dp2 | 2 | 2 | 1 | 2 | 8 |" "$tmp/sw.txt" &&
+        grep -q "skipping X (TP=3 PP=1 CP=1): world size 8 is not divisible" "$tmp/sw.txt" &&
+        grep -q "^sweep: PASS, 1 runs checked" "$tmp/sw.txt"; then
+    ok "sweep_check.sh runs the sweep, checks each run, keeps the table"
+else
+    bad "sweep_check.sh with a fake runner"; cat "$tmp/sw.out" "$tmp/sw.txt"
+fi
+if RUN_TINY_GPT=$tmp/fake_sweep_gpt.sh EXPS="D:2:2:1" NMB=4 ITERS=$n_it \
+        WORK=$tmp/sw2 bash "$gpu/sweep_check.sh" "$tmp/sw2.txt" \
+        > /dev/null 2>&1; then
+    bad "sweep_check.sh passed with the wrong micro-batch count"
+elif grep -q "^FAIL megatron D-tp2-pp2-cp1-dp2 microbatches" "$tmp/sw2.txt"; then
+    ok "sweep_check.sh fails a run whose check fails"
+else
+    bad "sweep_check.sh failed without a microbatches FAIL"; cat "$tmp/sw2.txt"
 fi
 
 # 5. the label expectations against the analyzer on simulated Megatron jobs
