@@ -5,6 +5,7 @@
 #   bash bench/gpu_overhead.sh            # PyTorch loops, about 2-3 minutes
 #   bash bench/gpu_overhead.sh megatron   # + Megatron tiny GPT, ~3 min more
 #   bash bench/gpu_overhead.sh megatron-only
+#   bash bench/gpu_overhead.sh ablate     # which feature costs what, ~7 min
 #
 # Prints one summary line per comparison ("gpu tp ...", "gpu ddp ...",
 # "megatron ..."): plain vs shim medians and the overhead of each pair.
@@ -20,6 +21,43 @@ export P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
 "$py" -c 'import torch; assert torch.cuda.is_available(); print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))' ||
     { echo "gpu_overhead: torch with CUDA not importable by $py"; exit 1; }
 mkdir -p "$out"
+
+# ablate: 8 ranks on the one GPU (where the Megatron slowdown was seen), the
+# TP-like loop and Megatron TP=4 PP=1 DP=2, untraced, traced with defaults,
+# traced without GPU timing, traced with CUDA events instead of CUPTI.
+# Megatron's figure is the median period of its log lines (timestamps).
+log_period_ms() {
+    python3 - "$1" <<'PY'
+import datetime, re, statistics, sys
+ts = [datetime.datetime.fromisoformat(m) for m in re.findall(
+    r"\[(\d{4}-\d\d-\d\d [\d:.]+)\] iteration", open(sys.argv[1]).read())]
+d = [(b - a).total_seconds() * 1e3 for a, b in zip(ts, ts[1:])][1:]
+print("%.1f" % statistics.median(d) if d else "nan")
+PY
+}
+if [ "${1:-}" = ablate ]; then
+    variants="gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events"
+    "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs 1 \
+        --steps "${STEPS:-40}" --nproc 8 --loops tp --variants "$variants"
+    base=""
+    for v in plain full gpuoff:P3D_GPU_TIMING=off \
+             events:P3D_GPU_TIMING=events; do
+        name=mega4-${v%%:*}
+        lib=$([ "$v" = plain ] || echo "$P3D_LIB")
+        ( [ "${v#*:}" != "$v" ] && export "${v#*:}"
+          ONE_GPU=1 GPUS=8 TP=4 PP=1 NMB=${MEGA_NMB:-2} \
+              ITERS=${MEGA_ITERS:-5} P3D_LIB=$lib OUT=$out NAME=$name \
+              PORT=$((29400 + RANDOM % 100)) timeout 200 \
+              bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ) ||
+            echo "megatron: $name run failed (log $out/$name.log)"
+        ms=$(log_period_ms "$out/$name.log")
+        base=${base:-$ms}
+        echo "$name $ms $base" | awk '{ printf "megatron TP=4 PP=1 DP=2, " \
+            "8 ranks on 1 GPU, %s: %s ms per iteration (log period), " \
+            "%+.1f%% vs plain\n", $1, $2, ($3 > 0 ? 100 * ($2 / $3 - 1) : 0) }'
+    done
+    exit 0
+fi
 if [ "${1:-}" != megatron-only ]; then
     "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs "${PAIRS:-3}" \
         --steps "${STEPS:-150}" --nproc "${NPROC:-2}" || exit 1
