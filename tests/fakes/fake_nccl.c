@@ -1333,38 +1333,21 @@ NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags)
     return ncclSuccess;
 }
 
-NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm,
-         ncclResult_t *asyncError)
-{
-    if (!fake_comm_ok(comm) || !asyncError)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
-    return ncclSuccess;
-}
+/* A getter: *out = VALUE (of comm) when comm is valid and out not NULL. */
+#define FAKE_GETTER(func, type, value)                                        \
+    NCCL_API(ncclResult_t, func, ncclComm_t comm, type *out)                  \
+    {                                                                         \
+        if (!fake_comm_ok(comm) || !out)                                      \
+            return fake_err(ncclInvalidArgument, "bad comm");                 \
+        *out = (value);                                                       \
+        return ncclSuccess;                                                   \
+    }
 
-NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int *count)
-{
-    if (!fake_comm_ok(comm) || !count)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *count = comm->nranks;
-    return ncclSuccess;
-}
-
-NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int *rank)
-{
-    if (!fake_comm_ok(comm) || !rank)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *rank = comm->rank;
-    return ncclSuccess;
-}
-
-NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int *device)
-{
-    if (!fake_comm_ok(comm) || !device)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *device = comm->device;
-    return ncclSuccess;
-}
+FAKE_GETTER(ncclCommGetAsyncError, ncclResult_t,
+            (ncclResult_t)atomic_load(&comm->async_err))
+FAKE_GETTER(ncclCommCount, int, comm->nranks)
+FAKE_GETTER(ncclCommUserRank, int, comm->rank)
+FAKE_GETTER(ncclCommCuDevice, int, comm->device)
 
 /* ---- misc ---- */
 
