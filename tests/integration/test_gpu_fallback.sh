@@ -15,10 +15,7 @@
 #   P3D_GPU_TIMING=off     no GPU_OP/GPU_SPAN/CLOCK_SYNC at all.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-drv="$P3D_BUILD/tests/gpu_driver"
-[ -x "$drv" ] || { echo "no $drv"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$P3D_SRC/tests/integration/gpu_lib.sh"
 run() {   # job, then env assignments
     job=$1; shift
     mkdir "$tmp/$job.ret"
