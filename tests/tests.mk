@@ -63,6 +63,10 @@ endif
 .PHONY: fakes
 fakes: $(TEST_DEPS)
 
+# What the scenario libraries of the shim and reliability tests
+# (tests/integration/shim.mk, rel.mk) share.
+DRVLIB_SRC := tests/integration/drvlib.c tests/integration/drvlib.h
+
 # Other helpers add their own rules in tests/integration/*.mk.
 -include tests/integration/*.mk
 

@@ -453,11 +453,17 @@ FAKE_API cudaError_t cudaMalloc(void **p, size_t size)
     return fake_alloc(p, size, 1);
 }
 
-FAKE_API cudaError_t cudaFree(void *p)
+/* cudaFree synchronizes the device (in async mode: every queue). */
+static cudaError_t fake_free_synced(void *p)
 {
-    if (fake_async())   /* cudaFree synchronizes the device */
+    if (fake_async())
         fake_queue_sync_all();
     return fake_free(p);
+}
+
+FAKE_API cudaError_t cudaFree(void *p)
+{
+    return fake_free_synced(p);
 }
 
 struct fake_copy {
@@ -506,9 +512,7 @@ FAKE_API cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
 {
     if (!fake_stream_ok(s))
         return fake_ret(cudaErrorInvalidResourceHandle);
-    if (fake_async())
-        fake_queue_sync_all();   /* keep it simple: free now, in order */
-    return fake_free(p);
+    return fake_free_synced(p);   /* keep it simple: free now, in order */
 }
 
 FAKE_API cudaError_t cudaMallocFromPoolAsync(void **p, size_t size,

@@ -326,6 +326,7 @@ static void fake_bf16_put(uint16_t *p, float f)
     *p = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* The loops of fake_reduce and fake_scale over elements of C type T. */
 #define FAKE_RED(T, GET, PUT)                                                 \
     do {                                                                      \
         T *d_ = dst;                                                          \
@@ -342,12 +343,17 @@ static void fake_bf16_put(uint16_t *p, float f)
         }                                                                     \
     } while (0)
 
-#define FAKE_GETV(x) ((double)(x))
+#define FAKE_SCALE(T, GET, PUT)                                               \
+    do {                                                                      \
+        T *d_ = dst;                                                          \
+        for (size_t i_ = 0; i_ < n; i_++)                                     \
+            PUT(d_[i_], GET(d_[i_]) * k);                                     \
+    } while (0)
 
-/* dst[i] = dst[i] op src[i] for n elements. */
-static void fake_reduce(ncclDataType_t dt, ncclRedOp_t op, void *dst,
-                        const void *src, size_t n)
-{
+/* Element getters and setters through double, per NCCL data type. */
+#define FAKE_GETV(x) ((double)(x))
+#define G_BF(x) ((double)fake_bf16_get(&(x)))
+#define P_BF(x, v) fake_bf16_put(&(x), (float)(v))
 #define P_I8(x, v) ((x) = (int8_t)(v))
 #define P_U8(x, v) ((x) = (uint8_t)(v))
 #define P_I32(x, v) ((x) = (int32_t)(v))
@@ -357,43 +363,33 @@ static void fake_reduce(ncclDataType_t dt, ncclRedOp_t op, void *dst,
 #define P_F16(x, v) ((x) = (_Float16)(v))
 #define P_F32(x, v) ((x) = (float)(v))
 #define P_F64(x, v) ((x) = (double)(v))
-#define G_BF(x) ((double)fake_bf16_get(&(x)))
-#define P_BF(x, v) fake_bf16_put(&(x), (float)(v))
-    switch (dt) {
-    case ncclInt8: FAKE_RED(int8_t, FAKE_GETV, P_I8); break;
-    case ncclInt32: FAKE_RED(int32_t, FAKE_GETV, P_I32); break;
-    case ncclUint32: FAKE_RED(uint32_t, FAKE_GETV, P_U32); break;
-    case ncclInt64: FAKE_RED(int64_t, FAKE_GETV, P_I64); break;
-    case ncclUint64: FAKE_RED(uint64_t, FAKE_GETV, P_U64); break;
-    case ncclFloat16: FAKE_RED(_Float16, FAKE_GETV, P_F16); break;
-    case ncclFloat32: FAKE_RED(float, FAKE_GETV, P_F32); break;
-    case ncclFloat64: FAKE_RED(double, FAKE_GETV, P_F64); break;
-    case ncclBfloat16: FAKE_RED(uint16_t, G_BF, P_BF); break;
-    default: FAKE_RED(uint8_t, FAKE_GETV, P_U8); break; /* u8, fp8 */
+
+/* LOOP(C type, getter, setter) for data type dt (u8 and fp8 as bytes). */
+#define FAKE_BY_TYPE(dt, LOOP)                                                \
+    switch (dt) {                                                             \
+    case ncclInt8: LOOP(int8_t, FAKE_GETV, P_I8); break;                      \
+    case ncclInt32: LOOP(int32_t, FAKE_GETV, P_I32); break;                   \
+    case ncclUint32: LOOP(uint32_t, FAKE_GETV, P_U32); break;                 \
+    case ncclInt64: LOOP(int64_t, FAKE_GETV, P_I64); break;                   \
+    case ncclUint64: LOOP(uint64_t, FAKE_GETV, P_U64); break;                 \
+    case ncclFloat16: LOOP(_Float16, FAKE_GETV, P_F16); break;                \
+    case ncclFloat32: LOOP(float, FAKE_GETV, P_F32); break;                   \
+    case ncclFloat64: LOOP(double, FAKE_GETV, P_F64); break;                  \
+    case ncclBfloat16: LOOP(uint16_t, G_BF, P_BF); break;                     \
+    default: LOOP(uint8_t, FAKE_GETV, P_U8); break;                           \
     }
+
+/* dst[i] = dst[i] op src[i] for n elements. */
+static void fake_reduce(ncclDataType_t dt, ncclRedOp_t op, void *dst,
+                        const void *src, size_t n)
+{
+    FAKE_BY_TYPE(dt, FAKE_RED)
 }
 
 /* buf[i] *= k (avg: k = 1/n; PreMulSum: k = the scalar). */
 static void fake_scale(ncclDataType_t dt, void *dst, size_t n, double k)
 {
-#define FAKE_SCALE(T, GET, PUT)                                               \
-    do {                                                                      \
-        T *d_ = dst;                                                          \
-        for (size_t i_ = 0; i_ < n; i_++)                                     \
-            PUT(d_[i_], GET(d_[i_]) * k);                                     \
-    } while (0)
-    switch (dt) {
-    case ncclInt8: FAKE_SCALE(int8_t, FAKE_GETV, P_I8); break;
-    case ncclInt32: FAKE_SCALE(int32_t, FAKE_GETV, P_I32); break;
-    case ncclUint32: FAKE_SCALE(uint32_t, FAKE_GETV, P_U32); break;
-    case ncclInt64: FAKE_SCALE(int64_t, FAKE_GETV, P_I64); break;
-    case ncclUint64: FAKE_SCALE(uint64_t, FAKE_GETV, P_U64); break;
-    case ncclFloat16: FAKE_SCALE(_Float16, FAKE_GETV, P_F16); break;
-    case ncclFloat32: FAKE_SCALE(float, FAKE_GETV, P_F32); break;
-    case ncclFloat64: FAKE_SCALE(double, FAKE_GETV, P_F64); break;
-    case ncclBfloat16: FAKE_SCALE(uint16_t, G_BF, P_BF); break;
-    default: FAKE_SCALE(uint8_t, FAKE_GETV, P_U8); break;
-    }
+    FAKE_BY_TYPE(dt, FAKE_SCALE)
 }
 
 static int fake_is_premul(ncclRedOp_t op)
@@ -1333,38 +1329,21 @@ NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags)
     return ncclSuccess;
 }
 
-NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm,
-         ncclResult_t *asyncError)
-{
-    if (!fake_comm_ok(comm) || !asyncError)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
-    return ncclSuccess;
-}
+/* A getter: *out = VALUE (of comm) when comm is valid and out not NULL. */
+#define FAKE_GETTER(func, type, value)                                        \
+    NCCL_API(ncclResult_t, func, ncclComm_t comm, type *out)                  \
+    {                                                                         \
+        if (!fake_comm_ok(comm) || !out)                                      \
+            return fake_err(ncclInvalidArgument, "bad comm");                 \
+        *out = (value);                                                       \
+        return ncclSuccess;                                                   \
+    }
 
-NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int *count)
-{
-    if (!fake_comm_ok(comm) || !count)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *count = comm->nranks;
-    return ncclSuccess;
-}
-
-NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int *rank)
-{
-    if (!fake_comm_ok(comm) || !rank)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *rank = comm->rank;
-    return ncclSuccess;
-}
-
-NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int *device)
-{
-    if (!fake_comm_ok(comm) || !device)
-        return fake_err(ncclInvalidArgument, "bad comm");
-    *device = comm->device;
-    return ncclSuccess;
-}
+FAKE_GETTER(ncclCommGetAsyncError, ncclResult_t,
+            (ncclResult_t)atomic_load(&comm->async_err))
+FAKE_GETTER(ncclCommCount, int, comm->nranks)
+FAKE_GETTER(ncclCommUserRank, int, comm->rank)
+FAKE_GETTER(ncclCommCuDevice, int, comm->device)
 
 /* ---- misc ---- */
 

@@ -6,6 +6,10 @@
  *                       kernel lengths rank 1 controls by arriving late,
  *                       a group of two all-reduces (one kernel), and 100
  *                       back-to-back 20 us compute kernels on a stream.
+ *                       With $P3D_GPU_DRIVER_RETURNS = DIR, each rank
+ *                       writes DIR/returns-RANK: the CLOCK_MONOTONIC ns
+ *                       at which each all-reduce and the ncclGroupEnd
+ *                       returned to it, one per line.
  *   gpu_driver mem      one process: a known allocation pattern through
  *                       every allocation path, including functions got
  *                       from cudaGetDriverEntryPoint(ByVersion) and
@@ -60,6 +64,35 @@ static void compute(cudaStream_t s, int n, uint64_t ns)
                                one, args, 0, s) == cudaSuccess);
 }
 
+static uint64_t ret_ns[8];   /* when the NCCL calls returned */
+static int ret_n;
+
+static void returned(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (ret_n < 8)
+        ret_ns[ret_n++] = (uint64_t)ts.tv_sec * 1000000000ull +
+                          (uint64_t)ts.tv_nsec;
+}
+
+static void write_returns(int rank)
+{
+    const char *dir = getenv("P3D_GPU_DRIVER_RETURNS");
+    char path[512];
+    FILE *f;
+
+    if (dir == NULL)
+        return;
+    snprintf(path, sizeof(path), "%s/returns-%d", dir, rank);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (int i = 0; i < ret_n; i++)
+        fprintf(f, "%llu\n", (unsigned long long)ret_ns[i]);
+    CHECK(fclose(f) == 0);
+}
+
 static int rank_main(int rank, int n, const char *idfile)
 {
     ncclUniqueId id;
@@ -82,6 +115,7 @@ static int rank_main(int rank, int n, const char *idfile)
             sleep_ms(3 * (k + 1));     /* rank 0's kernel waits for us */
         CHECK(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, s) ==
               ncclSuccess);
+        returned();
     }
     compute(cs, 100, 20000);
     if (rank == 1)
@@ -92,9 +126,11 @@ static int rank_main(int rank, int n, const char *idfile)
     CHECK(ncclAllReduce(buf, buf, count / 2, ncclFloat, ncclSum, comm, s) ==
           ncclSuccess);
     CHECK(ncclGroupEnd() == ncclSuccess);
+    returned();
     CHECK(cudaStreamSynchronize(s) == cudaSuccess);
     CHECK(ncclCommDestroy(comm) == ncclSuccess);
     CHECK(cudaFree(buf) == cudaSuccess);
+    write_returns(rank);
     return 0;
 }
 

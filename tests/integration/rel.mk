@@ -46,10 +46,11 @@ $(REL_DRV): tests/integration/rel_driver.c
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) $(P3D_CFLAGS) -o $@ $< \
 		$(P3D_LDFLAGS) -ldl
 
-$(REL_DRV_LIB): tests/integration/rel_drvlib.c $(BUILD)/fakes/libnccl.so.2
+$(REL_DRV_LIB): tests/integration/rel_drvlib.c $(DRVLIB_SRC) \
+		$(BUILD)/fakes/libnccl.so.2
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) $(P3D_CFLAGS) -fPIC -shared -o $@ \
-		$< -L$(BUILD)/fakes -l:libnccl.so.2 -l:libcudart.so.13 \
+		$(filter %.c,$^) -L$(BUILD)/fakes -l:libnccl.so.2 -l:libcudart.so.13 \
 		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
 
 TEST_DEPS += $(REL_DRV) $(REL_DRV_LIB)

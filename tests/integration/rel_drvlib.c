@@ -17,47 +17,17 @@
  *                   joins, another thread calls ncclCommAbort
  * Results of the calls are checked; exit status 0 means they were right.
  */
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <cuda_runtime_api.h>
-#include <nccl.h>
-#pragma GCC diagnostic pop
-
-#define CHECK(x)                                                              \
-    do {                                                                      \
-        if (!(x)) {                                                           \
-            fprintf(stderr, "rel_drvlib: %s:%d: check failed: %s\n",          \
-                    __FILE__, __LINE__, #x);                                  \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-#define OK(x) CHECK((x) == ncclSuccess)
+#include "drvlib.h"
 
 static cudaStream_t rel_stream;
 static int rel_stop; /* atomics */
 static const char *rel_self; /* rel_driver path, for exec */
 static const char *rel_lib;
-
-static ncclComm_t rel_solo(void)
-{
-    ncclUniqueId id;
-    ncclComm_t c;
-
-    OK(ncclGetUniqueId(&id));
-    OK(ncclCommInitRank(&c, 1, id, 0));
-    return c;
-}
 
 /* One all-reduce whose result is checked. */
 static void rel_ar(ncclComm_t c, float v)
@@ -70,7 +40,7 @@ static void rel_ar(ncclComm_t c, float v)
 
 static int rel_loop(int n)
 {
-    ncclComm_t c = rel_solo();
+    ncclComm_t c = drv_solo();
     const char *s = getenv("REL_SLEEP_US");
 
     for (int i = 0; i < n; i++) {
@@ -91,7 +61,7 @@ static long rel_calls; /* all-reduces returned, all threads */
 
 static void *rel_spin(void *arg)
 {
-    ncclComm_t c = rel_solo();
+    ncclComm_t c = drv_solo();
     long n = 0;
 
     (void)arg;
@@ -104,20 +74,12 @@ static void *rel_spin(void *arg)
     return (void *)n;
 }
 
-static int rel_wait(pid_t p)
-{
-    int st;
-
-    CHECK(waitpid(p, &st, 0) == p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static void rel_child(int kind)
 {
     if (kind == 0)
         _exit(0);
     if (kind == 1) {
-        ncclComm_t c = rel_solo();
+        ncclComm_t c = drv_solo();
         for (int i = 0; i < 3; i++)
             rel_ar(c, 2.0f);
         exit(0);
@@ -143,7 +105,7 @@ static int rel_forkmid(int t, int n)
             alarm(20); /* a deadlocked child dies, the test sees it */
             rel_child(i % 3);
         }
-        CHECK(rel_wait(p) == 0);
+        CHECK(drv_wait_pid(p) == 0);
     }
     __atomic_store_n(&rel_stop, 1, __ATOMIC_SEQ_CST);
     for (int i = 0; i < t; i++)
@@ -183,7 +145,7 @@ static int rel_signals(int n)
 {
     struct sigaction sa;
     pthread_t th;
-    ncclComm_t c = rel_solo();
+    ncclComm_t c = drv_solo();
     long calls = 0;
 
     memset(&sa, 0, sizeof(sa));
@@ -204,7 +166,7 @@ static int rel_signals(int n)
 
 static int rel_sigterm(int n)
 {
-    ncclComm_t c = rel_solo();
+    ncclComm_t c = drv_solo();
 
     for (int i = 0; i < n; i++)
         rel_ar(c, 1.0f);
@@ -240,37 +202,6 @@ static int rel_exitthread(int t)
     return 1; /* not reached: rel_spin loops until exit */
 }
 
-/* Rank 0 publishes the unique id in $REL_ID_DIR; rank 1 reads it. */
-static ncclUniqueId rel_id(int rank)
-{
-    char path[512], tmp[520];
-    const char *dir = getenv("REL_ID_DIR");
-    ncclUniqueId id;
-    int fd;
-
-    snprintf(path, sizeof(path), "%s/abort.id", dir ? dir : "/tmp");
-    if (rank == 0) {
-        OK(ncclGetUniqueId(&id));
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        CHECK(fd >= 0 && write(fd, &id, sizeof(id)) == sizeof(id));
-        close(fd);
-        CHECK(rename(tmp, path) == 0);
-        return id;
-    }
-    for (int i = 0; i < 4000; i++) {
-        fd = open(path, O_RDONLY);
-        if (fd >= 0) {
-            CHECK(read(fd, &id, sizeof(id)) == sizeof(id));
-            close(fd);
-            return id;
-        }
-        usleep(5000);
-    }
-    CHECK(!"unique id never appeared");
-    return id;
-}
-
 static ncclComm_t rel_abort_comm;
 static ncclResult_t rel_abort_ret = ncclSuccess;
 
@@ -290,7 +221,7 @@ static void *rel_blocked(void *arg)
 static int rel_abort(void)
 {
     int rank = atoi(getenv("RANK") ? getenv("RANK") : "0");
-    ncclUniqueId id = rel_id(rank);
+    ncclUniqueId id = drv_share_id("REL_ID_DIR", "abort", rank);
     pthread_t th;
 
     OK(ncclCommInitRank(&rel_abort_comm, 2, id, rank));

@@ -3,7 +3,8 @@
 #
 #   $(BUILD)/fakes/shim_driver         opens a library RTLD_LOCAL, runs it
 #   $(BUILD)/fakes/libshim_drv.so      scenarios; links the fake NCCL
-#                                      and cudart (for real streams)
+#                                      and cudart (for real streams);
+#                                      with drvlib.c, shared with rel.mk
 #   $(BUILD)/fakes/libshim_missing.so  calls NCCL with no NCCL loaded
 
 SHIM_DRV := $(BUILD)/fakes/shim_driver
@@ -15,10 +16,11 @@ $(SHIM_DRV): tests/integration/shim_driver.c
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(SHIM_TEST_CFLAGS) -o $@ $< $(P3D_LDFLAGS) -ldl
 
-$(SHIM_DRV_LIB): tests/integration/shim_drvlib.c $(BUILD)/fakes/libnccl.so.2
+$(SHIM_DRV_LIB): tests/integration/shim_drvlib.c $(DRVLIB_SRC) \
+		$(BUILD)/fakes/libnccl.so.2
 	@mkdir -p $(dir $@)
-	$(QUIET_LINK)$(CC) $(SHIM_TEST_CFLAGS) -fPIC -shared -o $@ $< \
-		-L$(BUILD)/fakes -l:libnccl.so.2 -l:libcudart.so.13 \
+	$(QUIET_LINK)$(CC) $(SHIM_TEST_CFLAGS) -fPIC -shared -o $@ \
+		$(filter %.c,$^) -L$(BUILD)/fakes -l:libnccl.so.2 -l:libcudart.so.13 \
 		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
 
 $(SHIM_MISSING_LIB): tests/integration/shim_missing.c

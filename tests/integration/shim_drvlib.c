@@ -14,42 +14,14 @@
  *   noop           no NCCL call at all
  * Results of the calls are checked here; exit status 0 means they were
  * right (so a shim that changed a result fails the test).
- * Rank 0 publishes unique ids as files in $SHIM_ID_DIR.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <cuda_runtime_api.h>
-#include <nccl.h>
-#pragma GCC diagnostic pop
-
-#define CHECK(x)                                                              \
-    do {                                                                      \
-        if (!(x)) {                                                           \
-            fprintf(stderr, "shim_drvlib: %s:%d: check failed: %s\n",         \
-                    __FILE__, __LINE__, #x);                                  \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-#define OK(x)                                                                 \
-    do {                                                                      \
-        ncclResult_t r_ = (x);                                                \
-        if (r_ != ncclSuccess) {                                              \
-            fprintf(stderr, "shim_drvlib: %s:%d: %s returned %d (%s)\n",      \
-                    __FILE__, __LINE__, #x, (int)r_, ncclGetLastError(NULL)); \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
+#include "drvlib.h"
 
 static int drv_rank, drv_world;
 static cudaStream_t drv_stream; /* a real (fake-cudart) stream */
@@ -61,35 +33,10 @@ static int drv_env_int(const char *name, int dflt)
     return v != NULL && *v != '\0' ? atoi(v) : dflt;
 }
 
-/* Rank 0 makes and publishes the id `name`; others wait for it. */
+/* Rank 0 makes and publishes the id `name` in $SHIM_ID_DIR. */
 static ncclUniqueId drv_id(const char *name)
 {
-    const char *dir = getenv("SHIM_ID_DIR");
-    char path[512], tmp[520];
-    ncclUniqueId id;
-    int fd, i;
-
-    snprintf(path, sizeof(path), "%s/%s.id", dir ? dir : "/tmp", name);
-    if (drv_rank == 0) {
-        OK(ncclGetUniqueId(&id));
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        CHECK(fd >= 0 && write(fd, &id, sizeof(id)) == sizeof(id));
-        close(fd);
-        CHECK(rename(tmp, path) == 0);
-        return id;
-    }
-    for (i = 0; i < 2000; i++) {
-        fd = open(path, O_RDONLY);
-        if (fd >= 0) {
-            CHECK(read(fd, &id, sizeof(id)) == sizeof(id));
-            close(fd);
-            return id;
-        }
-        usleep(5000);
-    }
-    CHECK(!"unique id never appeared");
-    return id;
+    return drv_share_id("SHIM_ID_DIR", name, drv_rank);
 }
 
 static int drv_wait_ready(ncclComm_t c)
@@ -224,16 +171,6 @@ static int drv_all(void)
     return 0;
 }
 
-static ncclComm_t drv_solo(void)
-{
-    ncclUniqueId id;
-    ncclComm_t c;
-
-    OK(ncclGetUniqueId(&id));
-    OK(ncclCommInitRank(&c, 1, id, 0));
-    return c;
-}
-
 /* KiB of this process's address space mapped from *.p3d files. */
 static long drv_p3d_mapped_kib(void)
 {
@@ -318,14 +255,6 @@ static int drv_threads(int t, int n)
     return 0;
 }
 
-static int drv_wait_child(pid_t pid)
-{
-    int st;
-
-    CHECK(waitpid(pid, &st, 0) == pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static int drv_fork(char **exec_argv)
 {
     ncclComm_t c = drv_solo();
@@ -336,7 +265,7 @@ static int drv_fork(char **exec_argv)
     p = fork();
     if (p == 0)
         _exit(0); /* calls nothing: must leave no file */
-    CHECK(drv_wait_child(p) == 0);
+    CHECK(drv_wait_pid(p) == 0);
     p = fork();
     if (p == 0) {
         ncclComm_t cc = drv_solo();
@@ -344,14 +273,14 @@ static int drv_fork(char **exec_argv)
         OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, cc, drv_stream));
         exit(0);
     }
-    CHECK(drv_wait_child(p) == 0);
+    CHECK(drv_wait_pid(p) == 0);
     if (exec_argv[0] != NULL) {
         p = fork();
         if (p == 0) {
             execv(exec_argv[0], exec_argv);
             _exit(127);
         }
-        CHECK(drv_wait_child(p) == 0);
+        CHECK(drv_wait_pid(p) == 0);
     }
     OK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, c, drv_stream));
     return 0;

@@ -2,16 +2,7 @@
 # --dump: the documented one-line-per-record text format.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-A=$P3D_BUILD/p3d-analyze
-G=$P3D_BUILD/tests/p3d-gen
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
-    G=$T/p3d-gen
-    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
-        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
-fi
-fail() { echo "FAIL: $*"; exit 1; }
+. "$P3D_SRC/tests/integration/analyze_lib.sh"
 "$G" --tp 2 --pp 2 --dp 1 --steps 1 --gpu "$T/j" || exit 1
 "$A" --dump "$T/j/rank-00001.p3d" > "$T/d" || fail "rc=$?"
 head -1 "$T/d" | grep -Eq '^header magic=P3DTRACE major=1 minor=0 hdr_len=256 flags=0x0001 chunk_bytes=65536 data_off=4096 rank=1 world_size=4 ' ||

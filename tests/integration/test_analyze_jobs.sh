@@ -4,16 +4,7 @@
 # a note, symlink loops survived.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-A=$P3D_BUILD/p3d-analyze
-G=$P3D_BUILD/tests/p3d-gen
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
-    G=$T/p3d-gen
-    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
-        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
-fi
-fail() { echo "FAIL: $*"; exit 1; }
+. "$P3D_SRC/tests/integration/analyze_lib.sh"
 
 # traces/ with two job folders of different ids
 mkdir -p "$T/traces"

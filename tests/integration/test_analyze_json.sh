@@ -3,16 +3,7 @@
 # strings from traces, GPU time and bus bandwidth once gpu_op records exist.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-A=$P3D_BUILD/p3d-analyze
-G=$P3D_BUILD/tests/p3d-gen
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
-    G=$T/p3d-gen
-    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
-        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
-fi
-fail() { echo "FAIL: $*"; exit 1; }
+. "$P3D_SRC/tests/integration/analyze_lib.sh"
 "$G" --tp 2 --pp 2 --dp 2 --gpu --cmd 'a"b\c --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2' "$T/j" || exit 1
 "$A" -q --json - "$T/j" > "$T/o.json" || fail "rc=$?"
 head -2 "$T/o.json" | grep -q '"schema": "p3d-analyze/1"' || fail "schema"

@@ -5,15 +5,7 @@
 # must equal the generator's ground truth and the layout must be found.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-A=$P3D_BUILD/p3d-analyze
-G=$P3D_BUILD/tests/p3d-gen
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
-    G=$T/p3d-gen
-    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
-        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
-fi
+. "$P3D_SRC/tests/integration/analyze_lib.sh"
 fails=0
 check() { # tp pp dp cp ep order extra...
     tp=$1 pp=$2 dp=$3 cp=$4 ep=$5 ord=$6

@@ -2,6 +2,11 @@
 # GPU timing fallbacks (issue 4) over the fakes, 2 ranks of gpu_driver:
 #   P3D_GPU_TIMING=events  every op gets a CUDA-event GPU_OP inside its call
 #                          (grouped ops: ending at the group's end), no spans;
+#                          "inside": from the shim's entry time to when the
+#                          call returned to gpu_driver, which logs that (the
+#                          shim records the end event after its exit time,
+#                          so on a loaded machine a preemption may separate
+#                          them);
 #                          with asynchronous fake streams (events complete
 #                          after the call returned) the times of one
 #                          stream's ops follow each other without overlap;
@@ -10,13 +15,12 @@
 #   P3D_GPU_TIMING=off     no GPU_OP/GPU_SPAN/CLOCK_SYNC at all.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-drv="$P3D_BUILD/tests/gpu_driver"
-[ -x "$drv" ] || { echo "no $drv"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$P3D_SRC/tests/integration/gpu_lib.sh"
 run() {   # job, then env assignments
     job=$1; shift
+    mkdir "$tmp/$job.ret"
     env P3D_FAKE_SHM_DIR="$tmp" P3D_TRACE_DIR="$tmp" P3D_JOB_ID="$job" \
+        P3D_GPU_DRIVER_RETURNS="$tmp/$job.ret" \
         LD_LIBRARY_PATH="$P3D_BUILD/fakes" \
         LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" "$@" \
         timeout 60 "$drv" nccl 2 2> "$tmp/$job.err"
@@ -31,9 +35,14 @@ sys.path.insert(0, sys.argv[2])
 import p3d_trace
 d = sys.argv[1]
 fail = []
+def returns(job, rank):
+    """When gpu_driver saw its NCCL calls return (CLOCK_MONOTONIC ns)."""
+    with open("%s/%s.ret/returns-%d" % (d, job, rank)) as f:
+        return [int(v) for v in f.read().split()]
 def events_ok(job):
     for rank, t in sorted(p3d_trace.read_dir(d + "/" + job).items()):
         recs = t.records
+        rets = returns(job, rank)
         ops = {r["op_id"]: r for r in recs if r["type"] == "op"}
         gpu = {r["op_id"]: r for r in recs if r["type"] == "gpu_op"}
         ends = {r["group_id"]: r for r in recs
@@ -45,9 +54,16 @@ def events_ok(job):
             g = gpu[i]
             if g["source"] != 2:
                 fail.append("%s: source %d, want events" % (job, g["source"]))
-            lo, hi = o["t_enter"] - 2_000_000, o["t_exit"] + 100_000
-            if o["group_id"]:
-                hi = ends[o["group_id"]]["t_exit"] + 100_000
+            # the call returned to the app at the first logged return
+            # after the shim's exit time (of the group for grouped ops)
+            ex = ends[o["group_id"]]["t_exit"] if o["group_id"] else \
+                o["t_exit"]
+            back = min([r for r in rets if r >= ex], default=None)
+            if back is None:
+                fail.append("%s rank %d op %d: no return logged after %d"
+                            % (job, rank, i, ex))
+                continue
+            lo, hi = o["t_enter"] - 2_000_000, back + 100_000
             if not lo <= g["gpu_start"] <= g["gpu_end"] <= hi:
                 fail.append("%s rank %d op %d: gpu %d..%d outside call "
                             "%d..%d" % (job, rank, i, g["gpu_start"],

@@ -7,10 +7,7 @@
 # levels, device-wide used memory, and the throttle on peak records.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-drv="$P3D_BUILD/tests/gpu_driver"
-[ -x "$drv" ] || { echo "no $drv"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$P3D_SRC/tests/integration/gpu_lib.sh"
 P3D_TRACE_DIR="$tmp" P3D_JOB_ID=mem LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
     "$drv" mem > "$tmp/expect"
 python3 - "$tmp/expect" "$tmp/mem" "$P3D_SRC/tests/tools" <<'PY'

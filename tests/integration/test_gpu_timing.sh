@@ -13,10 +13,7 @@
 # log knows no op ids: kernels are matched to launch units in order).
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-drv="$P3D_BUILD/tests/gpu_driver"
-[ -x "$drv" ] || { echo "no $drv"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$P3D_SRC/tests/integration/gpu_lib.sh"
 for job in ext noext async; do
 noext=; [ $job = noext ] && noext=1
 async=; [ $job = async ] && async=1

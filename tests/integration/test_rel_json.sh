@@ -40,35 +40,57 @@ if "$A" --help | grep -q -- --html; then
     grep -q 'onerror=alert' "$T/r.html" ||
         echo "note: the command line does not appear in the HTML"
 fi
-n=0
-for f in "$S"/tests/fuzz/corpus/* "$S"/tests/regress/*; do
-    case $f in *.py) continue ;; esac
-    rm -rf "$T/j" && mkdir "$T/j"
-    # a multi-rank seed is rank files one after the other
-    python3 - "$f" "$T/j" <<'PY'
-import sys
-d = open(sys.argv[1], "rb").read()
-cuts = [0] + [o for o in range(8, len(d) - 7, 8) if d[o:o + 8] == b"P3DTRACE"]
-cuts.append(len(d))
-for i in range(len(cuts) - 1):
-    open("%s/rank-%05d.p3d" % (sys.argv[2], i), "wb").write(d[cuts[i]:cuts[i + 1]])
+# every fuzz seed and crash reproducer analysed as a job (a multi-rank
+# seed is rank files one after the other) exits 0 or 2 within 60 s and
+# writes valid JSON (--json, and --chrome when built); one python process
+# splits the seeds, runs the analyzer on each and parses what it wrote
+chrome=0
+"$A" --help | grep -q -- --chrome && chrome=1
+python3 - "$A" "$T" "$chrome" "$S"/tests/fuzz/corpus/* "$S"/tests/regress/* \
+    <<'PY' || exit 1
+import json, os, subprocess, sys
+A, T, chrome = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+
+
+def split(f, d):
+    data = open(f, "rb").read()
+    cuts = [0] + [o for o in range(8, len(data) - 7, 8)
+                  if data[o:o + 8] == b"P3DTRACE"]
+    cuts.append(len(data))
+    os.mkdir(d)
+    for i in range(len(cuts) - 1):
+        with open("%s/rank-%05d.p3d" % (d, i), "wb") as out:
+            out.write(data[cuts[i]:cuts[i + 1]])
+
+
+def check_json(raw, what, name):
+    try:
+        json.loads(raw.decode("utf-8"))
+    except ValueError as e:
+        sys.exit("FAIL: %s: invalid %sJSON: %s" % (name, what, e))
+
+
+n = 0
+for k, f in enumerate(sys.argv[4:]):
+    if f.endswith(".py"):
+        continue
+    name, d, c2 = os.path.basename(f), "%s/j%d" % (T, k), "%s/c2.json" % T
+    split(f, d)
+    if os.path.exists(c2):
+        os.unlink(c2)
+    cmd = [A, "-q", "--json", "-"] + (["--chrome", c2] if chrome else [])
+    try:
+        p = subprocess.run(cmd + [d], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           timeout=60)
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: %s: still running after 60 s" % name)
+    if os.path.exists(c2) and os.path.getsize(c2) > 0:
+        check_json(open(c2, "rb").read(), "--chrome ", name)
+    if p.returncode not in (0, 2):
+        sys.exit("FAIL: %s: status %d" % (name, p.returncode))
+    if p.stdout:
+        check_json(p.stdout, "", name)
+        n += 1
+print("%d JSON documents valid" % n)
 PY
-    chrome=""
-    "$A" --help | grep -q -- --chrome && chrome="--chrome $T/c2.json"
-    rm -f "$T/c2.json"
-    # shellcheck disable=SC2086
-    timeout 60 "$A" -q --json - $chrome "$T/j" > "$T/o.json" 2> /dev/null
-    rc=$?
-    if [ -s "$T/c2.json" ]; then
-        python3 -c 'import json,sys; json.load(open(sys.argv[1]))' \
-            "$T/c2.json" 2> "$T/jerr" ||
-            fail "$(basename "$f"): invalid --chrome JSON: $(tail -1 "$T/jerr")"
-    fi
-    [ "$rc" = 0 ] || [ "$rc" = 2 ] || fail "$(basename "$f"): status $rc"
-    [ -s "$T/o.json" ] || continue
-    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' \
-        "$T/o.json" 2> "$T/jerr" ||
-        fail "$(basename "$f"): invalid JSON: $(tail -1 "$T/jerr")"
-    n=$((n + 1))
-done
-echo "$n JSON documents valid"

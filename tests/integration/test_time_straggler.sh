@@ -2,12 +2,16 @@
 # Wait states: a rank whose compute is injected 100 % slower must be the
 # first straggler (waiting caused to others in its TP group), in a job
 # with DP replicas, in one without, and in a pipeline without TP groups
-# (Late Sender / Late Receiver on the pipeline send/recv).  A 2-core CI
-# box preempts ranks for milliseconds, so the injected delay is kept well
-# above that.
+# (Late Sender / Late Receiver on the pipeline send/recv).  A loaded
+# 2-core CI box delays ranks by milliseconds (rank start-up, wake-ups):
+# at load 10 that noise made a peer cause 0.6-1.1x the straggler's waiting
+# with 2+4 ms per micro-batch over 2 layers, so the injected delay is 8+16
+# ms in one kernel per micro-batch (3-15x the noise; ~0.5 s per job); in
+# the pipeline-only job, where 1+2 ms over 2 layers let the noise make
+# stage 3 look busier than the slow stage 2, it is 4+8 ms in one kernel.
 set -u
 . "$P3D_SRC/tests/integration/test_time_lib.inc"
-C="-m 4 --fwd-ms 2 --bwd-ms 4 --opt-ms 0.5"
+C="-m 4 --fwd-ms 8 --bwd-ms 16 --opt-ms 0.5 --layers 1"
 # shellcheck disable=SC2086
 time_run strag5 --tp 2 --pp 2 --dp 2 --straggler 5:100 $C &&
     time_check strag5 straggler steps=0.01
@@ -17,7 +21,8 @@ time_run strag2 --tp 2 --pp 2 --straggler 2:100 $C &&
 # pipeline only: ranked by Late Sender / Late Receiver on send/recv, and
 # the slow stage is the busiest
 # shellcheck disable=SC2086
-time_run ppstrag --pp 4 -m 8 --straggler 2:100 --fwd-ms 1 --bwd-ms 2 &&
+time_run ppstrag --pp 4 -m 8 --straggler 2:100 --fwd-ms 4 --bwd-ms 8 \
+    --layers 1 &&
     time_check ppstrag straggler bubble=0.02
 grep -q "busiest stage (sets the pace): 2" "$T/ppstrag.txt" || {
     echo "FAIL ppstrag: stage 2 is not the busiest"

@@ -31,12 +31,8 @@ then
 fi
 
 # escaping: a generated job whose command line is HTML
-G=$P3D_BUILD/tests/p3d-gen
-if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
-    G=$T/p3d-gen
-    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
-        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
-fi
+. "$P3D_SRC/tests/integration/gen_lib.sh"
+gen_find "$T"
 "$G" --tp 2 --pp 1 --dp 2 --cmd \
     "--x <script>alert('p3d')</script> \"q\"&amp; --tensor-model-parallel-size 2" \
     "$T/esc" > /dev/null || { echo "FAIL: p3d-gen"; exit 1; }

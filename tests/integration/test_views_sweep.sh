@@ -22,12 +22,8 @@ if command -v shellcheck >/dev/null; then
         "$P3D_SRC/scripts/p3d-run" || fail "shellcheck"
 fi
 
-G=$P3D_BUILD/tests/p3d-gen
-if [ ! -x "$G" ] || [ "$P3D_SRC/tests/gen/p3d_gen.c" -nt "$G" ]; then
-    G=$T/p3d-gen
-    ${CC:-cc} -std=gnu11 -O2 -I"$P3D_SRC/include" -o "$G" \
-        "$P3D_SRC/tests/gen/p3d_gen.c" || exit 1
-fi
+. "$P3D_SRC/tests/integration/gen_lib.sh"
+gen_find "$T"
 cat > "$T/stub.sh" <<EOF
 #!/bin/sh
 echo "\$NAME TP=\$TP PP=\$PP CP=\$CP GPUS=\$GPUS ITERS=\$ITERS ONE_GPU=\$ONE_GPU" >> "$T/log"
