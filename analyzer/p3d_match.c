@@ -43,23 +43,30 @@ static int p3d_cmp_mm(const void *a, const void *b)
     return x->vb < y->vb ? -1 : x->vb > y->vb;
 }
 
-/* Count m; keep it if it is among the first P3D_MM_KEEP in report order
- * (so what is kept does not depend on the order mismatches are found). */
+/*
+ * Count m; keep it if it is among the first P3D_MM_KEEP in report order,
+ * so what is kept does not depend on the order mismatches are found in.
+ * Once full, the kept ones are sorted and m is inserted in place.
+ */
 static void p3d_mm_add(struct p3d_match_res *res, const struct p3d_mismatch *m)
 {
-    int worst = 0;
+    int i = P3D_MM_KEEP - 1;
 
     if (m->field < P3D_MM_UNMATCHED)
         res->n_mismatch++;
     if (res->n_kept < P3D_MM_KEEP) {
         res->mm[res->n_kept++] = *m;
+        if (res->n_kept == P3D_MM_KEEP)
+            qsort(res->mm, P3D_MM_KEEP, sizeof(*m), p3d_cmp_mm);
         return;
     }
-    for (int i = 1; i < res->n_kept; i++)
-        if (p3d_cmp_mm(&res->mm[i], &res->mm[worst]) > 0)
-            worst = i;
-    if (p3d_cmp_mm(m, &res->mm[worst]) < 0)
-        res->mm[worst] = *m;
+    if (p3d_cmp_mm(m, &res->mm[i]) >= 0)
+        return;
+    while (i > 0 && p3d_cmp_mm(m, &res->mm[i - 1]) < 0)
+        i--;
+    memmove(&res->mm[i + 1], &res->mm[i],
+            sizeof(*m) * (size_t)(P3D_MM_KEEP - 1 - i));
+    res->mm[i] = *m;
 }
 
 static void p3d_mm_diff(struct p3d_match_res *res, struct p3d_mismatch *m,
@@ -79,9 +86,9 @@ static int p3d_rooted(int op)
            op == P3D_OP_GATHER || op == P3D_OP_SCATTER;
 }
 
-void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
-                    int rank_a, const struct p3d_rec_op *a, int rank_b,
-                    const struct p3d_rec_op *b)
+void p3d_match_ref(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
+                   int rank_a, const struct p3d_ref *a, int rank_b,
+                   const struct p3d_ref *b)
 {
     struct p3d_mismatch m = {comm, seq, 0, rank_a, rank_b, 0, 0, a->op,
                              -1, -1};
@@ -93,18 +100,19 @@ void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
     p3d_mm_diff(res, &m, P3D_MM_COUNT, (int64_t)a->count, (int64_t)b->count);
     p3d_mm_diff(res, &m, P3D_MM_DTYPE, a->dtype, b->dtype);
     if (p3d_rooted(a->op))
-        p3d_mm_diff(res, &m, P3D_MM_ROOT, a->peer, b->peer);
+        p3d_mm_diff(res, &m, P3D_MM_ROOT, a->root, b->root);
     p3d_mm_diff(res, &m, P3D_MM_REDOP, a->redop, b->redop);
 }
 
-void p3d_ref_to_op(const struct p3d_ref *r, struct p3d_rec_op *o)
+void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
+                    int rank_a, const struct p3d_rec_op *a, int rank_b,
+                    const struct p3d_rec_op *b)
 {
-    memset(o, 0, sizeof(*o));
-    o->op = r->op;
-    o->count = r->count;
-    o->dtype = r->dtype;
-    o->redop = r->redop;
-    o->peer = r->root;
+    struct p3d_ref ra, rb;
+
+    p3d_ref_set(&ra, a, rank_a);
+    p3d_ref_set(&rb, b, rank_b);
+    p3d_match_ref(res, comm, seq, rank_a, &ra, rank_b, &rb);
 }
 
 void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o, int rank)

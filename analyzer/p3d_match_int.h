@@ -47,22 +47,29 @@ struct p3d_member {
 };
 
 /*
- * A divergent collective instance: its members did not all agree.
- * var[0] is the record every member had until the first disagreement;
- * mem[] lists only the members whose record differs from var[0] (the
- * others, whenever they came, are var[0]).  Who the members are is read
- * from their runs when all of them are in.
+ * A divergent collective instance: its members did not all agree.  Its
+ * variants (distinct records) and the members filed under them are lists
+ * threaded through the shard's arrays by index (no allocation per
+ * instance).  var0 is the record every member had until the first
+ * disagreement; only members whose record differs from var0 are filed
+ * (the others, whenever they came, are var0).  Who the members are is
+ * read from their runs once all of them are in.
  */
+struct p3d_var {
+    struct p3d_ref v;
+    uint32_t next; /* 1 + index of the instance's next variant, or 0 */
+};
+
 struct p3d_vmember {
     int32_t rank;
-    uint32_t var;
+    uint32_t var;  /* index in the shard's variants */
+    uint32_t next; /* 1 + index of the instance's next filed member, or 0 */
 };
 
 struct p3d_div {
     uint64_t comm, seq;
-    struct p3d_ref *var;
-    struct p3d_vmember *mem;
-    uint32_t n_var, var_cap, n_mem, mem_cap;
+    uint32_t var0;     /* index of variant 0; the others follow it */
+    uint32_t mem_head; /* 1 + index of the first filed member, or 0 */
 };
 
 struct p3d_mcomm { /* one communicator's instances */
@@ -87,6 +94,10 @@ struct p3d_shard {
     size_t n, cap;
     struct p3d_div *div; /* divergent instances (rare) */
     size_t n_div, div_cap;
+    struct p3d_var *var; /* their variants */
+    size_t n_var, var_cap;
+    struct p3d_vmember *vm; /* their members that differ from variant 0 */
+    size_t n_vm, vm_cap;
     struct p3d_match_res res;
 };
 
@@ -108,7 +119,10 @@ void p3d_div_add(struct p3d_shard *sh, uint64_t comm, uint64_t seq,
 void p3d_div_finish(struct p3d_shard *sh);
 
 /* p3d_match.c */
-void p3d_ref_to_op(const struct p3d_ref *r, struct p3d_rec_op *o);
+/* p3d_match_coll on two instance records. */
+void p3d_match_ref(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
+                   int rank_a, const struct p3d_ref *a, int rank_b,
+                   const struct p3d_ref *b);
 void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o, int rank);
 /* 1 if o agrees with r in every field p3d_match_coll compares. */
 int p3d_ref_agrees(const struct p3d_ref *r, const struct p3d_rec_op *o);

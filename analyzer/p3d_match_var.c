@@ -69,13 +69,13 @@ static int p3d_member_has(const struct p3d_member *mb, uint64_t seq)
     return 0;
 }
 
-/* Room for one more element in a small array (doubling from 2). */
-static void p3d_small_grow(void **p, uint32_t *cap, uint32_t n, size_t size)
+static uint32_t p3d_var_new(struct p3d_shard *sh, const struct p3d_ref *r)
 {
-    if (n < *cap)
-        return;
-    *cap = *cap ? *cap * 2 : 2;
-    *p = p3d_xrealloc(*p, *cap, size);
+    sh->var_cap = p3d_grow((void **)&sh->var, sh->var_cap, sh->n_var,
+                           sizeof(*sh->var));
+    sh->var[sh->n_var].v = *r;
+    sh->var[sh->n_var].next = 0;
+    return (uint32_t)sh->n_var++;
 }
 
 static struct p3d_div *p3d_div_new(struct p3d_shard *sh, uint64_t comm,
@@ -86,13 +86,32 @@ static struct p3d_div *p3d_div_new(struct p3d_shard *sh, uint64_t comm,
     sh->div_cap = p3d_grow((void **)&sh->div, sh->div_cap, sh->n_div,
                            sizeof(*sh->div));
     d = &sh->div[sh->n_div++];
-    memset(d, 0, sizeof(*d));
     d->comm = comm;
     d->seq = seq;
-    p3d_small_grow((void **)&d->var, &d->var_cap, 0, sizeof(*d->var));
-    d->var[d->n_var++] = *r;
+    d->var0 = p3d_var_new(sh, r);
+    d->mem_head = 0;
     r->div = (uint32_t)sh->n_div;
     return d;
+}
+
+/* The index of d's variant that o agrees with (added if none). */
+static uint32_t p3d_var_of(struct p3d_shard *sh, const struct p3d_div *d,
+                           int rank, const struct p3d_rec_op *o)
+{
+    uint32_t v = d->var0, last = v;
+    struct p3d_ref r;
+
+    for (; ; v = sh->var[v].next - 1) {
+        if (p3d_ref_agrees(&sh->var[v].v, o))
+            return v;
+        last = v;
+        if (!sh->var[v].next)
+            break;
+    }
+    p3d_ref_set(&r, o, rank);
+    v = p3d_var_new(sh, &r);
+    sh->var[last].next = v + 1;
+    return v;
 }
 
 void p3d_div_add(struct p3d_shard *sh, uint64_t comm, uint64_t seq,
@@ -100,20 +119,16 @@ void p3d_div_add(struct p3d_shard *sh, uint64_t comm, uint64_t seq,
 {
     struct p3d_div *d = r->div ? &sh->div[r->div - 1]
                                : p3d_div_new(sh, comm, seq, r);
-    uint32_t v = 0;
+    uint32_t v = p3d_var_of(sh, d, rank, o);
 
-    while (v < d->n_var && !p3d_ref_agrees(&d->var[v], o))
-        v++;
-    if (v == 0)
+    if (v == d->var0)
         return; /* agrees with variant 0: found from its runs */
-    if (v == d->n_var) {
-        p3d_small_grow((void **)&d->var, &d->var_cap, d->n_var,
-                       sizeof(*d->var));
-        p3d_ref_set(&d->var[d->n_var++], o, rank);
-    }
-    p3d_small_grow((void **)&d->mem, &d->mem_cap, d->n_mem, sizeof(*d->mem));
-    d->mem[d->n_mem].rank = rank;
-    d->mem[d->n_mem++].var = v;
+    sh->vm_cap = p3d_grow((void **)&sh->vm, sh->vm_cap, sh->n_vm,
+                          sizeof(*sh->vm));
+    sh->vm[sh->n_vm].rank = rank;
+    sh->vm[sh->n_vm].var = v;
+    sh->vm[sh->n_vm].next = d->mem_head;
+    d->mem_head = (uint32_t)++sh->n_vm;
 }
 
 static int p3d_cmp_vmember(const void *a, const void *b)
@@ -132,53 +147,69 @@ static int p3d_cmp_member(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
+/* d's filed members into (*buf)[0..n), ascending rank; returns n. */
+static size_t p3d_div_filed(const struct p3d_shard *sh,
+                            const struct p3d_div *d,
+                            struct p3d_vmember **buf, size_t *cap)
+{
+    size_t n = 0;
+
+    for (uint32_t i = d->mem_head; i; i = sh->vm[i - 1].next) {
+        *cap = p3d_grow((void **)buf, *cap, n, sizeof(**buf));
+        (*buf)[n++] = sh->vm[i - 1];
+    }
+    if (n > 1)
+        qsort(*buf, n, sizeof(**buf), p3d_cmp_vmember);
+    return n;
+}
+
 /*
  * Compare the members of d (c's members that took d->seq, ascending
- * rank; their variant from d->mem, else 0) with the lowest of them.
+ * rank; their variant as filed, else variant 0) with the lowest of them.
  */
-static void p3d_div_decide(struct p3d_match_res *res,
-                           const struct p3d_mcomm *c, struct p3d_div *d)
+static void p3d_div_decide(struct p3d_shard *sh, const struct p3d_mcomm *c,
+                           const struct p3d_div *d,
+                           struct p3d_vmember **buf, size_t *cap)
 {
-    struct p3d_rec_op ref, o;
+    size_t n = p3d_div_filed(sh, d, buf, cap), k = 0;
     int ref_rank = -1;
-    uint32_t ref_var = 0, k = 0;
+    uint32_t ref_var = 0;
 
-    qsort(d->mem, d->n_mem, sizeof(*d->mem), p3d_cmp_vmember);
     for (size_t i = 0; i < c->n_mem; i++) {
         const struct p3d_member *mb = &c->mem[i];
-        uint32_t v = 0;
+        uint32_t v = d->var0;
         if (!p3d_member_has(mb, d->seq))
             continue;
-        while (k < d->n_mem && d->mem[k].rank < mb->rank)
+        while (k < n && (*buf)[k].rank < mb->rank)
             k++;
-        if (k < d->n_mem && d->mem[k].rank == mb->rank)
-            v = d->mem[k].var; /* the first of duplicate records */
-        if (ref_rank < 0) {
+        if (k < n && (*buf)[k].rank == mb->rank)
+            v = (*buf)[k].var; /* the first of duplicate records */
+        if (ref_rank < 0)
             ref_rank = mb->rank, ref_var = v;
-            p3d_ref_to_op(&d->var[v], &ref);
-        } else if (v != ref_var) {
-            p3d_ref_to_op(&d->var[v], &o);
-            p3d_match_coll(res, d->comm, d->seq, ref_rank, &ref, mb->rank,
-                           &o);
-        }
+        else if (v != ref_var)
+            p3d_match_ref(&sh->res, d->comm, d->seq, ref_rank,
+                          &sh->var[ref_var].v, mb->rank, &sh->var[v].v);
     }
 }
 
 void p3d_div_finish(struct p3d_shard *sh)
 {
+    struct p3d_vmember *buf = NULL;
+    size_t cap = 0;
+
     for (size_t i = 0; i < sh->n; i++) /* members by rank, once */
         if (sh->comms[i].n_mem > 1)
             qsort(sh->comms[i].mem, sh->comms[i].n_mem,
                   sizeof(*sh->comms[i].mem), p3d_cmp_member);
     for (size_t i = 0; i < sh->n_div; i++) {
-        struct p3d_div *d = &sh->div[i];
-        int ci = p3d_map_get(&sh->idx, d->comm);
+        int ci = p3d_map_get(&sh->idx, sh->div[i].comm);
         if (ci >= 0)
-            p3d_div_decide(&sh->res, &sh->comms[ci], d);
-        free(d->var);
-        free(d->mem);
+            p3d_div_decide(sh, &sh->comms[ci], &sh->div[i], &buf, &cap);
     }
+    free(buf);
     free(sh->div);
+    free(sh->var);
+    free(sh->vm);
     for (size_t i = 0; i < sh->n; i++) {
         struct p3d_mcomm *c = &sh->comms[i];
         for (size_t k = 0; k < c->n_mem; k++)
