@@ -138,7 +138,8 @@ int p3d_ref_agrees(const struct p3d_ref *r, const struct p3d_rec_op *o)
 /*
  * Instances are indexed by seq, so a damaged seq would size an array: a
  * seq more than P3D_SEQ_SLACK past the number of ops taken so far by the
- * member on the comm (or on the pair) is not matched.  Real seqs are dense from 0.
+ * member on the comm (or on the pair) is not matched.  Real seqs are
+ * dense from 0.
  */
 #define P3D_SEQ_SLACK (1ull << 16)
 
