@@ -19,6 +19,11 @@ stacks on (P3D_STACKS=1); the order alternates between pairs.  Each run
 reports the median step of rank 0 after 30 warm-up steps.  One summary
 line per loop: plain and shim medians, the median of the per-pair
 overheads and their spread (min..max).  No pass/fail: figures only.
+
+--variants "NAME:K=V,K=V;NAME2:K=V" adds traced runs with extra shim
+settings to every pair (to find which feature costs what), e.g.
+--variants "gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events";
+one line per run is printed as it ends.
 """
 import argparse
 import json
@@ -82,7 +87,7 @@ def worker(loop, steps, out):
             json.dump({"median_ms": 1e3 * statistics.median(times)}, f)
 
 
-def launch(loop, steps, nproc, traced, out, tag, port):
+def launch(loop, steps, nproc, traced, out, tag, port, extra=None):
     """Start nproc ranks directly (no torchrun); rank 0's median ms."""
     res = os.path.join(out, tag + ".json")
     lib = os.environ.get("P3D_LIB", os.path.join(ROOT, "build",
@@ -101,6 +106,7 @@ def launch(loop, steps, nproc, traced, out, tag, port):
             env.update({"LD_PRELOAD": os.path.abspath(lib),
                         "P3D_TRACE_DIR": os.path.join(out, "traces"),
                         "P3D_JOB_ID": tag, "P3D_STACKS": "1"})
+            env.update(extra or {})
         log = open(os.path.join(out, "%s.rank%d.log" % (tag, r)), "w")
         procs.append(subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", loop,
@@ -114,6 +120,16 @@ def launch(loop, steps, nproc, traced, out, tag, port):
         return json.load(f)["median_ms"]
 
 
+def parse_variants(text):
+    """[(name, {env})] from "NAME:K=V,K=V;NAME2:..."."""
+    out = []
+    for item in filter(None, text.split(";")):
+        name, _, kvs = item.partition(":")
+        out.append((name, dict(kv.split("=", 1)
+                               for kv in filter(None, kvs.split(",")))))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker")
@@ -122,6 +138,7 @@ def main():
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--loops", default="tp,ddp")
+    ap.add_argument("--variants", default="")
     ap.add_argument("--out", default="/tmp/p3d-gpu-bench-%d" % os.getpid())
     a = ap.parse_args()
     if a.worker:
@@ -139,6 +156,16 @@ def main():
                 tag = "%s-p%d-%s" % (loop, p, "shim" if traced else "plain")
                 got[traced] = launch(loop, a.steps, a.nproc, traced, a.out,
                                      tag, port)
+            for name, extra in parse_variants(a.variants):
+                port += 1
+                tag = "%s-p%d-%s" % (loop, p, name)
+                ms = launch(loop, a.steps, a.nproc, True, a.out, tag, port,
+                            extra)
+                print("gpu %-3s pair %d %s (%s): %.3f ms, %+.2f%% vs plain" %
+                      (loop, p, name, extra, ms,
+                       100.0 * (ms / got[False] - 1)), flush=True)
+            print("gpu %-3s pair %d: plain %.3f ms, shim %.3f ms" %
+                  (loop, p, got[False], got[True]), flush=True)
             plain.append(got[False])
             shim.append(got[True])
             over.append(100.0 * (got[True] / got[False] - 1))

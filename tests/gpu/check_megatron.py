@@ -12,8 +12,13 @@ Checks, one PASS/FAIL line each (exit 1 on any FAIL):
             rank = tp + T*(dp + D*pp)); every TP, DP, PP group of the layout
             was seen; the world-sized communicators are listed
   step      steps.step_time_ms within --tol-step of the median of
-            Megatron's "elapsed time per iteration" over the same steady
-            iterations (the analyzer's last count-warmup iterations)
+            Megatron's iteration period over the same steady iterations
+            (the analyzer's last count-warmup iterations): the difference
+            of the timestamps of consecutive "iteration N/M" log lines.
+            Megatron's "elapsed time per iteration" is printed beside; it
+            leaves out the barrier its interval timer takes before
+            restarting (megatron/core/timers.py, Timer.elapsed), ~60 ms
+            per iteration over sockets, so it is not the reference
   memory    each rank's peak_mem_bytes against the last "max reserved"
             Megatron logged for it (DP-rank-0 ranks log it): not below it,
             at most --tol-mem above
@@ -23,6 +28,7 @@ Checks, one PASS/FAIL line each (exit 1 on any FAIL):
             without the shim
 """
 import argparse
+import datetime
 import json
 import re
 import sys
@@ -115,6 +121,8 @@ def check_labels(rep, tp, pp, dp):
 
 
 ITER_RE = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
+STAMP_RE = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s*"
+                      r"iteration")
 ELAPSED_RE = re.compile(r"elapsed time per iteration \(ms\):\s*([0-9.]+)")
 LOSS_RE = re.compile(r"lm loss:\s*([0-9.Ee+-]+)")
 GNORM_RE = re.compile(r"grad norm:\s*([0-9.Ee+-]+)")
@@ -131,6 +139,9 @@ def parse_log(text):
         if m and e:
             d = iters.setdefault(int(m.group(1)), {})
             d["ms"] = float(e.group(1))
+            ts = STAMP_RE.search(line)
+            d["stamp"] = datetime.datetime.fromisoformat(ts.group(1)) \
+                if ts else None
             lo, gn = LOSS_RE.search(line), GNORM_RE.search(line)
             d["loss"] = lo.group(1) if lo else None
             d["gnorm"] = gn.group(1) if gn else None
@@ -146,27 +157,40 @@ def median(xs):
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
+def wall_periods(iters):
+    """Megatron's iteration periods from its log timestamps: {iter: ms}
+    for every iteration whose line and the previous one are stamped."""
+    out = {}
+    for i in sorted(iters):
+        a, b = iters.get(i - 1, {}).get("stamp"), iters[i].get("stamp")
+        if a and b:
+            out[i] = (b - a).total_seconds() * 1000
+    return out
+
+
 def check_step(rep, iters, tol):
     st = rep.get("steps") or {}
     per = st.get("per_iter_ms") or []
     k = len(per) - (st.get("warmup") or 0)
     ms = [iters[i]["ms"] for i in sorted(iters)]
-    if st.get("step_time_ms") is None or k < 1 or len(ms) < 2:
+    wall = wall_periods(iters)
+    wl = [wall[i] for i in sorted(wall)]
+    if st.get("step_time_ms") is None or k < 1 or len(wl) < 1 or \
+            min(wl) <= 0:
         return [(False, "step: analyzer step_time_ms %s, %d iterations; "
-                 "Megatron logged %d" % (st.get("step_time_ms"), len(per),
-                                         len(ms)))]
-    ref = median(ms[-k:])
+                 "Megatron logged %d (%d periods from increasing timestamps)" % (
+                     st.get("step_time_ms"), len(per), len(ms), len(wl)))]
+    ref = median(wl[-k:])
+    ela = median(ms[-k:])
     p3d = st["step_time_ms"]
     dev = (p3d - ref) / ref
-    # Means over the same iterations: insensitive to where inside an
-    # iteration each side puts the boundary (information only).
-    pm, mm = sum(per[-k:]) / k, sum(ms[-k:]) / k
     return [(abs(dev) <= tol, "step: p3d %.1f ms (median of %d of %d "
-             "iterations) | Megatron %.1f ms (median of its last %d of %d; "
-             "all: %s) | diff %+.2f%% | means %.1f vs %.1f ms (%+.2f%%)" % (
-                 p3d, k, len(per), ref, k, len(ms),
-                 " ".join("%.0f" % x for x in ms), 100 * dev, pm, mm,
-                 100 * (pm - mm) / mm))]
+             "iterations) | Megatron log period %.1f ms (median of its "
+             "last %d of %d) | diff %+.2f%% | Megatron 'elapsed time per "
+             "iteration' %.1f ms (%+.2f%%; all: %s)" % (
+                 p3d, k, len(per), ref, min(k, len(wl)), len(wl),
+                 100 * dev, ela, 100 * (p3d - ela) / ela,
+                 " ".join("%.0f" % x for x in ms)))]
 
 
 def check_memory(rep, mem, tol):
@@ -206,6 +230,20 @@ def check_mb_bubble(rep, pp, nmb):
     return out
 
 
+def overhead_info(iters, plain):
+    """Megatron's step period traced vs untraced (runs one after the other
+    with MG_PAR=0): the shim's overhead as Megatron's log shows it."""
+    wa, wb = wall_periods(iters), wall_periods(plain)
+    a = [wa[i] for i in sorted(wa)][1:]
+    b = [wb[i] for i in sorted(wb)][1:]
+    if len(a) < 2 or len(b) < 2:
+        return "overhead: n/a (too few iterations logged)"
+    ma, mb = median(a), median(b)
+    return "overhead: Megatron log period traced %.1f ms, untraced %.1f " \
+        "ms (medians from iteration 3) %+.2f%%" % (ma, mb,
+                                                    100 * (ma / mb - 1))
+
+
 def check_loss(iters, plain, n_iters):
     a = [(i, iters[i]["loss"]) for i in sorted(iters)]
     b = [(i, plain[i]["loss"]) for i in sorted(plain)]
@@ -243,6 +281,9 @@ def main():
     name = a.name or "%d/%d/%d" % (a.tp, a.pp, a.dp)
     lines = ["%s megatron %s %s" % ("PASS" if ok else "FAIL", name, t)
              for ok, t in res]
+    if a.plain_log:
+        lines.append("INFO megatron %s %s" % (name, overhead_info(iters,
+                                                                  plain)))
     print("\n".join(lines))
     if a.summary:
         with open(a.summary, "a") as f:

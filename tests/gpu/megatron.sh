@@ -48,7 +48,14 @@ python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
 [ -f "$P3D_LIB" ] && [ -x "$analyze" ] ||
     { say "FAIL megatron: build/libp3dtrace.so or build/p3d-analyze missing (make)"; exit 1; }
 mkdir -p "$WORK"
-mg_commit=$(git -C "$MEGATRON_DIR" rev-parse --short HEAD 2>/dev/null || echo "?")
+# An exported tree (git archive) has no .git: then MEGATRON_DIR/COMMIT, if
+# whoever exported it wrote one, else "unknown"; never the enclosing repo's.
+if [ -e "$MEGATRON_DIR/.git" ]; then
+    mg_commit=$(git -C "$MEGATRON_DIR" rev-parse --short HEAD 2>/dev/null)
+else
+    mg_commit=$(head -c 40 "$MEGATRON_DIR/COMMIT" 2>/dev/null)
+fi
+mg_commit=${mg_commit:-unknown}
 say "megatron: Megatron-LM $mg_commit, tiny GPT (8 layers, hidden 512), 8 ranks on GPU 0, $ITERS iterations, $NMB micro-batches, MG_PAR=$PAR"
 
 one_run() {  # one_run NAME PORT LIB TP PP

@@ -123,20 +123,22 @@ fi
 "$build/p3d-analyze" --json "$tmp/ex.json" "$ex" > /dev/null 2>&1 ||
     { bad "p3d-analyze --json on $ex"; exit 1; }
 python3 - "$tmp/ex.json" "$tmp" <<'PY' || fail=1
-import json, sys
+import datetime, json, sys
 rep = json.load(open(sys.argv[1]))
 per = rep["steps"]["per_iter_ms"]
 loss = ["1.037E+01", "1.021E+01", "9.876E+00"][:len(per)]
 
 
 def log(scale=1.0, losses=loss, mem_scale=1.0):
-    out = []
+    out, t = [], datetime.datetime(2026, 11, 29, 12, 0, 0)
     for i, ms in enumerate(per, 1):
-        out.append(" [2026-11-29 12:00:00.0] iteration %8d/%8d | consumed "
+        t += datetime.timedelta(milliseconds=ms * scale)
+        out.append(" [%s] iteration %8d/%8d | consumed "
                    "samples: %12d | elapsed time per iteration (ms): %.1f | "
                    "learning rate: 1.000000E-04 | global batch size:    16 | "
                    "lm loss: %s | loss scale: 1.0 | grad norm: 3.210 | "
-                   % (i, len(per), 16 * i, ms * scale, losses[i - 1]))
+                   % (t.isoformat(" "), i, len(per), 16 * i, ms * scale,
+                      losses[i - 1]))
         for r in rep["ranks"]:
             if r["rank"] in (0, 1, 4, 5) and r["peak_mem_bytes"]:
                 out.append("[Rank %d] (after %d iterations) memory (MB) | "
