@@ -8,7 +8,12 @@
 #include "p3d_job.h"
 #include "p3d_layout.h"
 
-/* Set labels, label and role of every communicator of job. */
+/*
+ * Set labels, label_first, label and role of every communicator of job.
+ * label_first (JSON "label") depends on the member set only; label (JSON
+ * "used_as") on usage too: the embedding group at PP = 2 is "label" PP,
+ * "used_as" EMB (see p3d_label.c).
+ */
 void p3d_label_all(struct p3d_job *job);
 
 /*

@@ -1,70 +1,72 @@
 /*
  * p3d_match.c - cross-rank matching.
  *
- * A collective instance is keyed by (communicator, seq): the lowest rank
- * seen so far holds the reference (op, count, datatype, root, redop; 24
- * bytes per instance), every other member is compared with it.  Send/Recv
- * pairs are keyed by (communicator, src, dst, seq) in comm ranks.  A
- * disagreement is recorded and matching goes on with the next instance
- * (never stops a communicator at its first mismatch, unlike Flight
- * Recorder's analyzer).  Ops arrive from the reader threads during the
- * one pass over the files; state is sharded by communicator, one lock per
- * shard.
+ * A collective instance is keyed by (communicator, seq): it keeps the
+ * record (op, count, datatype, root, redop; 24 bytes per instance) of the
+ * first member seen; a member that disagrees makes it divergent, and the
+ * divergent ones are decided when every member is in (p3d_match_var.c):
+ * each member is compared with the instance's lowest rank, whatever the
+ * order the reader threads fed them in.  Send/Recv pairs are keyed by
+ * (communicator, src, dst, seq) in comm ranks.  A disagreement is recorded
+ * and matching goes on with the next instance (never stops a communicator
+ * at its first mismatch, unlike Flight Recorder's analyzer).  Ops arrive
+ * from the reader threads during the one pass over the files; state is
+ * sharded by communicator, one lock per shard.  The mismatches kept for
+ * the report are the first P3D_MM_KEEP in report order of all found.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_match.h"
-#include "p3d_reader.h"
+#include "p3d_match_int.h"
 #include "p3d_util.h"
 
 const char *const p3d_mm_field_name[] = {"op", "count", "datatype", "root",
                                          "redop", "unmatched", "issued"};
 
-struct p3d_ref {
-    uint64_t count;
-    int32_t root, rank;
-    uint8_t op, dtype, redop, set;
-};
+static int p3d_cmp_mm(const void *a, const void *b)
+{
+    const struct p3d_mismatch *x = a, *y = b;
 
-struct p3d_pair {
-    struct p3d_ref *v; /* by seq: the op of whichever side came first */
-    size_t cap;
-    uint64_t n_seen;   /* ops taken (bounds the seqs believed) */
-    int src, dst;      /* comm ranks */
-};
+    if (x->field != y->field)
+        return x->field - y->field;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    if (x->rank_a != y->rank_a)
+        return x->rank_a - y->rank_a;
+    if (x->rank_b != y->rank_b)
+        return x->rank_b - y->rank_b;
+    if (x->va != y->va)
+        return x->va < y->va ? -1 : 1;
+    return x->vb < y->vb ? -1 : x->vb > y->vb;
+}
 
-struct p3d_mcomm { /* one communicator's instances */
-    uint64_t hash;
-    struct p3d_ref *v; /* collectives by seq */
-    size_t cap;
-    uint64_t n_seen; /* ops taken (bounds the seqs believed) */
-    struct p3d_map pair_idx; /* src << 32 | dst -> pairs index */
-    struct p3d_pair *pairs;
-    size_t n_pairs, pairs_cap;
-};
-
-#define P3D_SHARDS 64
-
-struct p3d_shard {
-    pthread_mutex_t lock;
-    struct p3d_map idx; /* comm hash -> comms index */
-    struct p3d_mcomm *comms;
-    size_t n, cap;
-    struct p3d_match_res res;
-};
-
-struct p3d_matcher {
-    struct p3d_shard shard[P3D_SHARDS];
-};
-
+/*
+ * Count m; keep it if it is among the first P3D_MM_KEEP in report order,
+ * so what is kept does not depend on the order mismatches are found in.
+ * Once full, the kept ones are sorted and m is inserted in place.
+ */
 static void p3d_mm_add(struct p3d_match_res *res, const struct p3d_mismatch *m)
 {
+    int i = P3D_MM_KEEP - 1;
+
     if (m->field < P3D_MM_UNMATCHED)
         res->n_mismatch++;
-    if (res->n_kept < P3D_MM_KEEP)
+    if (res->n_kept < P3D_MM_KEEP) {
         res->mm[res->n_kept++] = *m;
+        if (res->n_kept == P3D_MM_KEEP)
+            qsort(res->mm, P3D_MM_KEEP, sizeof(*m), p3d_cmp_mm);
+        return;
+    }
+    if (p3d_cmp_mm(m, &res->mm[i]) >= 0)
+        return;
+    while (i > 0 && p3d_cmp_mm(m, &res->mm[i - 1]) < 0)
+        i--;
+    memmove(&res->mm[i + 1], &res->mm[i],
+            sizeof(*m) * (size_t)(P3D_MM_KEEP - 1 - i));
+    res->mm[i] = *m;
 }
 
 static void p3d_mm_diff(struct p3d_match_res *res, struct p3d_mismatch *m,
@@ -78,9 +80,15 @@ static void p3d_mm_diff(struct p3d_match_res *res, struct p3d_mismatch *m,
     p3d_mm_add(res, m);
 }
 
-void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
-                    int rank_a, const struct p3d_rec_op *a, int rank_b,
-                    const struct p3d_rec_op *b)
+static int p3d_rooted(int op)
+{
+    return op == P3D_OP_BROADCAST || op == P3D_OP_REDUCE ||
+           op == P3D_OP_GATHER || op == P3D_OP_SCATTER;
+}
+
+void p3d_match_ref(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
+                   int rank_a, const struct p3d_ref *a, int rank_b,
+                   const struct p3d_ref *b)
 {
     struct p3d_mismatch m = {comm, seq, 0, rank_a, rank_b, 0, 0, a->op,
                              -1, -1};
@@ -91,25 +99,23 @@ void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
     }
     p3d_mm_diff(res, &m, P3D_MM_COUNT, (int64_t)a->count, (int64_t)b->count);
     p3d_mm_diff(res, &m, P3D_MM_DTYPE, a->dtype, b->dtype);
-    if (a->op == P3D_OP_BROADCAST || a->op == P3D_OP_REDUCE ||
-        a->op == P3D_OP_GATHER || a->op == P3D_OP_SCATTER)
-        p3d_mm_diff(res, &m, P3D_MM_ROOT, a->peer, b->peer);
+    if (p3d_rooted(a->op))
+        p3d_mm_diff(res, &m, P3D_MM_ROOT, a->root, b->root);
     p3d_mm_diff(res, &m, P3D_MM_REDOP, a->redop, b->redop);
 }
 
-
-static void p3d_ref_to_op(const struct p3d_ref *r, struct p3d_rec_op *o)
+void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
+                    int rank_a, const struct p3d_rec_op *a, int rank_b,
+                    const struct p3d_rec_op *b)
 {
-    memset(o, 0, sizeof(*o));
-    o->op = r->op;
-    o->count = r->count;
-    o->dtype = r->dtype;
-    o->redop = r->redop;
-    o->peer = r->root;
+    struct p3d_ref ra, rb;
+
+    p3d_ref_set(&ra, a, rank_a);
+    p3d_ref_set(&rb, b, rank_b);
+    p3d_match_ref(res, comm, seq, rank_a, &ra, rank_b, &rb);
 }
 
-static void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o,
-                        int rank)
+void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o, int rank)
 {
     r->count = o->count;
     r->root = o->peer;
@@ -117,14 +123,23 @@ static void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o,
     r->op = o->op;
     r->dtype = o->dtype;
     r->redop = o->redop;
+    r->div = 0;
     r->set = 1;
+}
+
+int p3d_ref_agrees(const struct p3d_ref *r, const struct p3d_rec_op *o)
+{
+    return r->op == o->op && r->count == o->count && r->dtype == o->dtype &&
+           (!p3d_rooted(r->op) || r->root == o->peer) &&
+           r->redop == o->redop;
 }
 
 #define P3D_MAX_SEQ (1ull << 28)
 /*
  * Instances are indexed by seq, so a damaged seq would size an array: a
- * seq more than P3D_SEQ_SLACK past the number of ops taken so far on the
- * comm (or pair) is not matched.  Real seqs are dense from 0.
+ * seq more than P3D_SEQ_SLACK past the number of ops taken so far by the
+ * member on the comm (or on the pair) is not matched.  Real seqs are
+ * dense from 0.
  */
 #define P3D_SEQ_SLACK (1ull << 16)
 
@@ -160,30 +175,28 @@ static struct p3d_mcomm *p3d_mcomm_get(struct p3d_shard *sh, uint64_t hash)
     return c;
 }
 
-/* The lowest rank holds the reference, so results do not depend on the
- * order threads read the files in. */
+/*
+ * A member's seqs beyond what it has taken plus P3D_SEQ_SLACK are not
+ * believed (per member, so the same whatever the order of arrival).  An
+ * instance keeps the first record; disagreement makes it divergent.
+ */
 static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
                         const struct p3d_rec_op *o)
 {
+    struct p3d_member *mb = p3d_member_get(c, rank);
     struct p3d_ref *r;
-    struct p3d_rec_op a;
 
-    if (o->seq >= c->n_seen + P3D_SEQ_SLACK)
+    if (o->seq >= mb->n_taken + P3D_SEQ_SLACK)
         return;
-    c->n_seen++;
+    mb->n_taken++;
+    p3d_member_note(mb, o->seq);
     c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)o->seq, sizeof(*c->v));
     r = &c->v[o->seq];
     if (!r->set) {
         p3d_ref_set(r, o, rank);
         sh->res.n_coll++;
-        return;
-    }
-    p3d_ref_to_op(r, &a);
-    if (rank < r->rank) {
-        p3d_match_coll(&sh->res, o->comm_hash, o->seq, rank, o, r->rank, &a);
-        p3d_ref_set(r, o, rank);
-    } else {
-        p3d_match_coll(&sh->res, o->comm_hash, o->seq, r->rank, &a, rank, o);
+    } else if (r->div || !p3d_ref_agrees(r, o)) {
+        p3d_div_add(sh, o->comm_hash, o->seq, r, rank, o);
     }
 }
 
@@ -339,21 +352,6 @@ static void p3d_short_members(struct p3d_job *job, struct p3d_match_res *res)
     free(who);
 }
 
-static int p3d_cmp_mm(const void *a, const void *b)
-{
-    const struct p3d_mismatch *x = a, *y = b;
-
-    if (x->field != y->field)
-        return x->field - y->field;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    if (x->rank_a != y->rank_a)
-        return x->rank_a - y->rank_a;
-    return x->rank_b - y->rank_b;
-}
-
 /* Fold one shard's results into res (kept lists are merged later). */
 static void p3d_fold(struct p3d_match_res *res, struct p3d_mismatch **all,
                      size_t *n_all, size_t *cap, const struct p3d_match_res *r)
@@ -371,6 +369,7 @@ static void p3d_fold(struct p3d_match_res *res, struct p3d_mismatch **all,
 
 static void p3d_shard_finish(struct p3d_shard *sh, const struct p3d_job *job)
 {
+    p3d_div_finish(sh);
     for (size_t i = 0; i < sh->n; i++) {
         struct p3d_mcomm *c = &sh->comms[i];
         p3d_unmatched(job, c, &sh->res);
@@ -390,114 +389,6 @@ static void p3d_shard_finish(struct p3d_shard *sh, const struct p3d_job *job)
     pthread_mutex_destroy(&sh->lock);
 }
 
-/*
- * RATIONALE: threads feed the matcher in no fixed order, so which members
- * a divergent collective was compared against depends on timing.  For the
- * few divergent instances, read every member's op again and compare all
- * of them with the lowest rank's, so the report is the same every run.
- */
-#define P3D_RECHECK_MAX 16
-
-static const struct p3d_rank *p3d_rank_by_global(const struct p3d_job *job,
-                                                 int g)
-{
-    for (int i = 0; i < job->n_ranks; i++)
-        if (job->ranks[i].rank == g && !job->ranks[i].failed)
-            return &job->ranks[i];
-    return NULL;
-}
-
-/* The collective op (comm, seq) in one rank's file; 0 if found. */
-static int p3d_find_coll(const struct p3d_rank *r, uint64_t comm,
-                         uint64_t seq, struct p3d_rec_op *out)
-{
-    struct p3d_reader rd;
-    const struct p3d_rec_hdr *h;
-    int found = -1;
-
-    if (p3d_reader_open(&rd, r->path) != 0)
-        return -1;
-    while (found != 0 && p3d_reader_next(&rd, &h) > 0) {
-        const struct p3d_rec_op *o = (const void *)h;
-        if (h->tag == P3D_REC_OP && o->comm_hash == comm && o->seq == seq &&
-            !P3D_OP_IS_P2P(o->op)) {
-            *out = *o;
-            found = 0;
-        }
-    }
-    p3d_reader_close(&rd);
-    return found;
-}
-
-/* Replace the entries of instance x in all[0..n) by a full comparison. */
-static size_t p3d_recheck(const struct p3d_job *job, struct p3d_match_res *res,
-                          struct p3d_mismatch *all, size_t n,
-                          uint64_t comm, uint64_t seq)
-{
-    struct p3d_match_res tmp;
-    struct p3d_rec_op ref, o;
-    int gi = p3d_map_get(&job->comm_idx, comm), ref_rank = -1;
-    size_t k = 0;
-
-    if (gi < 0)
-        return n;
-    memset(&tmp, 0, sizeof(tmp));
-    for (int cr = 0; cr < job->comms[gi].size; cr++) {
-        int g = job->comms[gi].slot[cr];
-        const struct p3d_rank *r = g >= 0 ? p3d_rank_by_global(job, g) : NULL;
-        if (r == NULL || p3d_find_coll(r, comm, seq, &o) != 0)
-            continue;
-        if (ref_rank < 0) {
-            ref = o, ref_rank = g;
-            continue;
-        }
-        if (g < ref_rank) {
-            p3d_match_coll(&tmp, comm, seq, g, &o, ref_rank, &ref);
-            ref = o, ref_rank = g;
-        } else {
-            p3d_match_coll(&tmp, comm, seq, ref_rank, &ref, g, &o);
-        }
-    }
-    if (ref_rank < 0)
-        return n;
-    for (size_t i = 0; i < n; i++) { /* drop the timing-dependent ones */
-        int same = all[i].comm == comm && all[i].seq == seq &&
-                   all[i].field < P3D_MM_UNMATCHED && all[i].p2p_src < 0;
-        if (same)
-            res->n_mismatch--;
-        else
-            all[k++] = all[i];
-    }
-    for (int i = 0; i < tmp.n_kept; i++)
-        all[k++] = tmp.mm[i];
-    res->n_mismatch += tmp.n_mismatch;
-    return k;
-}
-
-static size_t p3d_recheck_all(const struct p3d_job *job,
-                              struct p3d_match_res *res,
-                              struct p3d_mismatch **all, size_t n, size_t *cap)
-{
-    uint64_t done[P3D_RECHECK_MAX][2];
-    int n_done = 0;
-
-    for (size_t i = 0; i < n && n_done < P3D_RECHECK_MAX; i++) {
-        struct p3d_mismatch x = (*all)[i];
-        int seen = 0;
-        if (x.field >= P3D_MM_UNMATCHED || x.p2p_src >= 0)
-            continue;
-        for (int d = 0; d < n_done; d++)
-            seen |= done[d][0] == x.comm && done[d][1] == x.seq;
-        if (seen)
-            continue;
-        done[n_done][0] = x.comm, done[n_done++][1] = x.seq;
-        *cap = p3d_grow((void **)all, *cap, n + P3D_MM_KEEP, sizeof(**all));
-        n = p3d_recheck(job, res, *all, n, x.comm, x.seq);
-        i = (size_t)-1; /* entries moved: rescan from the start */
-    }
-    return n;
-}
-
 void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job)
 {
     struct p3d_match_res *res = p3d_xcalloc(1, sizeof(*res));
@@ -508,7 +399,6 @@ void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job)
         p3d_shard_finish(&m->shard[i], job);
         p3d_fold(res, &all, &n_all, &cap, &m->shard[i].res);
     }
-    n_all = p3d_recheck_all(job, res, &all, n_all, &cap);
     p3d_short_members(job, res);
     for (int i = 0; i < res->n_kept; i++) {
         cap = p3d_grow((void **)&all, cap, n_all, sizeof(*all));

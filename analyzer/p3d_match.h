@@ -1,7 +1,11 @@
 /*
  * p3d_match.h - cross-rank matching of collective instances by
  * (communicator, seq) and of Send/Recv by (communicator, src, dst,
- * per-pair seq), reporting members that disagree.
+ * per-pair seq), reporting members that disagree.  Every member of a
+ * collective instance is compared with the instance's lowest global rank
+ * once all members are in, so the result does not depend on the order or
+ * interleaving in which the reader threads feed ops (a rank that records
+ * one seq twice, which only a damaged file does, is the exception).
  */
 #ifndef P3D_MATCH_H
 #define P3D_MATCH_H
@@ -16,7 +20,7 @@ enum p3d_mm_field { P3D_MM_OP, P3D_MM_COUNT, P3D_MM_DTYPE, P3D_MM_ROOT,
 struct p3d_mismatch {
     uint64_t comm, seq;
     int field;         /* P3D_MM_* */
-    int rank_a, rank_b; /* reference rank, disagreeing rank */
+    int rank_a, rank_b; /* reference (lowest) rank, disagreeing rank */
     int64_t va, vb;
     int op;            /* the reference op */
     int p2p_src, p2p_dst; /* for Send/Recv, else -1 */
@@ -29,7 +33,7 @@ struct p3d_match_res {
     uint64_t n_mismatch;          /* all found */
     uint64_t n_unmatched_p2p;     /* sends/recvs without a partner */
     uint64_t n_short;             /* members that issued fewer collectives */
-    struct p3d_mismatch mm[P3D_MM_KEEP];
+    struct p3d_mismatch mm[P3D_MM_KEEP]; /* the first in report order */
     int n_kept;
 };
 

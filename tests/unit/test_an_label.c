@@ -1,6 +1,7 @@
 /*
  * test_an_label.c - which label a communicator is used as when several
- * Megatron groups share its members (megatron.md section 8 fingerprints).
+ * Megatron groups share its members (megatron.md section 8 fingerprints),
+ * and that JSON's "label" stays the member set's label (DESIGN.md).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include "p3d_label.h"
+#include "p3d_layout.h"
 
 #define B(x) (1u << (x))
 
@@ -95,6 +97,42 @@ static void test_dp_cp(void **state)
                      P3D_LBL_OTHER);
 }
 
+/*
+ * PP = 2: the PP comm (Send/Recv) and the embedding comm (big all-reduce)
+ * have the same members.  Both get "label" PP (the member set's most
+ * specific label, as DP for the DP-CP comm at CP = 1); "used_as" tells
+ * them apart.
+ */
+static void test_label_is_member_set_used_as_is_usage(void **state)
+{
+    struct p3d_gcomm g[2];
+    int members[2][2] = {{0, 1}, {0, 1}}, slots[2][2] = {{0, 1}, {0, 1}};
+    struct p3d_job job;
+
+    (void)state;
+    memset(&job, 0, sizeof(job));
+    assert_int_equal(p3d_layout_parse(&job.layout, "tp=1,pp=2,cp=1", 2), 0);
+    job.world_size = 2;
+    g[0] = comm(P3D_OP_SEND, 48, 1 << 19, 2);
+    g[0].st[P3D_OP_RECV] = g[0].st[P3D_OP_SEND];
+    g[1] = comm(P3D_OP_ALLREDUCE, 6, 1 << 25, 2);
+    for (int i = 0; i < 2; i++) {
+        g[i].members = members[i];
+        g[i].slot = slots[i];
+        g[i].order = (uint32_t)i + 1;
+    }
+    job.comms = g;
+    job.n_comms = 2;
+    p3d_label_all(&job);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(g[i].label_first, P3D_LBL_PP);
+        assert_true(g[i].labels & B(P3D_LBL_EMB));
+        assert_true(g[i].labels & B(P3D_LBL_PP));
+    }
+    assert_int_equal(g[0].label, P3D_LBL_PP);
+    assert_int_equal(g[1].label, P3D_LBL_EMB);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -102,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_two_world_comms),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
+        cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * test_an_match.c - cross-rank comparison of one collective instance:
  * every differing field is reported with both ranks and both values, and
- * matching goes on after a mismatch.
+ * matching goes on after a mismatch; the scan's agreement test says
+ * "agree" exactly when the comparison finds nothing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "p3d_match.h"
+#include "p3d_match_int.h"
 
 static struct p3d_rec_op op(int kind, uint64_t count, int dtype, int redop,
                             int root)
@@ -87,12 +88,41 @@ static void test_fields(void **state)
     assert_int_equal(res.mm[3].vb, P3D_OP_ALLREDUCE);
 }
 
+/* p3d_ref_agrees (the scan) and p3d_match_coll (the report) agree. */
+static void test_agrees_iff_no_mismatch(void **state)
+{
+    static const int ops[] = {P3D_OP_ALLREDUCE, P3D_OP_BROADCAST,
+                              P3D_OP_REDUCE, P3D_OP_ALLGATHER};
+    struct p3d_rec_op v[64];
+    int n = 0, n_agree = 0;
+
+    (void)state;
+    for (int o = 0; o < 4; o++)
+        for (int bits = 0; bits < 16; bits++)
+            v[n++] = op(ops[o], 100 + (bits & 1), bits & 2 ? 9 : 7,
+                        bits & 4 ? 2 : 0, bits & 8 ? 1 : 0);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++) {
+            struct p3d_match_res res;
+            struct p3d_ref r;
+            memset(&res, 0, sizeof(res));
+            memset(&r, 0, sizeof(r));
+            p3d_ref_set(&r, &v[i], 0);
+            p3d_match_coll(&res, 1, 0, 0, &v[i], 1, &v[k]);
+            assert_int_equal(p3d_ref_agrees(&r, &v[k]), res.n_mismatch == 0);
+            n_agree += res.n_mismatch == 0;
+        }
+    /* rooted ops compare the root, the others do not */
+    assert_int_equal(n_agree, 2 * 16 + 2 * 32);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equal_is_silent),
         cmocka_unit_test(test_count_mismatch_names_both),
         cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_agrees_iff_no_mismatch),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
