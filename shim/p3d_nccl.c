@@ -1,7 +1,7 @@
 /*
  * p3d_nccl.c - wrappers of NCCL's collectives, point-to-point calls and
- * ncclGroupStart/End.  ncclAllReduce below is the exemplar: copy its
- * shape for any new op.
+ * ncclGroupStart/End.  The ops are one table (P3D_NCCL_OPS) and one
+ * wrapper body (P3D_NCCL_WRAP): a new op is one more row.
  *
  * Every wrapper: resolve the real function (never call NULL: return
  * ncclSystemError instead), decide whether to record (outermost call on
@@ -218,225 +218,109 @@ static int p3d_at_rank(const void *a, const void *b,
 }
 
 /*
- * The exemplar.  1. P3D_REAL resolves the real ncclAllReduce (RTLD_NEXT,
- * then the scan of loaded objects, pncclAllReduce as a fallback).  2. A
+ * The wrapped ops, one row each: name, op kind, nccl.h's parameter list,
+ * the same names as an argument list, then what the record takes from
+ * them: count, datatype, reduction (-1: none), peer or root (-1: none),
+ * the in-place test (it may use `oc`, the op being recorded) and extra
+ * flags.  A new op is one more row.
+ */
+#define P3D_NCCL_OPS(X)                                                       \
+    X(ncclAllReduce, P3D_OP_ALLREDUCE,                                        \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,              \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, op, comm, stream),                \
+      count, datatype, op, -1, sendbuff == recvbuff, 0)                       \
+    X(ncclReduceScatter, P3D_OP_REDUCESCATTER,                                \
+      (const void *sendbuff, void *recvbuff, size_t recvcount,                \
+       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,              \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),            \
+      recvcount, datatype, op, -1,                                            \
+      p3d_at_rank(recvbuff, sendbuff, &oc, recvcount, datatype), 0)           \
+    X(ncclAllGather, P3D_OP_ALLGATHER,                                        \
+      (const void *sendbuff, void *recvbuff, size_t sendcount,                \
+       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),        \
+      (sendbuff, recvbuff, sendcount, datatype, comm, stream),                \
+      sendcount, datatype, -1, -1,                                            \
+      p3d_at_rank(sendbuff, recvbuff, &oc, sendcount, datatype), 0)           \
+    X(ncclBroadcast, P3D_OP_BROADCAST,                                        \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, int root, ncclComm_t comm,                    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream),              \
+      count, datatype, -1, root, sendbuff == recvbuff, 0)                     \
+    /* legacy in-place broadcast: recorded as Broadcast, flagged */           \
+    X(ncclBcast, P3D_OP_BROADCAST,                                            \
+      (void *buff, size_t count, ncclDataType_t datatype, int root,           \
+       ncclComm_t comm, cudaStream_t stream),                                 \
+      (buff, count, datatype, root, comm, stream),                            \
+      count, datatype, -1, root, 1, P3D_OPF_BCAST_API)                        \
+    X(ncclReduce, P3D_OP_REDUCE,                                              \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, op, root, comm, stream),          \
+      count, datatype, op, root, sendbuff == recvbuff, 0)                     \
+    X(ncclAlltoAll, P3D_OP_ALLTOALL,                                          \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),        \
+      (sendbuff, recvbuff, count, datatype, comm, stream),                    \
+      count, datatype, -1, -1, sendbuff == recvbuff, 0)                       \
+    X(ncclGather, P3D_OP_GATHER,                                              \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, int root, ncclComm_t comm,                    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream),              \
+      count, datatype, -1, root,                                              \
+      p3d_at_rank(sendbuff, recvbuff, &oc, count, datatype), 0)               \
+    X(ncclScatter, P3D_OP_SCATTER,                                            \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, int root, ncclComm_t comm,                    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream),              \
+      count, datatype, -1, root,                                              \
+      p3d_at_rank(recvbuff, sendbuff, &oc, count, datatype), 0)               \
+    X(ncclSend, P3D_OP_SEND,                                                  \
+      (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, \
+       ncclComm_t comm, cudaStream_t stream),                                 \
+      (sendbuff, count, datatype, peer, comm, stream),                        \
+      count, datatype, -1, peer, 0, 0)                                        \
+    X(ncclRecv, P3D_OP_RECV,                                                  \
+      (void *recvbuff, size_t count, ncclDataType_t datatype, int peer,       \
+       ncclComm_t comm, cudaStream_t stream),                                 \
+      (recvbuff, count, datatype, peer, comm, stream),                        \
+      count, datatype, -1, peer, 0, 0)
+
+/*
+ * One wrapper.  1. P3D_REAL resolves the real function (RTLD_NEXT, then
+ * the scan of loaded objects, the pnccl name as a fallback).  2. A
  * missing symbol was already warned about: return ncclSystemError.  3.
  * p3d_op_begin returns 0 for nested calls and when recording is off: pass
- * straight through.  4. Time and call, record, return `ret` unchanged.
+ * straight through.  4. Record, call, complete the record, return `ret`
+ * unchanged.  Every wrapper has nccl.h's own prototype (a mismatch does
+ * not compile).
  */
-P3D_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
-                                      size_t count, ncclDataType_t datatype,
-                                      ncclRedOp_t op, ncclComm_t comm,
-                                      cudaStream_t stream)
-{
-    P3D_REAL(ncclAllReduce);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
+#define P3D_NCCL_WRAP(fn, kind, params, args, cnt, dtype, redop, peer,       \
+                      in_place, xflags)                                       \
+    P3D_EXPORT ncclResult_t fn params                                         \
+    {                                                                         \
+        P3D_REAL(fn);                                                         \
+        struct p3d_opcall oc;                                                 \
+        ncclResult_t ret;                                                     \
+                                                                              \
+        if (real == NULL)                                                     \
+            return ncclSystemError;                                           \
+        if (!p3d_op_begin(&oc, kind, comm, stream, peer))                     \
+            return real args;                                                 \
+        oc.flags |= (xflags);                                                 \
+        p3d_op_args(&oc, cnt, dtype, redop, in_place);                        \
+        ret = real args;                                                      \
+        p3d_op_end(&oc, ret);                                                 \
+        return ret;                                                           \
+    }
 
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_ALLREDUCE, comm, stream, -1))
-        return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
-    p3d_op_args(&oc, count, datatype, op, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, op, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff,
-                                          void *recvbuff, size_t recvcount,
-                                          ncclDataType_t datatype,
-                                          ncclRedOp_t op, ncclComm_t comm,
-                                          cudaStream_t stream)
-{
-    P3D_REAL(ncclReduceScatter);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_REDUCESCATTER, comm, stream, -1))
-        return real(sendbuff, recvbuff, recvcount, datatype, op, comm,
-                    stream);
-    p3d_op_args(&oc, recvcount, datatype, op,
-                p3d_at_rank(recvbuff, sendbuff, &oc, recvcount, datatype));
-    ret = real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
-                                      size_t sendcount,
-                                      ncclDataType_t datatype,
-                                      ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclAllGather);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_ALLGATHER, comm, stream, -1))
-        return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-    p3d_op_args(&oc, sendcount, datatype, -1,
-                p3d_at_rank(sendbuff, recvbuff, &oc, sendcount, datatype));
-    ret = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff,
-                                      size_t count, ncclDataType_t datatype,
-                                      int root, ncclComm_t comm,
-                                      cudaStream_t stream)
-{
-    P3D_REAL(ncclBroadcast);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_BROADCAST, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-/* Legacy in-place broadcast: recorded as Broadcast, flagged. */
-P3D_EXPORT ncclResult_t ncclBcast(void *buff, size_t count,
-                                  ncclDataType_t datatype, int root,
-                                  ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclBcast);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_BROADCAST, comm, stream, root))
-        return real(buff, count, datatype, root, comm, stream);
-    oc.flags |= P3D_OPF_BCAST_API;
-    p3d_op_args(&oc, count, datatype, -1, 1);
-    ret = real(buff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff,
-                                   size_t count, ncclDataType_t datatype,
-                                   ncclRedOp_t op, int root, ncclComm_t comm,
-                                   cudaStream_t stream)
-{
-    P3D_REAL(ncclReduce);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_REDUCE, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, op, root, comm,
-                    stream);
-    p3d_op_args(&oc, count, datatype, op, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff,
-                                     size_t count, ncclDataType_t datatype,
-                                     ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclAlltoAll);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_ALLTOALL, comm, stream, -1))
-        return real(sendbuff, recvbuff, count, datatype, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff,
-                                   size_t count, ncclDataType_t datatype,
-                                   int root, ncclComm_t comm,
-                                   cudaStream_t stream)
-{
-    P3D_REAL(ncclGather);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_GATHER, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1,
-                p3d_at_rank(sendbuff, recvbuff, &oc, count, datatype));
-    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff,
-                                    size_t count, ncclDataType_t datatype,
-                                    int root, ncclComm_t comm,
-                                    cudaStream_t stream)
-{
-    P3D_REAL(ncclScatter);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_SCATTER, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1,
-                p3d_at_rank(recvbuff, sendbuff, &oc, count, datatype));
-    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count,
-                                 ncclDataType_t datatype, int peer,
-                                 ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclSend);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_SEND, comm, stream, peer))
-        return real(sendbuff, count, datatype, peer, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, 0);
-    ret = real(sendbuff, count, datatype, peer, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count,
-                                 ncclDataType_t datatype, int peer,
-                                 ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclRecv);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_RECV, comm, stream, peer))
-        return real(recvbuff, count, datatype, peer, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, 0);
-    ret = real(recvbuff, count, datatype, peer, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
+P3D_NCCL_OPS(P3D_NCCL_WRAP)
 
 static void p3d_group_record(int is_end, uint64_t t0, uint32_t gid,
                              ncclResult_t ret, uint32_t n_ops)
