@@ -3,7 +3,7 @@
  * p3d_inflight.h).  Each slot is guarded by one 64-bit word, op_id << 4 |
  * state bits, so an update for an op whose slot was reused is a no-op and
  * a reader can tell a torn copy (seqlock style: word read before and
- * after the fields).
+ * after the fields, which are relaxed atomics).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,14 @@
 #define P3D_IF_STREAMS 64
 #define P3D_IF_BUSY (~(uint64_t)0 << P3D_IF_SHIFT) /* being filled */
 #define P3D_IF_PROBE 16   /* slots tried from an op's home slot */
+
+/*
+ * A slot's fields are written by the thread that claimed its word and
+ * read by others (watchdog, completions) at any time: relaxed atomic
+ * accesses (plain moves on x86); the word says whether a copy is whole.
+ */
+#define P3D_IF_PUT(f, v) __atomic_store_n(&(f), (v), __ATOMIC_RELAXED)
+#define P3D_IF_GET(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
 
 struct p3d_ifslot {
     uint64_t word;          /* 0 = empty */
@@ -72,7 +80,7 @@ static int p3d_if_open(const struct p3d_ifslot *s, uint64_t w)
         return 1;
     if (!p3d_inflight_gpu_live())
         return 0;               /* completion unknown */
-    return (w >> P3D_IF_SHIFT) > p3d_if_stream_done(s->stream);
+    return (w >> P3D_IF_SHIFT) > p3d_if_stream_done(P3D_IF_GET(s->stream));
 }
 
 /* Slot k of op_id's probe sequence (inits live in their own region). */
@@ -112,14 +120,14 @@ void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
         __atomic_add_fetch(&p3d_if_overflow, 1, __ATOMIC_RELAXED);
         return;
     }
-    s->t_enqueue = t;
-    s->comm_hash = ctx->comm_hash;
-    s->seq = ctx->seq;
-    s->stream = (uint64_t)(uintptr_t)ctx->stream;
-    s->peer = ctx->peer;
-    s->stack_id = stack_id;
-    s->tid = p3d_tid();
-    s->op = ctx->op;
+    P3D_IF_PUT(s->t_enqueue, t);
+    P3D_IF_PUT(s->comm_hash, ctx->comm_hash);
+    P3D_IF_PUT(s->seq, ctx->seq);
+    P3D_IF_PUT(s->stream, (uint64_t)(uintptr_t)ctx->stream);
+    P3D_IF_PUT(s->peer, ctx->peer);
+    P3D_IF_PUT(s->stack_id, stack_id);
+    P3D_IF_PUT(s->tid, p3d_tid());
+    P3D_IF_PUT(s->op, ctx->op);
     __atomic_store_n(&s->word, ctx->op_id << P3D_IF_SHIFT |
                      (ctx->in_group ? P3D_IF_GROUPED : 0), __ATOMIC_RELEASE);
 }
@@ -189,7 +197,7 @@ void p3d_inflight_complete(uint64_t op_id)
     if (__atomic_load_n(&p3d_if_live, __ATOMIC_RELAXED) != 1)
         __atomic_store_n(&p3d_if_live, 1, __ATOMIC_RELEASE);
     if (s != NULL)
-        p3d_if_stream_mark(s->stream, op_id);
+        p3d_if_stream_mark(P3D_IF_GET(s->stream), op_id);
     p3d_if_set(op_id, P3D_IF_DONE);
 }
 
@@ -217,14 +225,14 @@ static int p3d_if_copy(int i, struct p3d_inflight_op *o)
 
     if (w == P3D_IF_BUSY || !p3d_if_open(s, w))
         return 0;
-    o->t_enqueue = s->t_enqueue;
-    o->comm_hash = s->comm_hash;
-    o->seq = s->seq;
-    o->stream = s->stream;
-    o->peer = s->peer;
-    o->stack_id = s->stack_id;
-    o->tid = s->tid;
-    o->op = s->op;
+    o->t_enqueue = P3D_IF_GET(s->t_enqueue);
+    o->comm_hash = P3D_IF_GET(s->comm_hash);
+    o->seq = P3D_IF_GET(s->seq);
+    o->stream = P3D_IF_GET(s->stream);
+    o->peer = P3D_IF_GET(s->peer);
+    o->stack_id = P3D_IF_GET(s->stack_id);
+    o->tid = P3D_IF_GET(s->tid);
+    o->op = P3D_IF_GET(s->op);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     w2 = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
     if ((w2 >> P3D_IF_SHIFT) != (w >> P3D_IF_SHIFT) || !p3d_if_open(s, w2))
