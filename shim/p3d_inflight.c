@@ -4,6 +4,13 @@
  * state bits, so an update for an op whose slot was reused is a no-op and
  * a reader can tell a torn copy (seqlock style: word read before and
  * after the fields, which are relaxed atomics).
+ *
+ * Who writes a slot's word: an adder claims a free slot with a CAS (other
+ * adders race for it); after that only the op's own thread sets ISSUED
+ * (or DONE for an init) with a plain release store, because a slot is
+ * free for a new op only once one of those bits is set.  Completions
+ * come from other threads and go to a field of their own (`done`), so
+ * they never race with the owner's store.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +37,7 @@
 
 struct p3d_ifslot {
     uint64_t word;          /* 0 = empty */
+    uint64_t done;          /* op_id the GPU completed in this slot */
     uint64_t t_enqueue;
     uint64_t comm_hash;
     uint64_t seq;
@@ -54,12 +62,9 @@ static struct p3d_ifstream p3d_if_streams[P3D_IF_STREAMS];
 static uint64_t p3d_if_overflow;
 static int p3d_if_live = -1;  /* -1 undecided, 0 never, 1 completions seen */
 
-static void p3d_if_set(uint64_t op_id, uint64_t bit);
+static int p3d_if_env_off = -1;   /* P3D_GPU_TIMING=off; -1 not read */
 
-static int p3d_if_pending_word(uint64_t w)
-{
-    return w != 0 && !(w & P3D_IF_DONE);
-}
+static void p3d_if_set(struct p3d_ifslot *s, uint64_t op_id, uint64_t bit);
 
 static uint64_t p3d_if_stream_done(uint64_t stream)
 {
@@ -74,7 +79,8 @@ static uint64_t p3d_if_stream_done(uint64_t stream)
 /* 1 if the op in `s` (word `w`) still counts as not complete. */
 static int p3d_if_open(const struct p3d_ifslot *s, uint64_t w)
 {
-    if (!p3d_if_pending_word(w))
+    if (w == 0 || (w & P3D_IF_DONE) ||
+        P3D_IF_GET(s->done) == w >> P3D_IF_SHIFT)
         return 0;
     if (!(w & P3D_IF_ISSUED))
         return 1;
@@ -103,22 +109,36 @@ static struct p3d_ifslot *p3d_if_slot(uint64_t op_id)
     return NULL;
 }
 
-void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
-                      uint32_t stack_id)
+/* 1 if a new op may take the slot: empty, or its owner is done with it
+ * (ISSUED or DONE set) and the op no longer counts as pending. */
+static inline int p3d_if_free(const struct p3d_ifslot *s, uint64_t w)
+{
+    if (w == 0)
+        return 1;
+    if (!(w & (P3D_IF_ISSUED | P3D_IF_DONE)))
+        return 0;               /* its owner is not done with it */
+    if (!(w & P3D_IF_DONE) && /* issued: known complete?  (fast: no GPU) */
+        __atomic_load_n(&p3d_if_live, __ATOMIC_RELAXED) == 0)
+        return 1;
+    return !p3d_if_open(s, w);
+}
+
+int p3d_inflight_enter(const struct p3d_op_ctx *ctx, uint64_t t,
+                       uint32_t stack_id, uint32_t tid)
 {
     struct p3d_ifslot *s = NULL;
 
     for (int k = 0; k < P3D_IF_PROBE && s == NULL; k++) {
         struct p3d_ifslot *c = p3d_if_at(ctx->op_id, k);
         uint64_t old = __atomic_load_n(&c->word, __ATOMIC_ACQUIRE);
-        if ((old == 0 || !p3d_if_open(c, old)) &&
+        if (p3d_if_free(c, old) &&
             __atomic_compare_exchange_n(&c->word, &old, P3D_IF_BUSY, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             s = c;
     }
     if (s == NULL) {
         __atomic_add_fetch(&p3d_if_overflow, 1, __ATOMIC_RELAXED);
-        return;
+        return -1;
     }
     P3D_IF_PUT(s->t_enqueue, t);
     P3D_IF_PUT(s->comm_hash, ctx->comm_hash);
@@ -126,10 +146,17 @@ void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
     P3D_IF_PUT(s->stream, (uint64_t)(uintptr_t)ctx->stream);
     P3D_IF_PUT(s->peer, ctx->peer);
     P3D_IF_PUT(s->stack_id, stack_id);
-    P3D_IF_PUT(s->tid, p3d_tid());
+    P3D_IF_PUT(s->tid, tid);
     P3D_IF_PUT(s->op, ctx->op);
     __atomic_store_n(&s->word, ctx->op_id << P3D_IF_SHIFT |
                      (ctx->in_group ? P3D_IF_GROUPED : 0), __ATOMIC_RELEASE);
+    return (int)(s - p3d_if);
+}
+
+void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
+                      uint32_t stack_id)
+{
+    p3d_inflight_enter(ctx, t, stack_id, p3d_tid());
 }
 
 uint64_t p3d_inflight_init_begin(uint64_t comm_hash, int nranks, int rank)
@@ -150,26 +177,34 @@ uint64_t p3d_inflight_init_begin(uint64_t comm_hash, int nranks, int rank)
 
 void p3d_inflight_done(uint64_t op_id)
 {
-    p3d_if_set(op_id, P3D_IF_DONE);
+    p3d_if_set(p3d_if_slot(op_id), op_id, P3D_IF_DONE);
 }
 
-static void p3d_if_set(uint64_t op_id, uint64_t bit)
+/*
+ * The owner sets ISSUED or DONE: nobody else writes the word until one
+ * of them is set (see the top), so a plain release store does.
+ */
+static void p3d_if_set(struct p3d_ifslot *s, uint64_t op_id, uint64_t bit)
 {
-    struct p3d_ifslot *s = p3d_if_slot(op_id);
     uint64_t w;
 
     if (s == NULL)
         return;
-    w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
-    while ((w >> P3D_IF_SHIFT) == op_id && w != 0 &&
-           !__atomic_compare_exchange_n(&s->word, &w, w | bit, 1,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        ;
+    w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+    if (w != 0 && (w >> P3D_IF_SHIFT) == op_id &&
+        !(w & (P3D_IF_ISSUED | P3D_IF_DONE)))
+        __atomic_store_n(&s->word, w | bit, __ATOMIC_RELEASE);
 }
 
 void p3d_inflight_issued(uint64_t op_id)
 {
-    p3d_if_set(op_id, P3D_IF_ISSUED);
+    p3d_if_set(p3d_if_slot(op_id), op_id, P3D_IF_ISSUED);
+}
+
+void p3d_inflight_issued_at(int slot, uint64_t op_id)
+{
+    if (slot >= 0 && slot < P3D_IF_ALL)
+        p3d_if_set(&p3d_if[slot], op_id, P3D_IF_ISSUED);
 }
 
 /* Raise the stream's highest completed op_id (if the slot is its). */
@@ -196,9 +231,10 @@ void p3d_inflight_complete(uint64_t op_id)
 
     if (__atomic_load_n(&p3d_if_live, __ATOMIC_RELAXED) != 1)
         __atomic_store_n(&p3d_if_live, 1, __ATOMIC_RELEASE);
-    if (s != NULL)
-        p3d_if_stream_mark(P3D_IF_GET(s->stream), op_id);
-    p3d_if_set(op_id, P3D_IF_DONE);
+    if (s == NULL)
+        return;
+    p3d_if_stream_mark(P3D_IF_GET(s->stream), op_id);
+    P3D_IF_PUT(s->done, op_id);
 }
 
 int p3d_inflight_gpu_live(void)
@@ -208,9 +244,14 @@ int p3d_inflight_gpu_live(void)
 
     if (live >= 0)
         return live;
-    g = getenv(P3D_ENV_GPU_TIMING);
-    if (g != NULL && (!strcmp(g, "off") || !strcmp(g, "0") ||
-                      !strcmp(g, "none"))) {
+    if (__atomic_load_n(&p3d_if_env_off, __ATOMIC_RELAXED) < 0) {
+        g = getenv(P3D_ENV_GPU_TIMING);
+        __atomic_store_n(&p3d_if_env_off,
+                         g != NULL && (!strcmp(g, "off") ||
+                                       !strcmp(g, "0") ||
+                                       !strcmp(g, "none")), __ATOMIC_RELAXED);
+    }
+    if (__atomic_load_n(&p3d_if_env_off, __ATOMIC_RELAXED)) {
         __atomic_store_n(&p3d_if_live, 0, __ATOMIC_RELEASE);
         return 0;
     }
@@ -295,4 +336,5 @@ void p3d_inflight_reset(void)
     memset(p3d_if_streams, 0, sizeof(p3d_if_streams));
     p3d_if_overflow = 0;
     p3d_if_live = -1;
+    p3d_if_env_off = -1;
 }

@@ -31,14 +31,10 @@
 /* State of one recorded op between its two halves. */
 struct p3d_opcall {
     struct p3d_op_ctx ctx;
-    struct p3d_comm *comm;
     struct p3d_rec_op *rec;  /* written before the call, or NULL */
     uint32_t stack_id;
-    uint64_t count;
-    uint64_t t_enter;
     int32_t comm_rank;
-    uint8_t dtype;
-    uint8_t redop;
+    int if_slot;             /* its in-flight slot, -1 none */
     uint8_t flags;
 };
 
@@ -47,7 +43,10 @@ static P3D_TLS uint32_t p3d_group_depth;
 static P3D_TLS uint32_t p3d_group_id;
 static P3D_TLS uint32_t p3d_group_ops;
 static P3D_TLS uint32_t p3d_group_ntrack;
-static P3D_TLS uint64_t p3d_group_track[P3D_GROUP_TRACK];
+static P3D_TLS struct {
+    uint64_t op_id;
+    int slot;
+} p3d_group_track[P3D_GROUP_TRACK];
 static uint32_t p3d_group_ids;
 
 static const uint8_t p3d_dtype_size[] = {
@@ -68,20 +67,6 @@ static uint8_t p3d_nccl_redop(int op)
     return P3D_REDOP_CUSTOM;
 }
 
-int p3d_nccl_enter(void)
-{
-    if (!p3d_guard_enter() || !p3d_core_enabled()) {
-        p3d_guard_leave();
-        return 0;
-    }
-    return 1;
-}
-
-void p3d_nccl_leave(void)
-{
-    p3d_guard_leave();
-}
-
 uint64_t p3d_nccl_init_enter(uint64_t comm_hash, int nranks, int rank)
 {
     p3d_watchdog_start();
@@ -93,86 +78,97 @@ void p3d_nccl_init_leave(uint64_t token)
     p3d_inflight_done(token);
 }
 
+/* The sequence number of op `op` on `c` (UINT64_MAX: comm unknown). */
+static uint64_t p3d_op_seq(struct p3d_comm *c, uint8_t op, int peer)
+{
+    if (c == NULL)
+        return UINT64_MAX;
+    if (P3D_OP_IS_P2P(op))
+        return p3d_comm_next_p2p(c, peer, op == P3D_OP_RECV);
+    return p3d_comm_next_coll(c);
+}
+
 /* First half: identify the op, number it, call the "before" hook. */
 static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
                         cudaStream_t stream, int peer)
 {
     struct p3d_comm *c;
+    int grouped;
 
     if (!p3d_nccl_enter())
         return 0;
     p3d_watchdog_start();
-    memset(oc, 0, sizeof(*oc));
     c = p3d_comm_get(comm);
     if (c != NULL && !__atomic_load_n(&c->info_known, __ATOMIC_ACQUIRE))
         p3d_nccl_learn(c, comm, 1);
-    oc->comm = c;
+    grouped = p3d_group_depth > 0;
     oc->comm_rank = c != NULL ? c->rank : -1;
+    oc->flags = (c == NULL || c->unknown ? P3D_OPF_COMM_UNKNOWN : 0) |
+                (grouped ? P3D_OPF_IN_GROUP : 0);
     oc->ctx.op_id = p3d_next_op_id();
     oc->ctx.comm_hash = c != NULL ? c->hash : (uint64_t)(uintptr_t)comm;
-    if (c == NULL)
-        oc->ctx.seq = UINT64_MAX;
-    else if (P3D_OP_IS_P2P(op))
-        oc->ctx.seq = p3d_comm_next_p2p(c, peer, op == P3D_OP_RECV);
-    else
-        oc->ctx.seq = p3d_comm_next_coll(c);
+    oc->ctx.seq = p3d_op_seq(c, op, peer);
     oc->ctx.stream = (void *)stream;
+    oc->ctx.group_id = grouped ? p3d_group_id : 0;
     oc->ctx.op = op;
+    oc->ctx.in_group = (uint8_t)grouped;
     oc->ctx.peer = peer;
-    if (c == NULL || c->unknown)
-        oc->flags |= P3D_OPF_COMM_UNKNOWN;
-    if (p3d_group_depth > 0) {
-        oc->ctx.group_id = p3d_group_id;
-        oc->ctx.in_group = 1;
-        oc->flags |= P3D_OPF_IN_GROUP;
-        p3d_group_ops++;
-    }
+    p3d_group_ops += (uint32_t)grouped;
     oc->stack_id = p3d_stack_capture(0);
-    p3d_hook_op_before(&oc->ctx);
+    if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+        p3d_hook_op_before(&oc->ctx);
     return 1;
 }
 
 /*
  * Just before the real call: the op record with t_exit = 0, pinned so it
- * can be completed in place, and the in-flight entry.
+ * can be completed in place, and the in-flight entry.  `count`, `dtype`,
+ * `redop` (-1: none) and `in_place` are the op's arguments.
  */
-static void p3d_op_enqueue(struct p3d_opcall *oc)
+static void p3d_op_enqueue(struct p3d_opcall *oc, size_t count,
+                           ncclDataType_t dtype, int redop, int in_place)
 {
     struct p3d_rec_op *r = p3d_rec_reserve(P3D_REC_OP, sizeof(*r));
+    uint64_t t_enter = p3d_now();
+    uint32_t tid = p3d_tid();
 
-    oc->t_enter = p3d_now();
-    p3d_inflight_add(&oc->ctx, oc->t_enter, oc->stack_id);
+    oc->if_slot = p3d_inflight_enter(&oc->ctx, t_enter, oc->stack_id, tid);
     oc->rec = r;
-    if (r != NULL) {
-        r->op = oc->ctx.op;
-        r->dtype = oc->dtype;
-        r->redop = oc->redop;
-        r->flags = oc->flags;
-        r->op_id = oc->ctx.op_id;
-        r->comm_hash = oc->ctx.comm_hash;
-        r->seq = oc->ctx.seq;
-        r->count = oc->count;
-        r->bytes = p3d_nccl_bytes(oc->count, oc->dtype);
-        r->stream = (uint64_t)(uintptr_t)oc->ctx.stream;
-        r->t_enter = oc->t_enter;
-        r->t_exit = 0;
-        r->peer = oc->ctx.peer;
-        r->tid = p3d_tid();
-        r->group_id = oc->ctx.group_id;
-        r->stack_id = oc->stack_id;
-        r->comm_rank = oc->comm_rank;
-        p3d_rec_commit(r);
-        p3d_rec_pin();
-    }
+    if (r == NULL)
+        return;
+    r->op = oc->ctx.op;
+    r->dtype = (uint8_t)dtype;
+    r->redop = redop < 0 ? P3D_REDOP_NONE : p3d_nccl_redop(redop);
+    r->flags = oc->flags | (in_place ? P3D_OPF_IN_PLACE : 0);
+    r->op_id = oc->ctx.op_id;
+    r->comm_hash = oc->ctx.comm_hash;
+    r->seq = oc->ctx.seq;
+    r->count = count;
+    r->bytes = p3d_nccl_bytes(count, (uint8_t)dtype);
+    r->stream = (uint64_t)(uintptr_t)oc->ctx.stream;
+    r->t_enter = t_enter;
+    r->t_exit = 0;
+    r->peer = oc->ctx.peer;
+    r->tid = tid;
+    r->group_id = oc->ctx.group_id;
+    r->stack_id = oc->stack_id;
+    r->comm_rank = oc->comm_rank;
+    p3d_rec_commit(r);
+    p3d_rec_pin();
 }
 
 /* An op inside a group is issued when the outermost GroupEnd returns. */
 static void p3d_op_issued(const struct p3d_opcall *oc)
 {
-    if (!oc->ctx.in_group || p3d_group_ntrack >= P3D_GROUP_TRACK)
-        p3d_inflight_issued(oc->ctx.op_id);
-    else
-        p3d_group_track[p3d_group_ntrack++] = oc->ctx.op_id;
+    uint32_t n = p3d_group_ntrack;
+
+    if (!oc->ctx.in_group || n >= P3D_GROUP_TRACK) {
+        p3d_inflight_issued_at(oc->if_slot, oc->ctx.op_id);
+        return;
+    }
+    p3d_group_track[n].op_id = oc->ctx.op_id;
+    p3d_group_track[n].slot = oc->if_slot;
+    p3d_group_ntrack = n + 1;
 }
 
 /* Second half: complete the record in place, hooks, leave. */
@@ -187,20 +183,9 @@ static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
         p3d_rec_unpin();
     }
     p3d_op_issued(oc);
-    p3d_hook_op_after(&oc->ctx, ret);
+    if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+        p3d_hook_op_after(&oc->ctx, ret);
     p3d_nccl_leave();
-}
-
-/* Count, datatype, reduction and in-place flag of an op. */
-static void p3d_op_args(struct p3d_opcall *oc, size_t count,
-                        ncclDataType_t dtype, int redop, int in_place)
-{
-    oc->count = count;
-    oc->dtype = (uint8_t)dtype;
-    oc->redop = redop < 0 ? P3D_REDOP_NONE : p3d_nccl_redop(redop);
-    if (in_place)
-        oc->flags |= P3D_OPF_IN_PLACE;
-    p3d_op_enqueue(oc);     /* the last step before the real call */
 }
 
 /*
@@ -314,7 +299,7 @@ static int p3d_at_rank(const void *a, const void *b,
         if (!p3d_op_begin(&oc, kind, comm, stream, peer))                     \
             return real args;                                                 \
         oc.flags |= (xflags);                                                 \
-        p3d_op_args(&oc, cnt, dtype, redop, in_place);                        \
+        p3d_op_enqueue(&oc, cnt, dtype, redop, in_place);                     \
         ret = real args;                                                      \
         p3d_op_end(&oc, ret);                                                 \
         return ret;                                                           \
@@ -400,7 +385,8 @@ static void p3d_group_end_close(struct p3d_rec_group *g, ncclResult_t ret)
 static void p3d_group_issued(void)
 {
     for (uint32_t i = 0; i < p3d_group_ntrack; i++)
-        p3d_inflight_issued(p3d_group_track[i]);
+        p3d_inflight_issued_at(p3d_group_track[i].slot,
+                               p3d_group_track[i].op_id);
     p3d_group_ntrack = 0;
 }
 

@@ -785,25 +785,41 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
     return p3d_writer_claim(t, gen);
 }
 
+/*
+ * Slow path of p3d_rec_reserve, out of line so that the fast path saves
+ * no registers: 0 when the thread's chunk has room for `len` now, -1
+ * when the record is dropped (counted) or recording is off.
+ */
+static __attribute__((noinline)) int p3d_writer_room(struct p3d_wthr *t,
+                                                     size_t len)
+{
+    if (len > P3D_CHUNK_ROOM || t->npend >= P3D_MAX_PENDING) {
+        p3d_writer_drop();
+        return -1;
+    }
+    if (t->has_chunk && (size_t)(t->end - t->pos) >= len &&
+        t->gen == __atomic_load_n(&p3d_w_gen, __ATOMIC_RELAXED))
+        return 0;
+    if (p3d_writer_refill(t, len) != 0) {
+        if (p3d_writer_state() != P3D_W_UNOPENED && p3d_core_enabled())
+            p3d_writer_drop();
+        return -1;
+    }
+    return 0;
+}
+
 void *p3d_rec_reserve(uint16_t tag, size_t len)
 {
     struct p3d_wthr *t = &p3d_w_thr;
     char *rec;
 
     len = P3D_REC_ROUND(len);
-    if (P3D_UNLIKELY(len > P3D_CHUNK_ROOM || t->npend >= P3D_MAX_PENDING)) {
-        p3d_writer_drop();
-        return NULL;
-    }
-    if (P3D_UNLIKELY(!t->has_chunk || (size_t)(t->end - t->pos) < len ||
+    if (P3D_UNLIKELY(len > P3D_CHUNK_ROOM || t->npend >= P3D_MAX_PENDING ||
+                     !t->has_chunk || (size_t)(t->end - t->pos) < len ||
                      t->gen != __atomic_load_n(&p3d_w_gen,
-                                               __ATOMIC_RELAXED))) {
-        if (p3d_writer_refill(t, len) != 0) {
-            if (p3d_writer_state() != P3D_W_UNOPENED && p3d_core_enabled())
-                p3d_writer_drop();
-            return NULL;
-        }
-    }
+                                               __ATOMIC_RELAXED)) &&
+        p3d_writer_room(t, len) != 0)
+        return NULL;
     rec = t->pos;
     t->pos += len;
     /* warm the lines of the next records while the caller runs NCCL */
