@@ -29,9 +29,9 @@ struct p3d_op_ctx {
 };
 
 /*
- * 1 once the op hooks are known to do nothing (GPU timing off): the
- * wrappers then skip p3d_hook_op_before/after.  Set by the feature that
- * decided it; 0 (call them) until then.
+ * 1 once the op and group-end hooks are known to do nothing (GPU timing
+ * off): the wrappers then skip them.  Set by the feature that decided
+ * it; 0 (call them) until then.
  */
 extern int p3d_hook_ops_idle;
 

@@ -123,23 +123,41 @@ static inline int p3d_if_free(const struct p3d_ifslot *s, uint64_t w)
     return !p3d_if_open(s, w);
 }
 
-int p3d_inflight_enter(const struct p3d_op_ctx *ctx, uint64_t t,
-                       uint32_t stack_id, uint32_t tid)
+/* Claim (word = BUSY) a free slot of op_id's probe sequence, or NULL. */
+static struct p3d_ifslot *p3d_if_claim(uint64_t op_id)
 {
-    struct p3d_ifslot *s = NULL;
-
-    for (int k = 0; k < P3D_IF_PROBE && s == NULL; k++) {
-        struct p3d_ifslot *c = p3d_if_at(ctx->op_id, k);
+    for (int k = 0; k < P3D_IF_PROBE; k++) {
+        struct p3d_ifslot *c = p3d_if_at(op_id, k);
         uint64_t old = __atomic_load_n(&c->word, __ATOMIC_ACQUIRE);
         if (p3d_if_free(c, old) &&
             __atomic_compare_exchange_n(&c->word, &old, P3D_IF_BUSY, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-            s = c;
+            return c;
     }
-    if (s == NULL) {
-        __atomic_add_fetch(&p3d_if_overflow, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p3d_if_overflow, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+/*
+ * The common case in line: the op's home slot is empty or its op was
+ * issued with no GPU completions to wait for; else the probe above.
+ */
+int p3d_inflight_enter(const struct p3d_op_ctx *ctx, uint64_t t,
+                       uint32_t stack_id, uint32_t tid)
+{
+    struct p3d_ifslot *s = p3d_if_at(ctx->op_id, 0);
+    uint64_t old = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+
+    if (!P3D_LIKELY((old == 0 || ((old & (P3D_IF_ISSUED | P3D_IF_DONE)) ==
+                                      P3D_IF_ISSUED &&
+                                  __atomic_load_n(&p3d_if_live,
+                                                  __ATOMIC_RELAXED) == 0)) &&
+                    __atomic_compare_exchange_n(&s->word, &old, P3D_IF_BUSY,
+                                                0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED)))
+        s = p3d_if_claim(ctx->op_id);
+    if (s == NULL)
         return -1;
-    }
     P3D_IF_PUT(s->t_enqueue, t);
     P3D_IF_PUT(s->comm_hash, ctx->comm_hash);
     P3D_IF_PUT(s->seq, ctx->seq);

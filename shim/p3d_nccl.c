@@ -89,7 +89,8 @@ static uint64_t p3d_op_seq(struct p3d_comm *c, uint8_t op, int peer)
 }
 
 /* First half: identify the op, number it, call the "before" hook. */
-static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
+static inline __attribute__((always_inline)) int
+p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
                         cudaStream_t stream, int peer)
 {
     struct p3d_comm *c;
@@ -125,7 +126,8 @@ static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
  * can be completed in place, and the in-flight entry.  `count`, `dtype`,
  * `redop` (-1: none) and `in_place` are the op's arguments.
  */
-static void p3d_op_enqueue(struct p3d_opcall *oc, size_t count,
+static inline __attribute__((always_inline)) void
+p3d_op_enqueue(struct p3d_opcall *oc, size_t count,
                            ncclDataType_t dtype, int redop, int in_place)
 {
     struct p3d_rec_op *r = p3d_rec_reserve(P3D_REC_OP, sizeof(*r));
@@ -172,7 +174,8 @@ static void p3d_op_issued(const struct p3d_opcall *oc)
 }
 
 /* Second half: complete the record in place, hooks, leave. */
-static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
+static inline __attribute__((always_inline)) void
+p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
 {
     uint64_t t_exit = p3d_now();
     struct p3d_rec_op *r = oc->rec;
@@ -403,7 +406,7 @@ P3D_EXPORT ncclResult_t ncclGroupEnd(void)
     if (!p3d_nccl_enter())
         return real();
     outer = p3d_group_depth <= 1;
-    if (outer)
+    if (outer && !__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
         p3d_hook_group_end_before(gid);
     g = p3d_group_end_open(gid, outer ? p3d_group_ops : 0);
     ret = real();
@@ -412,7 +415,8 @@ P3D_EXPORT ncclResult_t ncclGroupEnd(void)
     p3d_group_end_close(g, ret);
     if (outer) {
         p3d_group_issued();
-        p3d_hook_group_end_after(gid, ret);
+        if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+            p3d_hook_group_end_after(gid, ret);
         p3d_group_id = 0;
     }
     p3d_nccl_leave();
