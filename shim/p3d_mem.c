@@ -120,8 +120,9 @@ static inline void mem_raise(int kind, int dev, uint64_t cur, uint64_t cand)
         mem_raise_peak(kind, dev, cur, cand);
 }
 
-/* Recompute P3D_MEM_DEVICE of `dev` from its parts. */
-static void mem_device_update(int dev)
+/* Recompute P3D_MEM_DEVICE of `dev` from its parts (in line: per call). */
+static inline __attribute__((always_inline)) void
+mem_device_update(int dev)
 {
     struct mem_dev *d = &mem_devs[dev];
     uint64_t sync = atomic_load(&d->sync_live);
@@ -137,7 +138,8 @@ static void mem_device_update(int dev)
     mem_raise(P3D_MEM_DEVICE, dev, cur, cand);
 }
 
-static void mem_count(int cls, int dev, uint64_t bytes, int sign)
+static inline __attribute__((always_inline)) void
+mem_count(int cls, int dev, uint64_t bytes, int sign)
 {
     _Atomic uint64_t *ctr;
     int kind;

@@ -53,8 +53,10 @@ void p3d_mem_wrap_leave(void)
     mem_depth--;
 }
 
-/* Count a successful allocation made by an outermost wrapper. */
-static void mem_alloc_done(cudaError_t ret, void **p, size_t size, int cls,
+/* Count a successful allocation made by an outermost wrapper (in line:
+ * a call per allocation costs more than its checks). */
+static inline __attribute__((always_inline)) void
+mem_alloc_done(cudaError_t ret, void **p, size_t size, int cls,
                            int outer)
 {
     int dev;
