@@ -124,7 +124,8 @@ static inline int p3d_if_free(const struct p3d_ifslot *s, uint64_t w)
 }
 
 /* Claim (word = BUSY) a free slot of op_id's probe sequence, or NULL. */
-static struct p3d_ifslot *p3d_if_claim(uint64_t op_id)
+static __attribute__((noinline)) struct p3d_ifslot *
+p3d_if_claim(uint64_t op_id)
 {
     for (int k = 0; k < P3D_IF_PROBE; k++) {
         struct p3d_ifslot *c = p3d_if_at(op_id, k);

@@ -151,9 +151,21 @@ void *p3d_resolve(const char *name, const char *alt);
 
 /*
  * Resolve-once helper for wrappers: `*slot` caches the pointer.  Returns
- * the real function or NULL (and warns once, naming the symbol).
+ * the real function or NULL (and warns once, naming the symbol).  Inline:
+ * every wrapped call goes through it; the first one resolves.
  */
-void *p3d_resolve_cached(void **slot, const char *name, const char *alt);
+#define P3D_RESOLVE_FAILED ((void *)1)
+void *p3d_resolve_slow(void **slot, const char *name, const char *alt);
+
+static inline void *p3d_resolve_cached(void **slot, const char *name,
+                                       const char *alt)
+{
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+    if (P3D_LIKELY(p != NULL && p != P3D_RESOLVE_FAILED))
+        return p;
+    return p3d_resolve_slow(slot, name, alt);
+}
 
 
 /*
