@@ -73,8 +73,8 @@ mem_alloc_done(cudaError_t ret, void **p, size_t size, int cls,
 /* Uncount before a free; undo if the free failed. */
 static uint64_t mem_free_begin(void *p, int outer, int *cls, int *dev)
 {
-    if (!p || !outer)
-        return 0;
+    if (!p || !outer || !p3d_core_enabled())
+        return 0;               /* disabled: nothing was counted */
     return p3d_mem_untrack((uint64_t)(uintptr_t)p, cls, dev);
 }
 
