@@ -43,10 +43,9 @@ static P3D_TLS uint32_t p3d_group_depth;
 static P3D_TLS uint32_t p3d_group_id;
 static P3D_TLS uint32_t p3d_group_ops;
 static P3D_TLS uint32_t p3d_group_ntrack;
-static P3D_TLS struct {
-    uint64_t op_id;
-    int slot;
-} p3d_group_track[P3D_GROUP_TRACK];
+static P3D_TLS uint64_t p3d_group_track[P3D_GROUP_TRACK];
+static P3D_TLS int16_t p3d_group_slot[P3D_GROUP_TRACK]; /* in-flight slots */
+_Static_assert(P3D_INFLIGHT_SLOTS < 16384, "slots fit p3d_group_slot");
 static uint32_t p3d_group_ids;
 
 static const uint8_t p3d_dtype_size[] = {
@@ -168,8 +167,8 @@ static void p3d_op_issued(const struct p3d_opcall *oc)
         p3d_inflight_issued_at(oc->if_slot, oc->ctx.op_id);
         return;
     }
-    p3d_group_track[n].op_id = oc->ctx.op_id;
-    p3d_group_track[n].slot = oc->if_slot;
+    p3d_group_track[n] = oc->ctx.op_id;
+    p3d_group_slot[n] = (int16_t)oc->if_slot;
     p3d_group_ntrack = n + 1;
 }
 
@@ -388,8 +387,7 @@ static void p3d_group_end_close(struct p3d_rec_group *g, ncclResult_t ret)
 static void p3d_group_issued(void)
 {
     for (uint32_t i = 0; i < p3d_group_ntrack; i++)
-        p3d_inflight_issued_at(p3d_group_track[i].slot,
-                               p3d_group_track[i].op_id);
+        p3d_inflight_issued_at(p3d_group_slot[i], p3d_group_track[i]);
     p3d_group_ntrack = 0;
 }
 
