@@ -12,15 +12,8 @@
 #define P3D_COMM_EMPTY 0
 #define P3D_COMM_GONE 1
 
-static struct p3d_comm p3d_comms[P3D_COMM_TABLE];
+struct p3d_comm p3d_comm_table[P3D_COMM_TABLE];
 static pthread_mutex_t p3d_comm_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static unsigned p3d_comm_slot(uintptr_t key)
-{
-    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
-
-    return (unsigned)(h >> 32) & (P3D_COMM_TABLE - 1);
-}
 
 struct p3d_comm *p3d_comm_find(const void *comm)
 {
@@ -30,7 +23,7 @@ struct p3d_comm *p3d_comm_find(const void *comm)
     if (key <= P3D_COMM_GONE)
         return NULL;
     for (n = 0; n < P3D_COMM_TABLE; n++) {
-        struct p3d_comm *c = &p3d_comms[(i + n) & (P3D_COMM_TABLE - 1)];
+        struct p3d_comm *c = &p3d_comm_table[(i + n) & (P3D_COMM_TABLE - 1)];
         uintptr_t k = __atomic_load_n(&c->key, __ATOMIC_ACQUIRE);
 
         if (k == key)
@@ -48,7 +41,7 @@ static struct p3d_comm *p3d_comm_place(uintptr_t key)
     struct p3d_comm *freeslot = NULL;
 
     for (n = 0; n < P3D_COMM_TABLE; n++) {
-        struct p3d_comm *c = &p3d_comms[(i + n) & (P3D_COMM_TABLE - 1)];
+        struct p3d_comm *c = &p3d_comm_table[(i + n) & (P3D_COMM_TABLE - 1)];
 
         if (c->key == key)
             return c;
@@ -96,7 +89,7 @@ struct p3d_comm *p3d_comm_add(const void *comm, uint64_t hash,
     return c;
 }
 
-struct p3d_comm *p3d_comm_get(const void *comm)
+struct p3d_comm *p3d_comm_get_slow(const void *comm)
 {
     struct p3d_comm *c = p3d_comm_find(comm);
 
@@ -183,7 +176,7 @@ void p3d_comm_clear(void)
     unsigned i;
 
     for (i = 0; i < P3D_COMM_TABLE; i++) {
-        free(p3d_comms[i].peer_seq);
-        memset(&p3d_comms[i], 0, sizeof(p3d_comms[i]));
+        free(p3d_comm_table[i].peer_seq);
+        memset(&p3d_comm_table[i], 0, sizeof(p3d_comm_table[i]));
     }
 }

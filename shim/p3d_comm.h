@@ -50,9 +50,30 @@ struct p3d_comm *p3d_comm_add(const void *comm, uint64_t hash,
 /*
  * Find `comm`, or add it as unknown (hash = pointer value, flagged), so
  * that ops on comms created before the shim saw them still get sequence
- * numbers.  NULL only when the table is full.
+ * numbers.  NULL only when the table is full.  Inline: a comm in its home
+ * slot (the common case) costs one hash and one load.
  */
-struct p3d_comm *p3d_comm_get(const void *comm);
+struct p3d_comm *p3d_comm_get_slow(const void *comm);
+extern struct p3d_comm p3d_comm_table[P3D_COMM_TABLE];
+
+static inline unsigned p3d_comm_slot(uintptr_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+
+    return (unsigned)(h >> 32) & (P3D_COMM_TABLE - 1);
+}
+
+static inline struct p3d_comm *p3d_comm_get(const void *comm)
+{
+    uintptr_t key = (uintptr_t)comm;
+    struct p3d_comm *c = &p3d_comm_table[p3d_comm_slot(key)];
+
+    if (__builtin_expect(key > 1 &&
+                         __atomic_load_n(&c->key, __ATOMIC_ACQUIRE) == key,
+                         1))
+        return c;
+    return p3d_comm_get_slow(comm);
+}
 
 /* Record nranks/rank/device; allocates the per-peer arrays once. */
 void p3d_comm_set_info(struct p3d_comm *c, int nranks, int rank, int device);

@@ -20,25 +20,25 @@
 #define P3D_WARN_KEYS 64
 
 static pthread_once_t p3d_once = PTHREAD_ONCE_INIT;
-static int p3d_cfg_ready;   /* set (release) once p3d_core_init ran */
-static struct p3d_cfg p3d_cfg;
-static uint64_t p3d_op_ids;
+int p3d_core_ready;         /* set (release) once p3d_core_init ran */
+struct p3d_cfg p3d_core_cfg_data;
+uint64_t p3d_core_op_ids;
 static uint64_t p3d_polls;
 static const char *p3d_warn_keys[P3D_WARN_KEYS];
 
-static P3D_TLS int p3d_depth;
-static P3D_TLS uint32_t p3d_tid_cache;
+P3D_TLS int p3d_core_depth;
+P3D_TLS uint32_t p3d_core_tid;
 
 static void p3d_core_fork_child(void)
 {
-    p3d_tid_cache = 0;
+    p3d_core_tid = 0;
     p3d_writer_fork_parent(); /* release the lock the prepare took */
     p3d_writer_reset(1);
 }
 
 static void p3d_core_init(void)
 {
-    p3d_cfg_load(&p3d_cfg);
+    p3d_cfg_load(&p3d_core_cfg_data);
     pthread_atfork(p3d_writer_fork_prepare, p3d_writer_fork_parent,
                    p3d_core_fork_child);
 }
@@ -46,14 +46,14 @@ static void p3d_core_init(void)
 /* The flag spares the hot path pthread_once's call and its checks. */
 struct p3d_cfg *p3d_core_cfg(void)
 {
-    if (P3D_UNLIKELY(!__atomic_load_n(&p3d_cfg_ready, __ATOMIC_ACQUIRE))) {
+    if (P3D_UNLIKELY(!__atomic_load_n(&p3d_core_ready, __ATOMIC_ACQUIRE))) {
         pthread_once(&p3d_once, p3d_core_init);
-        __atomic_store_n(&p3d_cfg_ready, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&p3d_core_ready, 1, __ATOMIC_RELEASE);
     }
-    return &p3d_cfg;
+    return &p3d_core_cfg_data;
 }
 
-int p3d_core_enabled(void)
+int p3d_core_enabled_slow(void)
 {
     return !p3d_core_cfg()->disabled;
 }
@@ -64,52 +64,26 @@ int p3d_core_enabled(void)
  * too: they are mapped onto p3d_now()), so one machine can pose as hosts
  * with skewed clocks.  Read once when the library loads.
  */
-static int64_t p3d_clock_off;
+int64_t p3d_core_clock_off;
 
 __attribute__((constructor(101))) static void p3d_core_clock_hook(void)
 {
-    p3d_clock_off = p3d_env_test_clock_offset();
-}
-
-static uint64_t p3d_clock_ns(clockid_t id)
-{
-    struct timespec ts;
-
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
-           (uint64_t)p3d_clock_off;
-}
-
-uint64_t p3d_now(void)
-{
-    return p3d_clock_ns(CLOCK_MONOTONIC);
+    p3d_core_clock_off = p3d_env_test_clock_offset();
 }
 
 uint64_t p3d_now_real(void)
 {
-    return p3d_clock_ns(CLOCK_REALTIME);
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+           (uint64_t)p3d_core_clock_off;
 }
 
-uint32_t p3d_tid(void)
+uint32_t p3d_core_tid_slow(void)
 {
-    if (P3D_UNLIKELY(p3d_tid_cache == 0))
-        p3d_tid_cache = (uint32_t)syscall(SYS_gettid);
-    return p3d_tid_cache;
-}
-
-int p3d_guard_enter(void)
-{
-    return ++p3d_depth == 1;
-}
-
-void p3d_guard_leave(void)
-{
-    p3d_depth--;
-}
-
-uint64_t p3d_next_op_id(void)
-{
-    return __atomic_add_fetch(&p3d_op_ids, 1, __ATOMIC_RELAXED);
+    p3d_core_tid = (uint32_t)syscall(SYS_gettid);
+    return p3d_core_tid;
 }
 
 void p3d_count_async_poll(void)

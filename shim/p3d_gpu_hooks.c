@@ -75,8 +75,10 @@ static void gpu_init(void)
     enum p3d_gpu_mode want = p3d_gpu_mode_parse(getenv(P3D_ENV_GPU_TIMING));
     int mode = P3D_GPU_OFF;
 
-    if (!p3d_core_enabled() || want == P3D_GPU_OFF)
+    if (!p3d_core_enabled() || want == P3D_GPU_OFF) {
+        __atomic_store_n(&p3d_hook_ops_idle, 1, __ATOMIC_RELAXED);
         return;
+    }
     if (want != P3D_GPU_EVENTS && p3d_cupti_start(want == P3D_GPU_CUPTI) == 0)
         mode = P3D_GPU_CUPTI;
     else if (p3d_events_start() == 0)
@@ -85,6 +87,8 @@ static void gpu_init(void)
         p3d_warn_once("gpu_none", "no GPU timing: neither CUPTI nor CUDA "
                       "events are available");
     atomic_store(&gpu_mode, mode);
+    if (mode == P3D_GPU_OFF)    /* the op hooks have nothing to do */
+        __atomic_store_n(&p3d_hook_ops_idle, 1, __ATOMIC_RELAXED);
     if (mode != P3D_GPU_OFF)
         atexit(gpu_atexit);
     p3d_gpu_thread_start();

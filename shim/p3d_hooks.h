@@ -28,6 +28,13 @@ struct p3d_op_ctx {
     int32_t peer;
 };
 
+/*
+ * 1 once the op and group-end hooks are known to do nothing (GPU timing
+ * off): the wrappers then skip them.  Set by the feature that decided
+ * it; 0 (call them) until then.
+ */
+extern int p3d_hook_ops_idle;
+
 /* Before the real collective/P2P call. */
 void p3d_hook_op_before(const struct p3d_op_ctx *op);
 /* After it returned `ret` (ncclResult_t). */

@@ -5,6 +5,8 @@
  */
 #include "p3d_hooks.h"
 
+int p3d_hook_ops_idle;
+
 __attribute__((weak)) void p3d_hook_op_before(const struct p3d_op_ctx *op)
 {
     (void)op;

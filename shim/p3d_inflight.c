@@ -3,7 +3,14 @@
  * p3d_inflight.h).  Each slot is guarded by one 64-bit word, op_id << 4 |
  * state bits, so an update for an op whose slot was reused is a no-op and
  * a reader can tell a torn copy (seqlock style: word read before and
- * after the fields).
+ * after the fields, which are relaxed atomics).
+ *
+ * Who writes a slot's word: an adder claims a free slot with a CAS (other
+ * adders race for it); after that only the op's own thread sets ISSUED
+ * (or DONE for an init) with a plain release store, because a slot is
+ * free for a new op only once one of those bits is set.  Completions
+ * come from other threads and go to a field of their own (`done`), so
+ * they never race with the owner's store.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +27,17 @@
 #define P3D_IF_BUSY (~(uint64_t)0 << P3D_IF_SHIFT) /* being filled */
 #define P3D_IF_PROBE 16   /* slots tried from an op's home slot */
 
+/*
+ * A slot's fields are written by the thread that claimed its word and
+ * read by others (watchdog, completions) at any time: relaxed atomic
+ * accesses (plain moves on x86); the word says whether a copy is whole.
+ */
+#define P3D_IF_PUT(f, v) __atomic_store_n(&(f), (v), __ATOMIC_RELAXED)
+#define P3D_IF_GET(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
+
 struct p3d_ifslot {
     uint64_t word;          /* 0 = empty */
+    uint64_t done;          /* op_id the GPU completed in this slot */
     uint64_t t_enqueue;
     uint64_t comm_hash;
     uint64_t seq;
@@ -46,12 +62,9 @@ static struct p3d_ifstream p3d_if_streams[P3D_IF_STREAMS];
 static uint64_t p3d_if_overflow;
 static int p3d_if_live = -1;  /* -1 undecided, 0 never, 1 completions seen */
 
-static void p3d_if_set(uint64_t op_id, uint64_t bit);
+static int p3d_if_env_off = -1;   /* P3D_GPU_TIMING=off; -1 not read */
 
-static int p3d_if_pending_word(uint64_t w)
-{
-    return w != 0 && !(w & P3D_IF_DONE);
-}
+static void p3d_if_set(struct p3d_ifslot *s, uint64_t op_id, uint64_t bit);
 
 static uint64_t p3d_if_stream_done(uint64_t stream)
 {
@@ -66,13 +79,14 @@ static uint64_t p3d_if_stream_done(uint64_t stream)
 /* 1 if the op in `s` (word `w`) still counts as not complete. */
 static int p3d_if_open(const struct p3d_ifslot *s, uint64_t w)
 {
-    if (!p3d_if_pending_word(w))
+    if (w == 0 || (w & P3D_IF_DONE) ||
+        P3D_IF_GET(s->done) == w >> P3D_IF_SHIFT)
         return 0;
     if (!(w & P3D_IF_ISSUED))
         return 1;
     if (!p3d_inflight_gpu_live())
         return 0;               /* completion unknown */
-    return (w >> P3D_IF_SHIFT) > p3d_if_stream_done(s->stream);
+    return (w >> P3D_IF_SHIFT) > p3d_if_stream_done(P3D_IF_GET(s->stream));
 }
 
 /* Slot k of op_id's probe sequence (inits live in their own region). */
@@ -95,33 +109,73 @@ static struct p3d_ifslot *p3d_if_slot(uint64_t op_id)
     return NULL;
 }
 
+/* 1 if a new op may take the slot: empty, or its owner is done with it
+ * (ISSUED or DONE set) and the op no longer counts as pending. */
+static inline int p3d_if_free(const struct p3d_ifslot *s, uint64_t w)
+{
+    if (w == 0)
+        return 1;
+    if (!(w & (P3D_IF_ISSUED | P3D_IF_DONE)))
+        return 0;               /* its owner is not done with it */
+    if (!(w & P3D_IF_DONE) && /* issued: known complete?  (fast: no GPU) */
+        __atomic_load_n(&p3d_if_live, __ATOMIC_RELAXED) == 0)
+        return 1;
+    return !p3d_if_open(s, w);
+}
+
+/* Claim (word = BUSY) a free slot of op_id's probe sequence, or NULL. */
+static __attribute__((noinline)) struct p3d_ifslot *
+p3d_if_claim(uint64_t op_id)
+{
+    for (int k = 0; k < P3D_IF_PROBE; k++) {
+        struct p3d_ifslot *c = p3d_if_at(op_id, k);
+        uint64_t old = __atomic_load_n(&c->word, __ATOMIC_ACQUIRE);
+        if (p3d_if_free(c, old) &&
+            __atomic_compare_exchange_n(&c->word, &old, P3D_IF_BUSY, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return c;
+    }
+    __atomic_add_fetch(&p3d_if_overflow, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+/*
+ * The common case in line: the op's home slot is empty or its op was
+ * issued with no GPU completions to wait for; else the probe above.
+ */
+int p3d_inflight_enter(const struct p3d_op_ctx *ctx, uint64_t t,
+                       uint32_t stack_id, uint32_t tid)
+{
+    struct p3d_ifslot *s = p3d_if_at(ctx->op_id, 0);
+    uint64_t old = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+
+    if (!P3D_LIKELY((old == 0 || ((old & (P3D_IF_ISSUED | P3D_IF_DONE)) ==
+                                      P3D_IF_ISSUED &&
+                                  __atomic_load_n(&p3d_if_live,
+                                                  __ATOMIC_RELAXED) == 0)) &&
+                    __atomic_compare_exchange_n(&s->word, &old, P3D_IF_BUSY,
+                                                0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED)))
+        s = p3d_if_claim(ctx->op_id);
+    if (s == NULL)
+        return -1;
+    P3D_IF_PUT(s->t_enqueue, t);
+    P3D_IF_PUT(s->comm_hash, ctx->comm_hash);
+    P3D_IF_PUT(s->seq, ctx->seq);
+    P3D_IF_PUT(s->stream, (uint64_t)(uintptr_t)ctx->stream);
+    P3D_IF_PUT(s->peer, ctx->peer);
+    P3D_IF_PUT(s->stack_id, stack_id);
+    P3D_IF_PUT(s->tid, tid);
+    P3D_IF_PUT(s->op, ctx->op);
+    __atomic_store_n(&s->word, ctx->op_id << P3D_IF_SHIFT |
+                     (ctx->in_group ? P3D_IF_GROUPED : 0), __ATOMIC_RELEASE);
+    return (int)(s - p3d_if);
+}
+
 void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
                       uint32_t stack_id)
 {
-    struct p3d_ifslot *s = NULL;
-
-    for (int k = 0; k < P3D_IF_PROBE && s == NULL; k++) {
-        struct p3d_ifslot *c = p3d_if_at(ctx->op_id, k);
-        uint64_t old = __atomic_load_n(&c->word, __ATOMIC_ACQUIRE);
-        if ((old == 0 || !p3d_if_open(c, old)) &&
-            __atomic_compare_exchange_n(&c->word, &old, P3D_IF_BUSY, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-            s = c;
-    }
-    if (s == NULL) {
-        __atomic_add_fetch(&p3d_if_overflow, 1, __ATOMIC_RELAXED);
-        return;
-    }
-    s->t_enqueue = t;
-    s->comm_hash = ctx->comm_hash;
-    s->seq = ctx->seq;
-    s->stream = (uint64_t)(uintptr_t)ctx->stream;
-    s->peer = ctx->peer;
-    s->stack_id = stack_id;
-    s->tid = p3d_tid();
-    s->op = ctx->op;
-    __atomic_store_n(&s->word, ctx->op_id << P3D_IF_SHIFT |
-                     (ctx->in_group ? P3D_IF_GROUPED : 0), __ATOMIC_RELEASE);
+    p3d_inflight_enter(ctx, t, stack_id, p3d_tid());
 }
 
 uint64_t p3d_inflight_init_begin(uint64_t comm_hash, int nranks, int rank)
@@ -142,26 +196,34 @@ uint64_t p3d_inflight_init_begin(uint64_t comm_hash, int nranks, int rank)
 
 void p3d_inflight_done(uint64_t op_id)
 {
-    p3d_if_set(op_id, P3D_IF_DONE);
+    p3d_if_set(p3d_if_slot(op_id), op_id, P3D_IF_DONE);
 }
 
-static void p3d_if_set(uint64_t op_id, uint64_t bit)
+/*
+ * The owner sets ISSUED or DONE: nobody else writes the word until one
+ * of them is set (see the top), so a plain release store does.
+ */
+static void p3d_if_set(struct p3d_ifslot *s, uint64_t op_id, uint64_t bit)
 {
-    struct p3d_ifslot *s = p3d_if_slot(op_id);
     uint64_t w;
 
     if (s == NULL)
         return;
-    w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
-    while ((w >> P3D_IF_SHIFT) == op_id && w != 0 &&
-           !__atomic_compare_exchange_n(&s->word, &w, w | bit, 1,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        ;
+    w = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
+    if (w != 0 && (w >> P3D_IF_SHIFT) == op_id &&
+        !(w & (P3D_IF_ISSUED | P3D_IF_DONE)))
+        __atomic_store_n(&s->word, w | bit, __ATOMIC_RELEASE);
 }
 
 void p3d_inflight_issued(uint64_t op_id)
 {
-    p3d_if_set(op_id, P3D_IF_ISSUED);
+    p3d_if_set(p3d_if_slot(op_id), op_id, P3D_IF_ISSUED);
+}
+
+void p3d_inflight_issued_at(int slot, uint64_t op_id)
+{
+    if (slot >= 0 && slot < P3D_IF_ALL)
+        p3d_if_set(&p3d_if[slot], op_id, P3D_IF_ISSUED);
 }
 
 /* Raise the stream's highest completed op_id (if the slot is its). */
@@ -188,9 +250,10 @@ void p3d_inflight_complete(uint64_t op_id)
 
     if (__atomic_load_n(&p3d_if_live, __ATOMIC_RELAXED) != 1)
         __atomic_store_n(&p3d_if_live, 1, __ATOMIC_RELEASE);
-    if (s != NULL)
-        p3d_if_stream_mark(s->stream, op_id);
-    p3d_if_set(op_id, P3D_IF_DONE);
+    if (s == NULL)
+        return;
+    p3d_if_stream_mark(P3D_IF_GET(s->stream), op_id);
+    P3D_IF_PUT(s->done, op_id);
 }
 
 int p3d_inflight_gpu_live(void)
@@ -200,9 +263,14 @@ int p3d_inflight_gpu_live(void)
 
     if (live >= 0)
         return live;
-    g = getenv(P3D_ENV_GPU_TIMING);
-    if (g != NULL && (!strcmp(g, "off") || !strcmp(g, "0") ||
-                      !strcmp(g, "none"))) {
+    if (__atomic_load_n(&p3d_if_env_off, __ATOMIC_RELAXED) < 0) {
+        g = getenv(P3D_ENV_GPU_TIMING);
+        __atomic_store_n(&p3d_if_env_off,
+                         g != NULL && (!strcmp(g, "off") ||
+                                       !strcmp(g, "0") ||
+                                       !strcmp(g, "none")), __ATOMIC_RELAXED);
+    }
+    if (__atomic_load_n(&p3d_if_env_off, __ATOMIC_RELAXED)) {
         __atomic_store_n(&p3d_if_live, 0, __ATOMIC_RELEASE);
         return 0;
     }
@@ -217,14 +285,14 @@ static int p3d_if_copy(int i, struct p3d_inflight_op *o)
 
     if (w == P3D_IF_BUSY || !p3d_if_open(s, w))
         return 0;
-    o->t_enqueue = s->t_enqueue;
-    o->comm_hash = s->comm_hash;
-    o->seq = s->seq;
-    o->stream = s->stream;
-    o->peer = s->peer;
-    o->stack_id = s->stack_id;
-    o->tid = s->tid;
-    o->op = s->op;
+    o->t_enqueue = P3D_IF_GET(s->t_enqueue);
+    o->comm_hash = P3D_IF_GET(s->comm_hash);
+    o->seq = P3D_IF_GET(s->seq);
+    o->stream = P3D_IF_GET(s->stream);
+    o->peer = P3D_IF_GET(s->peer);
+    o->stack_id = P3D_IF_GET(s->stack_id);
+    o->tid = P3D_IF_GET(s->tid);
+    o->op = P3D_IF_GET(s->op);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     w2 = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
     if ((w2 >> P3D_IF_SHIFT) != (w >> P3D_IF_SHIFT) || !p3d_if_open(s, w2))
@@ -287,4 +355,5 @@ void p3d_inflight_reset(void)
     memset(p3d_if_streams, 0, sizeof(p3d_if_streams));
     p3d_if_overflow = 0;
     p3d_if_live = -1;
+    p3d_if_env_off = -1;
 }

@@ -51,8 +51,16 @@ struct p3d_inflight_op {
 /* The op of `ctx` was entered at `t` (before the real call). */
 void p3d_inflight_add(const struct p3d_op_ctx *ctx, uint64_t t,
                       uint32_t stack_id);
-/* Its host call (or its group's ncclGroupEnd) returned. */
+/* The same from the wrappers: returns the op's slot for
+ * p3d_inflight_issued_at (-1: not tracked); `tid` = p3d_tid(). */
+int p3d_inflight_enter(const struct p3d_op_ctx *ctx, uint64_t t,
+                       uint32_t stack_id, uint32_t tid);
+/*
+ * Its host call (or its group's ncclGroupEnd) returned.  Only the thread
+ * that added the op may call these (it owns the slot until then).
+ */
 void p3d_inflight_issued(uint64_t op_id);
+void p3d_inflight_issued_at(int slot, uint64_t op_id);
 /* The GPU finished it (from p3d_gpu_op_write). */
 void p3d_inflight_complete(uint64_t op_id);
 /*

@@ -82,16 +82,18 @@ static void mem_write(int kind, int dev, uint64_t cur, uint64_t peak)
     p3d_rec_commit(r);
 }
 
-/* Raise the peak of a level; write a record if the throttle allows. */
-static void mem_raise(int kind, int dev, uint64_t cur, uint64_t cand)
+/*
+ * A new peak `cand` (above the one seen): raise it; write a record if the
+ * throttle allows.  Out of line: most calls set no new peak.
+ */
+static __attribute__((noinline)) void mem_raise_peak(int kind, int dev,
+                                                     uint64_t cur,
+                                                     uint64_t cand)
 {
     struct mem_level *l = &mem_levels[kind][dev];
     uint64_t old = atomic_load_explicit(&l->peak, memory_order_relaxed);
     uint64_t now;
 
-    atomic_store_explicit(&l->cur, cur, memory_order_relaxed);
-    if (cand < cur)
-        cand = cur;
     while (cand > old)
         if (atomic_compare_exchange_weak(&l->peak, &old, cand))
             break;
@@ -106,8 +108,21 @@ static void mem_raise(int kind, int dev, uint64_t cur, uint64_t cand)
     mem_write(kind, dev, cur, cand);
 }
 
-/* Recompute P3D_MEM_DEVICE of `dev` from its parts. */
-static void mem_device_update(int dev)
+/* Set the current level; raise the peak to `cand` (at least `cur`). */
+static inline void mem_raise(int kind, int dev, uint64_t cur, uint64_t cand)
+{
+    struct mem_level *l = &mem_levels[kind][dev];
+
+    atomic_store_explicit(&l->cur, cur, memory_order_relaxed);
+    if (cand < cur)
+        cand = cur;
+    if (cand > atomic_load_explicit(&l->peak, memory_order_relaxed))
+        mem_raise_peak(kind, dev, cur, cand);
+}
+
+/* Recompute P3D_MEM_DEVICE of `dev` from its parts (in line: per call). */
+static inline __attribute__((always_inline)) void
+mem_device_update(int dev)
 {
     struct mem_dev *d = &mem_devs[dev];
     uint64_t sync = atomic_load(&d->sync_live);
@@ -123,7 +138,8 @@ static void mem_device_update(int dev)
     mem_raise(P3D_MEM_DEVICE, dev, cur, cand);
 }
 
-static void mem_count(int cls, int dev, uint64_t bytes, int sign)
+static inline __attribute__((always_inline)) void
+mem_count(int cls, int dev, uint64_t bytes, int sign)
 {
     _Atomic uint64_t *ctr;
     int kind;

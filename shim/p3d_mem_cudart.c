@@ -53,8 +53,10 @@ void p3d_mem_wrap_leave(void)
     mem_depth--;
 }
 
-/* Count a successful allocation made by an outermost wrapper. */
-static void mem_alloc_done(cudaError_t ret, void **p, size_t size, int cls,
+/* Count a successful allocation made by an outermost wrapper (in line:
+ * a call per allocation costs more than its checks). */
+static inline __attribute__((always_inline)) void
+mem_alloc_done(cudaError_t ret, void **p, size_t size, int cls,
                            int outer)
 {
     int dev;
@@ -71,8 +73,8 @@ static void mem_alloc_done(cudaError_t ret, void **p, size_t size, int cls,
 /* Uncount before a free; undo if the free failed. */
 static uint64_t mem_free_begin(void *p, int outer, int *cls, int *dev)
 {
-    if (!p || !outer)
-        return 0;
+    if (!p || !outer || !p3d_core_enabled())
+        return 0;               /* disabled: nothing was counted */
     return p3d_mem_untrack((uint64_t)(uintptr_t)p, cls, dev);
 }
 

@@ -1,7 +1,7 @@
 /*
  * p3d_nccl.c - wrappers of NCCL's collectives, point-to-point calls and
- * ncclGroupStart/End.  ncclAllReduce below is the exemplar: copy its
- * shape for any new op.
+ * ncclGroupStart/End.  The ops are one table (P3D_NCCL_OPS) and one
+ * wrapper body (P3D_NCCL_WRAP): a new op is one more row.
  *
  * Every wrapper: resolve the real function (never call NULL: return
  * ncclSystemError instead), decide whether to record (outermost call on
@@ -31,14 +31,10 @@
 /* State of one recorded op between its two halves. */
 struct p3d_opcall {
     struct p3d_op_ctx ctx;
-    struct p3d_comm *comm;
     struct p3d_rec_op *rec;  /* written before the call, or NULL */
     uint32_t stack_id;
-    uint64_t count;
-    uint64_t t_enter;
     int32_t comm_rank;
-    uint8_t dtype;
-    uint8_t redop;
+    int if_slot;             /* its in-flight slot, -1 none */
     uint8_t flags;
 };
 
@@ -48,6 +44,8 @@ static P3D_TLS uint32_t p3d_group_id;
 static P3D_TLS uint32_t p3d_group_ops;
 static P3D_TLS uint32_t p3d_group_ntrack;
 static P3D_TLS uint64_t p3d_group_track[P3D_GROUP_TRACK];
+static P3D_TLS int16_t p3d_group_slot[P3D_GROUP_TRACK]; /* in-flight slots */
+_Static_assert(P3D_INFLIGHT_SLOTS < 16384, "slots fit p3d_group_slot");
 static uint32_t p3d_group_ids;
 
 static const uint8_t p3d_dtype_size[] = {
@@ -68,20 +66,6 @@ static uint8_t p3d_nccl_redop(int op)
     return P3D_REDOP_CUSTOM;
 }
 
-int p3d_nccl_enter(void)
-{
-    if (!p3d_guard_enter() || !p3d_core_enabled()) {
-        p3d_guard_leave();
-        return 0;
-    }
-    return 1;
-}
-
-void p3d_nccl_leave(void)
-{
-    p3d_guard_leave();
-}
-
 uint64_t p3d_nccl_init_enter(uint64_t comm_hash, int nranks, int rank)
 {
     p3d_watchdog_start();
@@ -93,90 +77,104 @@ void p3d_nccl_init_leave(uint64_t token)
     p3d_inflight_done(token);
 }
 
+/* The sequence number of op `op` on `c` (UINT64_MAX: comm unknown). */
+static uint64_t p3d_op_seq(struct p3d_comm *c, uint8_t op, int peer)
+{
+    if (c == NULL)
+        return UINT64_MAX;
+    if (P3D_OP_IS_P2P(op))
+        return p3d_comm_next_p2p(c, peer, op == P3D_OP_RECV);
+    return p3d_comm_next_coll(c);
+}
+
 /* First half: identify the op, number it, call the "before" hook. */
-static int p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
+static inline __attribute__((always_inline)) int
+p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
                         cudaStream_t stream, int peer)
 {
     struct p3d_comm *c;
+    int grouped;
 
     if (!p3d_nccl_enter())
         return 0;
     p3d_watchdog_start();
-    memset(oc, 0, sizeof(*oc));
     c = p3d_comm_get(comm);
     if (c != NULL && !__atomic_load_n(&c->info_known, __ATOMIC_ACQUIRE))
         p3d_nccl_learn(c, comm, 1);
-    oc->comm = c;
+    grouped = p3d_group_depth > 0;
     oc->comm_rank = c != NULL ? c->rank : -1;
+    oc->flags = (c == NULL || c->unknown ? P3D_OPF_COMM_UNKNOWN : 0) |
+                (grouped ? P3D_OPF_IN_GROUP : 0);
     oc->ctx.op_id = p3d_next_op_id();
     oc->ctx.comm_hash = c != NULL ? c->hash : (uint64_t)(uintptr_t)comm;
-    if (c == NULL)
-        oc->ctx.seq = UINT64_MAX;
-    else if (P3D_OP_IS_P2P(op))
-        oc->ctx.seq = p3d_comm_next_p2p(c, peer, op == P3D_OP_RECV);
-    else
-        oc->ctx.seq = p3d_comm_next_coll(c);
+    oc->ctx.seq = p3d_op_seq(c, op, peer);
     oc->ctx.stream = (void *)stream;
+    oc->ctx.group_id = grouped ? p3d_group_id : 0;
     oc->ctx.op = op;
+    oc->ctx.in_group = (uint8_t)grouped;
     oc->ctx.peer = peer;
-    if (c == NULL || c->unknown)
-        oc->flags |= P3D_OPF_COMM_UNKNOWN;
-    if (p3d_group_depth > 0) {
-        oc->ctx.group_id = p3d_group_id;
-        oc->ctx.in_group = 1;
-        oc->flags |= P3D_OPF_IN_GROUP;
-        p3d_group_ops++;
-    }
+    p3d_group_ops += (uint32_t)grouped;
     oc->stack_id = p3d_stack_capture(0);
-    p3d_hook_op_before(&oc->ctx);
+    if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+        p3d_hook_op_before(&oc->ctx);
     return 1;
 }
 
 /*
  * Just before the real call: the op record with t_exit = 0, pinned so it
- * can be completed in place, and the in-flight entry.
+ * can be completed in place, and the in-flight entry.  `count`, `dtype`,
+ * `redop` (-1: none) and `in_place` are the op's arguments.
  */
-static void p3d_op_enqueue(struct p3d_opcall *oc)
+static inline __attribute__((always_inline)) void
+p3d_op_enqueue(struct p3d_opcall *oc, size_t count,
+                           ncclDataType_t dtype, int redop, int in_place)
 {
     struct p3d_rec_op *r = p3d_rec_reserve(P3D_REC_OP, sizeof(*r));
+    uint64_t t_enter = p3d_now();
+    uint32_t tid = p3d_tid();
 
-    oc->t_enter = p3d_now();
-    p3d_inflight_add(&oc->ctx, oc->t_enter, oc->stack_id);
+    oc->if_slot = p3d_inflight_enter(&oc->ctx, t_enter, oc->stack_id, tid);
     oc->rec = r;
-    if (r != NULL) {
-        r->op = oc->ctx.op;
-        r->dtype = oc->dtype;
-        r->redop = oc->redop;
-        r->flags = oc->flags;
-        r->op_id = oc->ctx.op_id;
-        r->comm_hash = oc->ctx.comm_hash;
-        r->seq = oc->ctx.seq;
-        r->count = oc->count;
-        r->bytes = p3d_nccl_bytes(oc->count, oc->dtype);
-        r->stream = (uint64_t)(uintptr_t)oc->ctx.stream;
-        r->t_enter = oc->t_enter;
-        r->t_exit = 0;
-        r->peer = oc->ctx.peer;
-        r->tid = p3d_tid();
-        r->group_id = oc->ctx.group_id;
-        r->stack_id = oc->stack_id;
-        r->comm_rank = oc->comm_rank;
-        p3d_rec_commit(r);
-        p3d_rec_pin();
-    }
+    if (r == NULL)
+        return;
+    r->op = oc->ctx.op;
+    r->dtype = (uint8_t)dtype;
+    r->redop = redop < 0 ? P3D_REDOP_NONE : p3d_nccl_redop(redop);
+    r->flags = oc->flags | (in_place ? P3D_OPF_IN_PLACE : 0);
+    r->op_id = oc->ctx.op_id;
+    r->comm_hash = oc->ctx.comm_hash;
+    r->seq = oc->ctx.seq;
+    r->count = count;
+    r->bytes = p3d_nccl_bytes(count, (uint8_t)dtype);
+    r->stream = (uint64_t)(uintptr_t)oc->ctx.stream;
+    r->t_enter = t_enter;
+    r->t_exit = 0;
+    r->peer = oc->ctx.peer;
+    r->tid = tid;
+    r->group_id = oc->ctx.group_id;
+    r->stack_id = oc->stack_id;
+    r->comm_rank = oc->comm_rank;
+    p3d_rec_commit(r);
+    p3d_rec_pin();
 }
 
 /* An op inside a group is issued when the outermost GroupEnd returns. */
 static void p3d_op_issued(const struct p3d_opcall *oc)
 {
-    if (!oc->ctx.in_group || p3d_group_ntrack >= P3D_GROUP_TRACK)
-        p3d_inflight_issued(oc->ctx.op_id);
-    else
-        p3d_group_track[p3d_group_ntrack++] = oc->ctx.op_id;
+    uint32_t n = p3d_group_ntrack;
+
+    if (!oc->ctx.in_group || n >= P3D_GROUP_TRACK) {
+        p3d_inflight_issued_at(oc->if_slot, oc->ctx.op_id);
+        return;
+    }
+    p3d_group_track[n] = oc->ctx.op_id;
+    p3d_group_slot[n] = (int16_t)oc->if_slot;
+    p3d_group_ntrack = n + 1;
 }
 
 /* Second half: complete the record in place, hooks, leave. */
-static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
+static inline __attribute__((always_inline)) void
+p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
 {
     uint64_t t_exit = p3d_now();
     struct p3d_rec_op *r = oc->rec;
@@ -187,20 +185,9 @@ static void p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
         p3d_rec_unpin();
     }
     p3d_op_issued(oc);
-    p3d_hook_op_after(&oc->ctx, ret);
+    if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+        p3d_hook_op_after(&oc->ctx, ret);
     p3d_nccl_leave();
-}
-
-/* Count, datatype, reduction and in-place flag of an op. */
-static void p3d_op_args(struct p3d_opcall *oc, size_t count,
-                        ncclDataType_t dtype, int redop, int in_place)
-{
-    oc->count = count;
-    oc->dtype = (uint8_t)dtype;
-    oc->redop = redop < 0 ? P3D_REDOP_NONE : p3d_nccl_redop(redop);
-    if (in_place)
-        oc->flags |= P3D_OPF_IN_PLACE;
-    p3d_op_enqueue(oc);     /* the last step before the real call */
 }
 
 /*
@@ -218,225 +205,109 @@ static int p3d_at_rank(const void *a, const void *b,
 }
 
 /*
- * The exemplar.  1. P3D_REAL resolves the real ncclAllReduce (RTLD_NEXT,
- * then the scan of loaded objects, pncclAllReduce as a fallback).  2. A
+ * The wrapped ops, one row each: name, op kind, nccl.h's parameter list,
+ * the same names as an argument list, then what the record takes from
+ * them: count, datatype, reduction (-1: none), peer or root (-1: none),
+ * the in-place test (it may use `oc`, the op being recorded) and extra
+ * flags.  A new op is one more row.
+ */
+#define P3D_NCCL_OPS(X)                                                       \
+    X(ncclAllReduce, P3D_OP_ALLREDUCE,                                        \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,              \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, op, comm, stream),                \
+      count, datatype, op, -1, sendbuff == recvbuff, 0)                       \
+    X(ncclReduceScatter, P3D_OP_REDUCESCATTER,                                \
+      (const void *sendbuff, void *recvbuff, size_t recvcount,                \
+       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,              \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),            \
+      recvcount, datatype, op, -1,                                            \
+      p3d_at_rank(recvbuff, sendbuff, &oc, recvcount, datatype), 0)           \
+    X(ncclAllGather, P3D_OP_ALLGATHER,                                        \
+      (const void *sendbuff, void *recvbuff, size_t sendcount,                \
+       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),        \
+      (sendbuff, recvbuff, sendcount, datatype, comm, stream),                \
+      sendcount, datatype, -1, -1,                                            \
+      p3d_at_rank(sendbuff, recvbuff, &oc, sendcount, datatype), 0)           \
+    X(ncclBroadcast, P3D_OP_BROADCAST,                                        \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, int root, ncclComm_t comm,                    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream),              \
+      count, datatype, -1, root, sendbuff == recvbuff, 0)                     \
+    /* legacy in-place broadcast: recorded as Broadcast, flagged */           \
+    X(ncclBcast, P3D_OP_BROADCAST,                                            \
+      (void *buff, size_t count, ncclDataType_t datatype, int root,           \
+       ncclComm_t comm, cudaStream_t stream),                                 \
+      (buff, count, datatype, root, comm, stream),                            \
+      count, datatype, -1, root, 1, P3D_OPF_BCAST_API)                        \
+    X(ncclReduce, P3D_OP_REDUCE,                                              \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, op, root, comm, stream),          \
+      count, datatype, op, root, sendbuff == recvbuff, 0)                     \
+    X(ncclAlltoAll, P3D_OP_ALLTOALL,                                          \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),        \
+      (sendbuff, recvbuff, count, datatype, comm, stream),                    \
+      count, datatype, -1, -1, sendbuff == recvbuff, 0)                       \
+    X(ncclGather, P3D_OP_GATHER,                                              \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, int root, ncclComm_t comm,                    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream),              \
+      count, datatype, -1, root,                                              \
+      p3d_at_rank(sendbuff, recvbuff, &oc, count, datatype), 0)               \
+    X(ncclScatter, P3D_OP_SCATTER,                                            \
+      (const void *sendbuff, void *recvbuff, size_t count,                    \
+       ncclDataType_t datatype, int root, ncclComm_t comm,                    \
+       cudaStream_t stream),                                                  \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream),              \
+      count, datatype, -1, root,                                              \
+      p3d_at_rank(recvbuff, sendbuff, &oc, count, datatype), 0)               \
+    X(ncclSend, P3D_OP_SEND,                                                  \
+      (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, \
+       ncclComm_t comm, cudaStream_t stream),                                 \
+      (sendbuff, count, datatype, peer, comm, stream),                        \
+      count, datatype, -1, peer, 0, 0)                                        \
+    X(ncclRecv, P3D_OP_RECV,                                                  \
+      (void *recvbuff, size_t count, ncclDataType_t datatype, int peer,       \
+       ncclComm_t comm, cudaStream_t stream),                                 \
+      (recvbuff, count, datatype, peer, comm, stream),                        \
+      count, datatype, -1, peer, 0, 0)
+
+/*
+ * One wrapper.  1. P3D_REAL resolves the real function (RTLD_NEXT, then
+ * the scan of loaded objects, the pnccl name as a fallback).  2. A
  * missing symbol was already warned about: return ncclSystemError.  3.
  * p3d_op_begin returns 0 for nested calls and when recording is off: pass
- * straight through.  4. Time and call, record, return `ret` unchanged.
+ * straight through.  4. Record, call, complete the record, return `ret`
+ * unchanged.  Every wrapper has nccl.h's own prototype (a mismatch does
+ * not compile).
  */
-P3D_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
-                                      size_t count, ncclDataType_t datatype,
-                                      ncclRedOp_t op, ncclComm_t comm,
-                                      cudaStream_t stream)
-{
-    P3D_REAL(ncclAllReduce);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
+#define P3D_NCCL_WRAP(fn, kind, params, args, cnt, dtype, redop, peer,       \
+                      in_place, xflags)                                       \
+    P3D_EXPORT ncclResult_t fn params                                         \
+    {                                                                         \
+        P3D_REAL(fn);                                                         \
+        struct p3d_opcall oc;                                                 \
+        ncclResult_t ret;                                                     \
+                                                                              \
+        if (real == NULL)                                                     \
+            return ncclSystemError;                                           \
+        if (!p3d_op_begin(&oc, kind, comm, stream, peer))                     \
+            return real args;                                                 \
+        oc.flags |= (xflags);                                                 \
+        p3d_op_enqueue(&oc, cnt, dtype, redop, in_place);                     \
+        ret = real args;                                                      \
+        p3d_op_end(&oc, ret);                                                 \
+        return ret;                                                           \
+    }
 
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_ALLREDUCE, comm, stream, -1))
-        return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
-    p3d_op_args(&oc, count, datatype, op, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, op, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff,
-                                          void *recvbuff, size_t recvcount,
-                                          ncclDataType_t datatype,
-                                          ncclRedOp_t op, ncclComm_t comm,
-                                          cudaStream_t stream)
-{
-    P3D_REAL(ncclReduceScatter);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_REDUCESCATTER, comm, stream, -1))
-        return real(sendbuff, recvbuff, recvcount, datatype, op, comm,
-                    stream);
-    p3d_op_args(&oc, recvcount, datatype, op,
-                p3d_at_rank(recvbuff, sendbuff, &oc, recvcount, datatype));
-    ret = real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
-                                      size_t sendcount,
-                                      ncclDataType_t datatype,
-                                      ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclAllGather);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_ALLGATHER, comm, stream, -1))
-        return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-    p3d_op_args(&oc, sendcount, datatype, -1,
-                p3d_at_rank(sendbuff, recvbuff, &oc, sendcount, datatype));
-    ret = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff,
-                                      size_t count, ncclDataType_t datatype,
-                                      int root, ncclComm_t comm,
-                                      cudaStream_t stream)
-{
-    P3D_REAL(ncclBroadcast);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_BROADCAST, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-/* Legacy in-place broadcast: recorded as Broadcast, flagged. */
-P3D_EXPORT ncclResult_t ncclBcast(void *buff, size_t count,
-                                  ncclDataType_t datatype, int root,
-                                  ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclBcast);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_BROADCAST, comm, stream, root))
-        return real(buff, count, datatype, root, comm, stream);
-    oc.flags |= P3D_OPF_BCAST_API;
-    p3d_op_args(&oc, count, datatype, -1, 1);
-    ret = real(buff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff,
-                                   size_t count, ncclDataType_t datatype,
-                                   ncclRedOp_t op, int root, ncclComm_t comm,
-                                   cudaStream_t stream)
-{
-    P3D_REAL(ncclReduce);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_REDUCE, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, op, root, comm,
-                    stream);
-    p3d_op_args(&oc, count, datatype, op, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff,
-                                     size_t count, ncclDataType_t datatype,
-                                     ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclAlltoAll);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_ALLTOALL, comm, stream, -1))
-        return real(sendbuff, recvbuff, count, datatype, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, sendbuff == recvbuff);
-    ret = real(sendbuff, recvbuff, count, datatype, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff,
-                                   size_t count, ncclDataType_t datatype,
-                                   int root, ncclComm_t comm,
-                                   cudaStream_t stream)
-{
-    P3D_REAL(ncclGather);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_GATHER, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1,
-                p3d_at_rank(sendbuff, recvbuff, &oc, count, datatype));
-    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff,
-                                    size_t count, ncclDataType_t datatype,
-                                    int root, ncclComm_t comm,
-                                    cudaStream_t stream)
-{
-    P3D_REAL(ncclScatter);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_SCATTER, comm, stream, root))
-        return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1,
-                p3d_at_rank(recvbuff, sendbuff, &oc, count, datatype));
-    ret = real(sendbuff, recvbuff, count, datatype, root, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count,
-                                 ncclDataType_t datatype, int peer,
-                                 ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclSend);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_SEND, comm, stream, peer))
-        return real(sendbuff, count, datatype, peer, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, 0);
-    ret = real(sendbuff, count, datatype, peer, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count,
-                                 ncclDataType_t datatype, int peer,
-                                 ncclComm_t comm, cudaStream_t stream)
-{
-    P3D_REAL(ncclRecv);
-    struct p3d_opcall oc;
-    ncclResult_t ret;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_op_begin(&oc, P3D_OP_RECV, comm, stream, peer))
-        return real(recvbuff, count, datatype, peer, comm, stream);
-    p3d_op_args(&oc, count, datatype, -1, 0);
-    ret = real(recvbuff, count, datatype, peer, comm, stream);
-    p3d_op_end(&oc, ret);
-    return ret;
-}
+P3D_NCCL_OPS(P3D_NCCL_WRAP)
 
 static void p3d_group_record(int is_end, uint64_t t0, uint32_t gid,
                              ncclResult_t ret, uint32_t n_ops)
@@ -516,7 +387,7 @@ static void p3d_group_end_close(struct p3d_rec_group *g, ncclResult_t ret)
 static void p3d_group_issued(void)
 {
     for (uint32_t i = 0; i < p3d_group_ntrack; i++)
-        p3d_inflight_issued(p3d_group_track[i]);
+        p3d_inflight_issued_at(p3d_group_slot[i], p3d_group_track[i]);
     p3d_group_ntrack = 0;
 }
 
@@ -533,7 +404,7 @@ P3D_EXPORT ncclResult_t ncclGroupEnd(void)
     if (!p3d_nccl_enter())
         return real();
     outer = p3d_group_depth <= 1;
-    if (outer)
+    if (outer && !__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
         p3d_hook_group_end_before(gid);
     g = p3d_group_end_open(gid, outer ? p3d_group_ops : 0);
     ret = real();
@@ -542,7 +413,8 @@ P3D_EXPORT ncclResult_t ncclGroupEnd(void)
     p3d_group_end_close(g, ret);
     if (outer) {
         p3d_group_issued();
-        p3d_hook_group_end_after(gid, ret);
+        if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+            p3d_hook_group_end_after(gid, ret);
         p3d_group_id = 0;
     }
     p3d_nccl_leave();

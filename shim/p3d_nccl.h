@@ -30,8 +30,19 @@
  * Enter a wrapper: 1 if this call is to be recorded (outermost on the
  * thread and recording on; then p3d_nccl_leave must follow), else 0.
  */
-int p3d_nccl_enter(void);
-void p3d_nccl_leave(void);
+static inline int p3d_nccl_enter(void)
+{
+    if (!p3d_guard_enter() || !p3d_core_enabled()) {
+        p3d_guard_leave();
+        return 0;
+    }
+    return 1;
+}
+
+static inline void p3d_nccl_leave(void)
+{
+    p3d_guard_leave();
+}
 
 /*
  * Learn nranks/rank/device of `comm` through ncclCommCount/UserRank/

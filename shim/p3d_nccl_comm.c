@@ -153,92 +153,71 @@ static void p3d_comm_root(ncclComm_t comm, const ncclUniqueId *id,
     p3d_comm_record(t, p3d_config_name(cfg));
 }
 
-P3D_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
-                                         ncclUniqueId commId, int rank)
+/* Before a root init: what the arguments say; returns the in-flight token. */
+static uint64_t p3d_root_begin(struct p3d_rec_comm *t, int how, int nranks,
+                               int rank, const ncclUniqueId *id)
 {
-    P3D_REAL(ncclCommInitRank);
-    struct p3d_rec_comm t = {0};
-    ncclResult_t ret;
-    uint64_t tok;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_nccl_enter())
-        return real(comm, nranks, commId, rank);
-    t.how = P3D_COMM_INIT_RANK;
-    t.nranks = nranks;
-    t.rank = rank;
-    t.t_enter = p3d_now();
-    tok = p3d_nccl_init_enter(p3d_commhash_root(commId.internal), nranks,
-                              rank);
-    ret = real(comm, nranks, commId, rank);
-    p3d_nccl_init_leave(tok);
-    t.t_exit = p3d_now();
-    t.ret = ret;
-    p3d_comm_root(comm != NULL ? *comm : NULL, &commId, &t, NULL);
-    p3d_nccl_leave();
-    return ret;
+    t->how = (uint8_t)how;
+    t->nranks = nranks;
+    t->rank = rank;
+    t->t_enter = p3d_now();
+    return p3d_nccl_init_enter(id != NULL ? p3d_commhash_root(id->internal)
+                                          : 0, nranks, rank);
 }
 
-P3D_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
-                                               ncclUniqueId commId, int rank,
-                                               ncclConfig_t *config)
+/* After it: the comm it made (`out`, may be NULL) and its record. */
+static void p3d_root_end(struct p3d_rec_comm *t, uint64_t tok,
+                         ncclResult_t ret, ncclComm_t *out,
+                         const ncclUniqueId *id, const ncclConfig_t *cfg)
 {
-    P3D_REAL(ncclCommInitRankConfig);
-    struct p3d_rec_comm t = {0};
-    ncclResult_t ret;
-    uint64_t tok;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_nccl_enter())
-        return real(comm, nranks, commId, rank, config);
-    t.how = P3D_COMM_INIT_CONFIG;
-    t.nranks = nranks;
-    t.rank = rank;
-    t.t_enter = p3d_now();
-    tok = p3d_nccl_init_enter(p3d_commhash_root(commId.internal), nranks,
-                              rank);
-    ret = real(comm, nranks, commId, rank, config);
     p3d_nccl_init_leave(tok);
-    t.t_exit = p3d_now();
-    t.ret = ret;
-    p3d_comm_root(comm != NULL ? *comm : NULL, &commId, &t, config);
+    t->t_exit = p3d_now();
+    t->ret = ret;
+    p3d_comm_root(out != NULL ? *out : NULL, id, t, cfg);
     p3d_nccl_leave();
-    return ret;
 }
 
-P3D_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm,
-                                                 int nranks, int myrank,
-                                                 int nId,
-                                                 ncclUniqueId *commIds,
-                                                 ncclConfig_t *config)
-{
-    P3D_REAL(ncclCommInitRankScalable);
-    struct p3d_rec_comm t = {0};
-    ncclResult_t ret;
-    uint64_t tok;
+/*
+ * The root inits, one row each: name, P3D_COMM_INIT_*, nccl.h's
+ * parameters, the argument list, then the new comm's slot, nranks, this
+ * rank, the unique ids and how many, and the config (NULL: none).
+ */
+#define P3D_NCCL_INITS(X)                                                     \
+    X(ncclCommInitRank, P3D_COMM_INIT_RANK,                                   \
+      (ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank),          \
+      (comm, nranks, commId, rank), comm, nranks, rank, &commId, 1, NULL)     \
+    X(ncclCommInitRankConfig, P3D_COMM_INIT_CONFIG,                           \
+      (ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,           \
+       ncclConfig_t *config),                                                 \
+      (comm, nranks, commId, rank, config), comm, nranks, rank, &commId, 1,   \
+      config)                                                                 \
+    X(ncclCommInitRankScalable, P3D_COMM_INIT_SCALABLE,                       \
+      (ncclComm_t *newcomm, int nranks, int myrank, int nId,                  \
+       ncclUniqueId *commIds, ncclConfig_t *config),                          \
+      (newcomm, nranks, myrank, nId, commIds, config), newcomm, nranks,       \
+      myrank, commIds, nId, config)
 
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_nccl_enter())
-        return real(newcomm, nranks, myrank, nId, commIds, config);
-    t.how = P3D_COMM_INIT_SCALABLE;
-    t.nranks = nranks;
-    t.rank = myrank;
-    t.t_enter = p3d_now();
-    tok = p3d_nccl_init_enter(nId > 0 && commIds != NULL
-                              ? p3d_commhash_root(commIds[0].internal) : 0,
-                              nranks, myrank);
-    ret = real(newcomm, nranks, myrank, nId, commIds, config);
-    p3d_nccl_init_leave(tok);
-    t.t_exit = p3d_now();
-    t.ret = ret;
-    p3d_comm_root(newcomm != NULL ? *newcomm : NULL,
-                  nId > 0 ? commIds : NULL, &t, config);
-    p3d_nccl_leave();
-    return ret;
-}
+#define P3D_NCCL_INIT_WRAP(fn, how, params, args, out, nranks, rank, ids,    \
+                           nid, cfg)                                          \
+    P3D_EXPORT ncclResult_t fn params                                         \
+    {                                                                         \
+        P3D_REAL(fn);                                                         \
+        const ncclUniqueId *id = (nid) > 0 ? (ids) : NULL;                    \
+        struct p3d_rec_comm t = {0};                                          \
+        ncclResult_t ret;                                                     \
+        uint64_t tok;                                                         \
+                                                                              \
+        if (real == NULL)                                                     \
+            return ncclSystemError;                                           \
+        if (!p3d_nccl_enter())                                                \
+            return real args;                                                 \
+        tok = p3d_root_begin(&t, how, nranks, rank, id);                      \
+        ret = real args;                                                      \
+        p3d_root_end(&t, tok, ret, out, id, cfg);                             \
+        return ret;                                                           \
+    }
+
+P3D_NCCL_INITS(P3D_NCCL_INIT_WRAP)
 
 /* Pass-through that lets ncclCommInitAll's wrapper see its unique id. */
 P3D_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)
@@ -390,7 +369,7 @@ P3D_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
     return ret;
 }
 
-/* Shared body of the four comm-ending calls; `call` runs the real one. */
+/* After a comm-ending call returned `ret`: its P3D_REC_COMM_END. */
 static void p3d_comm_end_record(ncclComm_t comm, int how, uint64_t t0,
                                 ncclResult_t ret, int forget)
 {
@@ -421,73 +400,36 @@ static uint64_t p3d_comm_end_begin(ncclComm_t comm, int how)
     return p3d_now();
 }
 
-P3D_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
-{
-    P3D_REAL(ncclCommFinalize);
-    ncclResult_t ret;
-    uint64_t t0;
+/*
+ * The comm-ending calls, one row each: name, P3D_END_*, whether the comm
+ * leaves the table, nccl.h's parameters and the argument list.
+ */
+#define P3D_NCCL_ENDS(X)                                                      \
+    X(ncclCommFinalize, P3D_END_FINALIZE, 0, (ncclComm_t comm), (comm))       \
+    X(ncclCommDestroy, P3D_END_DESTROY, 1, (ncclComm_t comm), (comm))         \
+    X(ncclCommAbort, P3D_END_ABORT, 1, (ncclComm_t comm), (comm))             \
+    X(ncclCommRevoke, P3D_END_REVOKE, 0, (ncclComm_t comm, int revokeFlags),  \
+      (comm, revokeFlags))
 
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_nccl_enter())
-        return real(comm);
-    t0 = p3d_comm_end_begin(comm, P3D_END_FINALIZE);
-    ret = real(comm);
-    p3d_comm_end_record(comm, P3D_END_FINALIZE, t0, ret, 0);
-    p3d_nccl_leave();
-    return ret;
-}
+#define P3D_NCCL_END_WRAP(fn, how, forget, params, args)                      \
+    P3D_EXPORT ncclResult_t fn params                                         \
+    {                                                                         \
+        P3D_REAL(fn);                                                         \
+        ncclResult_t ret;                                                     \
+        uint64_t t0;                                                          \
+                                                                              \
+        if (real == NULL)                                                     \
+            return ncclSystemError;                                           \
+        if (!p3d_nccl_enter())                                                \
+            return real args;                                                 \
+        t0 = p3d_comm_end_begin(comm, how);                                   \
+        ret = real args;                                                      \
+        p3d_comm_end_record(comm, how, t0, ret, forget);                      \
+        p3d_nccl_leave();                                                     \
+        return ret;                                                           \
+    }
 
-P3D_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
-{
-    P3D_REAL(ncclCommDestroy);
-    ncclResult_t ret;
-    uint64_t t0;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_nccl_enter())
-        return real(comm);
-    t0 = p3d_comm_end_begin(comm, P3D_END_DESTROY);
-    ret = real(comm);
-    p3d_comm_end_record(comm, P3D_END_DESTROY, t0, ret, 1);
-    p3d_nccl_leave();
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
-{
-    P3D_REAL(ncclCommAbort);
-    ncclResult_t ret;
-    uint64_t t0;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_nccl_enter())
-        return real(comm);
-    t0 = p3d_comm_end_begin(comm, P3D_END_ABORT);
-    ret = real(comm);
-    p3d_comm_end_record(comm, P3D_END_ABORT, t0, ret, 1);
-    p3d_nccl_leave();
-    return ret;
-}
-
-P3D_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
-{
-    P3D_REAL(ncclCommRevoke);
-    ncclResult_t ret;
-    uint64_t t0;
-
-    if (real == NULL)
-        return ncclSystemError;
-    if (!p3d_nccl_enter())
-        return real(comm, revokeFlags);
-    t0 = p3d_comm_end_begin(comm, P3D_END_REVOKE);
-    ret = real(comm, revokeFlags);
-    p3d_comm_end_record(comm, P3D_END_REVOKE, t0, ret, 0);
-    p3d_nccl_leave();
-    return ret;
-}
+P3D_NCCL_ENDS(P3D_NCCL_END_WRAP)
 
 /*
  * Polled ~10x/s per pending op by PyTorch's watchdog: counted, never

@@ -24,7 +24,6 @@
 #include "p3d_shim.h"
 
 #define P3D_SCAN_MAX 1024
-#define P3D_RESOLVE_FAILED ((void *)1)
 #define P3D_SLOTS_MAX 512
 
 static void **p3d_slots[P3D_SLOTS_MAX]; /* every slot ever filled */
@@ -151,11 +150,11 @@ void *p3d_resolve(const char *name, const char *alt)
     return NULL;
 }
 
-void *p3d_resolve_cached(void **slot, const char *name, const char *alt)
+void *p3d_resolve_slow(void **slot, const char *name, const char *alt)
 {
     void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
-    if (P3D_LIKELY(p != NULL && p != P3D_RESOLVE_FAILED))
+    if (p != NULL && p != P3D_RESOLVE_FAILED)
         return p;
     if (p == P3D_RESOLVE_FAILED)
         return NULL;

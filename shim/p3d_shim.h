@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "p3d_format.h"
 
@@ -38,15 +39,35 @@
 #define P3D_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /*
+ * State behind the inline hot-path functions below (p3d_core.c owns it;
+ * nobody else touches it).  Inline: an NCCL call uses each of them once
+ * or twice, and a call across files costs more than their bodies.
+ */
+extern int p3d_core_ready;          /* set (release) once the cfg is read */
+extern int64_t p3d_core_clock_off;  /* P3D_TEST_CLOCK_OFFSET_NS */
+extern uint64_t p3d_core_op_ids;
+extern P3D_TLS int p3d_core_depth;
+extern P3D_TLS uint32_t p3d_core_tid;
+int p3d_core_enabled_slow(void);
+uint32_t p3d_core_tid_slow(void);
+
+/*
  * Initialise once (thread-safe, idempotent, cheap after the first call).
  * Returns 1 if recording is on, 0 if disabled (P3D_DISABLE=1, or a failure
  * that was already warned about).  Wrappers call the real function either
  * way.
  */
-int p3d_core_enabled(void);
+static inline int p3d_core_enabled(void);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t p3d_now(void);
+static inline uint64_t p3d_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+           (uint64_t)p3d_core_clock_off;
+}
 /* CLOCK_REALTIME ns, shifted like p3d_now() by the test clock offset. */
 uint64_t p3d_now_real(void);
 /*
@@ -58,7 +79,12 @@ int64_t p3d_env_test_clock_offset(void);
 const char *p3d_env_test_hostname(void);
 
 /* Kernel thread id of the caller, cached per thread. */
-uint32_t p3d_tid(void);
+static inline uint32_t p3d_tid(void)
+{
+    if (P3D_LIKELY(p3d_core_tid != 0))
+        return p3d_core_tid;
+    return p3d_core_tid_slow();
+}
 
 /*
  * Recursion guard: NCCL calls its own public API through the PLT
@@ -66,8 +92,15 @@ uint32_t p3d_tid(void);
  * outermost call on this thread, 0 for a nested one; every enter is paired
  * with a p3d_guard_leave.
  */
-int p3d_guard_enter(void);
-void p3d_guard_leave(void);
+static inline int p3d_guard_enter(void)
+{
+    return ++p3d_core_depth == 1;
+}
+
+static inline void p3d_guard_leave(void)
+{
+    p3d_core_depth--;
+}
 
 /*
  * Reserve a record of `len` bytes (rounded up to 8, at most
@@ -96,7 +129,10 @@ void p3d_rec_unpin(void);
  * Process-unique, increasing id for an op record (P3D_REC_OP op_id), also
  * the key that GPU-time and hang records refer to.
  */
-uint64_t p3d_next_op_id(void);
+static inline uint64_t p3d_next_op_id(void)
+{
+    return __atomic_add_fetch(&p3d_core_op_ids, 1, __ATOMIC_RELAXED);
+}
 
 /*
  * Print "p3dtrace: warning: <msg>" once per distinct `key` (a string
@@ -115,9 +151,21 @@ void *p3d_resolve(const char *name, const char *alt);
 
 /*
  * Resolve-once helper for wrappers: `*slot` caches the pointer.  Returns
- * the real function or NULL (and warns once, naming the symbol).
+ * the real function or NULL (and warns once, naming the symbol).  Inline:
+ * every wrapped call goes through it; the first one resolves.
  */
-void *p3d_resolve_cached(void **slot, const char *name, const char *alt);
+#define P3D_RESOLVE_FAILED ((void *)1)
+void *p3d_resolve_slow(void **slot, const char *name, const char *alt);
+
+static inline void *p3d_resolve_cached(void **slot, const char *name,
+                                       const char *alt)
+{
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+    if (P3D_LIKELY(p != NULL && p != P3D_RESOLVE_FAILED))
+        return p;
+    return p3d_resolve_slow(slot, name, alt);
+}
 
 
 /*
@@ -164,6 +212,14 @@ void p3d_cfg_load(struct p3d_cfg *cfg);
  * the returned struct before the trace file is opened.
  */
 struct p3d_cfg *p3d_core_cfg(void);
+extern struct p3d_cfg p3d_core_cfg_data; /* behind p3d_core_cfg() */
+
+static inline int p3d_core_enabled(void)
+{
+    if (P3D_LIKELY(__atomic_load_n(&p3d_core_ready, __ATOMIC_ACQUIRE)))
+        return !p3d_core_cfg_data.disabled;
+    return p3d_core_enabled_slow();
+}
 
 /*
  * Writer control (p3d_writer.c).  p3d_writer_reset drops the current

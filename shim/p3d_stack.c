@@ -30,8 +30,8 @@ struct p3d_stack_slot {
 };
 
 static pthread_once_t p3d_stack_once = PTHREAD_ONCE_INIT;
-static int p3d_stack_ready;  /* set (release) once p3d_stack_init ran */
-static int p3d_stack_on;
+int p3d_stack_ready;  /* set (release) once p3d_stack_init ran */
+int p3d_stack_on;
 static p3d_unw_bt_fn p3d_unw_bt;
 static p3d_ubt_fn p3d_ubt;
 static p3d_getip_fn p3d_getip;
@@ -90,7 +90,7 @@ static void p3d_stack_init(void)
     }
     p3d_stack_on = p3d_unw_bt != NULL || (p3d_ubt && p3d_getip);
     if (p3d_stack_on)
-        dl_iterate_phdr(p3d_self_cb, (void *)(uintptr_t)p3d_stack_capture);
+        dl_iterate_phdr(p3d_self_cb, (void *)(uintptr_t)p3d_stack_walk);
     if (!p3d_stack_on && want == 1)
         p3d_warn_once("stacks_none", "%s=1 but neither libunwind.so.8 nor "
                       "libgcc_s.so.1 can be loaded: no call-site stacks",
@@ -179,7 +179,7 @@ uint32_t p3d_stack_intern(const uint64_t *pc, int n)
     return 0;
 }
 
-uint32_t p3d_stack_capture(int skip)
+uint32_t p3d_stack_walk(int skip)
 {
     void *raw[P3D_STACK_FRAMES + 8];
 

@@ -28,9 +28,19 @@
 /*
  * Capture the caller's stack (skipping `skip` innermost frames), intern
  * it and return its id (>= 1), or 0 when stacks are off or the table is
- * full.
+ * full.  Inline: with stacks off (known once the first call decided) an
+ * NCCL call pays two loads, not a call.
  */
-uint32_t p3d_stack_capture(int skip);
+uint32_t p3d_stack_walk(int skip);
+extern int p3d_stack_ready;  /* set (release) once p3d_stack_init ran */
+extern int p3d_stack_on;
+
+static inline uint32_t p3d_stack_capture(int skip)
+{
+    if (__atomic_load_n(&p3d_stack_ready, __ATOMIC_ACQUIRE) && !p3d_stack_on)
+        return 0;
+    return p3d_stack_walk(skip);
+}
 
 /* Intern an already captured pc array (tests); returns its id or 0. */
 uint32_t p3d_stack_intern(const uint64_t *pc, int n);

@@ -42,7 +42,7 @@ static const char *const p3d_wd_ops[P3D_OP_COUNT] = {
 
 static pthread_once_t p3d_wd_once = PTHREAD_ONCE_INIT;
 static pthread_once_t p3d_wd_fork_once = PTHREAD_ONCE_INIT;
-static int p3d_wd_ready;     /* set (release) once p3d_wd_init ran */
+int p3d_wd_ready;     /* set (release) once p3d_wd_init ran */
 static pthread_mutex_t p3d_wd_names_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct p3d_wd_name p3d_wd_names[P3D_WD_COMM_NAMES];
 static sem_t p3d_wd_sem;
@@ -422,10 +422,8 @@ static void p3d_wd_init(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void p3d_watchdog_start(void)
+void p3d_watchdog_start_slow(void)
 {
-    if (P3D_UNLIKELY(!__atomic_load_n(&p3d_wd_ready, __ATOMIC_ACQUIRE))) {
-        pthread_once(&p3d_wd_once, p3d_wd_init);
-        __atomic_store_n(&p3d_wd_ready, 1, __ATOMIC_RELEASE);
-    }
+    pthread_once(&p3d_wd_once, p3d_wd_init);
+    __atomic_store_n(&p3d_wd_ready, 1, __ATOMIC_RELEASE);
 }

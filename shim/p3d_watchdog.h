@@ -21,8 +21,18 @@
 #define P3D_WD_COMM_NAMES 512
 #define P3D_WD_NAME_LEN 48
 
-/* Start the thread and the SIGTERM handler once (first NCCL op). */
-void p3d_watchdog_start(void);
+/*
+ * Start the thread and the SIGTERM handler once (first NCCL op).  Inline:
+ * every op calls it; after the first it is one load.
+ */
+void p3d_watchdog_start_slow(void);
+extern int p3d_wd_ready;     /* set (release) once the watchdog started */
+
+static inline void p3d_watchdog_start(void)
+{
+    if (!__atomic_load_n(&p3d_wd_ready, __ATOMIC_ACQUIRE))
+        p3d_watchdog_start_slow();
+}
 
 /* Remember a communicator's commName (for the report's label). */
 void p3d_watchdog_comm_name(uint64_t comm_hash, const char *name);

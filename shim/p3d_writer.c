@@ -28,6 +28,7 @@
 #include <nccl.h> /* its ncclGroupStart() has no (void) */
 #pragma GCC diagnostic pop
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,6 +113,7 @@ static int p3d_w_fd = -1;
 static int p3d_w_forked;
 static struct p3d_file_hdr *p3d_w_hdr;
 static uint64_t p3d_w_next;     /* next chunk index to claim */
+static uint64_t p3d_w_touching; /* chunk + 1 the helper touches, 0 none */
 static uint64_t p3d_w_mapped;   /* chunks covered by mapped windows */
 static uint64_t p3d_w_max;      /* chunk cap */
 static int p3d_w_full;          /* the cap was reached: drop quickly */
@@ -578,8 +580,15 @@ static void p3d_writer_unmap_queued(int keep_lock)
 /*
  * Touch the pages of window `w` (mapped at `base`) whose chunks nobody
  * claimed yet.  The touch is an atomic "or 0": it faults the page in
- * writable without changing a byte, even if a claimer writes there at the
- * same moment.  Runs without the lock; stops when the file is closing.
+ * writable without changing a byte.  Runs without the lock; stops when
+ * the file is closing.
+ *
+ * A claimer writes its chunk with plain stores, so the touch of a page
+ * and the claim of its chunk must not overlap: the helper announces the
+ * chunk in p3d_w_touching, then checks p3d_w_next; a claimer bumps
+ * p3d_w_next, then waits while its chunk is announced (p3d_writer_claim).
+ * Both sides are seq_cst, so at least one of them sees the other (Dekker):
+ * either the helper skips the chunk, or the claimer waits for one page.
  */
 static void p3d_writer_touch(char *base, uint64_t w)
 {
@@ -588,13 +597,23 @@ static void p3d_writer_touch(char *base, uint64_t w)
     len = left < P3D_CPW ? left * P3D_CHUNK_BYTES : P3D_WIN_BYTES;
     madvise(base, len, MADV_POPULATE_WRITE); /* one call where supported */
     for (off = 0; off < len; off += P3D_PAGE) {
+        uint64_t c = first + off / P3D_CHUNK_BYTES;
+
         if (__atomic_load_n(&p3d_w_ahead, __ATOMIC_RELAXED) != P3D_AHEAD_RUN)
-            return;
-        if (first + off / P3D_CHUNK_BYTES <
-            __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED))
+            break;
+        __atomic_store_n(&p3d_w_touching, c + 1, __ATOMIC_SEQ_CST);
+        if (c < __atomic_load_n(&p3d_w_next, __ATOMIC_SEQ_CST))
             continue; /* claimed: its owner is writing there */
         __atomic_fetch_or((uint64_t *)(base + off), 0, __ATOMIC_RELAXED);
     }
+    __atomic_store_n(&p3d_w_touching, 0, __ATOMIC_RELEASE);
+}
+
+/* Wait until the helper is not touching a page of `chunk` (one page). */
+static void p3d_writer_touch_wait(uint64_t chunk)
+{
+    while (__atomic_load_n(&p3d_w_touching, __ATOMIC_SEQ_CST) == chunk + 1)
+        sched_yield();
 }
 
 /* Map and touch window `w` ahead of the claimers.  Called locked. */
@@ -701,7 +720,7 @@ static void p3d_writer_ahead_stop(int wait_exit)
 
 static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
 {
-    uint64_t c = __atomic_fetch_add(&p3d_w_next, 1, __ATOMIC_RELAXED);
+    uint64_t c = __atomic_fetch_add(&p3d_w_next, 1, __ATOMIC_SEQ_CST);
     struct p3d_chunk_hdr *ch;
     char *base;
 
@@ -714,6 +733,7 @@ static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
     base = p3d_writer_window(c);
     if (base == NULL)
         return -1;
+    p3d_writer_touch_wait(c);
     ch = (struct p3d_chunk_hdr *)(base + (c % P3D_CPW) * P3D_CHUNK_BYTES);
     ch->tid = p3d_tid();
     ch->index = (uint32_t)c;
@@ -765,25 +785,41 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
     return p3d_writer_claim(t, gen);
 }
 
+/*
+ * Slow path of p3d_rec_reserve, out of line so that the fast path saves
+ * no registers: 0 when the thread's chunk has room for `len` now, -1
+ * when the record is dropped (counted) or recording is off.
+ */
+static __attribute__((noinline)) int p3d_writer_room(struct p3d_wthr *t,
+                                                     size_t len)
+{
+    if (len > P3D_CHUNK_ROOM || t->npend >= P3D_MAX_PENDING) {
+        p3d_writer_drop();
+        return -1;
+    }
+    if (t->has_chunk && (size_t)(t->end - t->pos) >= len &&
+        t->gen == __atomic_load_n(&p3d_w_gen, __ATOMIC_RELAXED))
+        return 0;
+    if (p3d_writer_refill(t, len) != 0) {
+        if (p3d_writer_state() != P3D_W_UNOPENED && p3d_core_enabled())
+            p3d_writer_drop();
+        return -1;
+    }
+    return 0;
+}
+
 void *p3d_rec_reserve(uint16_t tag, size_t len)
 {
     struct p3d_wthr *t = &p3d_w_thr;
     char *rec;
 
     len = P3D_REC_ROUND(len);
-    if (P3D_UNLIKELY(len > P3D_CHUNK_ROOM || t->npend >= P3D_MAX_PENDING)) {
-        p3d_writer_drop();
-        return NULL;
-    }
-    if (P3D_UNLIKELY(!t->has_chunk || (size_t)(t->end - t->pos) < len ||
+    if (P3D_UNLIKELY(len > P3D_CHUNK_ROOM || t->npend >= P3D_MAX_PENDING ||
+                     !t->has_chunk || (size_t)(t->end - t->pos) < len ||
                      t->gen != __atomic_load_n(&p3d_w_gen,
-                                               __ATOMIC_RELAXED))) {
-        if (p3d_writer_refill(t, len) != 0) {
-            if (p3d_writer_state() != P3D_W_UNOPENED && p3d_core_enabled())
-                p3d_writer_drop();
-            return NULL;
-        }
-    }
+                                               __ATOMIC_RELAXED)) &&
+        p3d_writer_room(t, len) != 0)
+        return NULL;
     rec = t->pos;
     t->pos += len;
     /* warm the lines of the next records while the caller runs NCCL */
@@ -921,6 +957,7 @@ void p3d_writer_reset(int forked)
     p3d_w_hdr = NULL;
     p3d_w_fd = -1;
     p3d_w_next = p3d_w_mapped = 0;
+    p3d_w_touching = 0; /* a helper that was touching is gone or stopped */
     p3d_w_full = 0;
     p3d_w_records = p3d_w_ops = p3d_w_dropped = 0;
     memset(p3d_w_cnt, 0, sizeof(p3d_w_cnt));
