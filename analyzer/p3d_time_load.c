@@ -46,6 +46,8 @@ struct p3d_tload {
     uint64_t *nsp_stream;
     size_t nsp_cap;
     int spans; /* compute/copy spans wanted */
+    uint64_t c_hash; /* last communicator looked up, */
+    int c_gi;        /* its index (-2: none yet) */
     struct p3d_map gidx; /* group_id -> gend index */
     int64_t *gend, *gstart; /* outermost ncclGroupStart enter, End exit */
     size_t n_gend, cap_gend;
@@ -60,7 +62,11 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
                       struct p3d_tload *ld, const struct p3d_rec_op *o)
 {
     struct p3d_top *t;
-    int gi = p3d_map_get(&job->comm_idx, o->comm_hash);
+    int gi = ld->c_hash == o->comm_hash && ld->c_gi != -2
+                 ? ld->c_gi : p3d_map_get(&job->comm_idx, o->comm_hash);
+
+    ld->c_hash = o->comm_hash; /* ops come in runs on one communicator */
+    ld->c_gi = gi;
 
     if (o->op >= P3D_OP_COUNT || !p3d_tl_sane(o->t_enter, o->t_exit))
         return;
@@ -159,12 +165,24 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
 }
 
 /* Load-order index of the op with this op_id (the last one read if
- * several have it), -1 if none; ld->x is in (op_id, load order) order. */
+ * several have it), -1 if none; ld->x is in (op_id, load order) order.
+ * *hint: where the previous search ended; GPU_OP records mostly come in
+ * op_id order, so the next one is usually just after it. */
 static long p3d_tl_find(const struct p3d_tl *tl, const struct p3d_tload *ld,
-                        uint64_t op_id)
+                        uint64_t op_id, size_t *hint)
 {
-    size_t lo = 0, hi = tl->n_ops;
+    size_t lo = 0, hi = tl->n_ops, h = *hint;
 
+    if (h < hi && (h == 0 || ld->x[h - 1].op_id <= op_id)) {
+        /* gallop forward from the hint to bracket the answer */
+        size_t step = 1;
+        lo = h;
+        while (lo + step < hi && ld->x[lo + step].op_id <= op_id) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step < hi ? lo + step : hi;
+    }
     while (lo < hi) { /* first entry with a larger op_id */
         size_t mid = lo + (hi - lo) / 2;
         if (ld->x[mid].op_id <= op_id)
@@ -172,16 +190,17 @@ static long p3d_tl_find(const struct p3d_tl *tl, const struct p3d_tload *ld,
         else
             hi = mid;
     }
+    *hint = lo;
     return lo && ld->x[lo - 1].op_id == op_id ? (long)ld->x[lo - 1].i : -1;
 }
 
 /* GPU_OP records (one per kernel of an op) onto their ops. */
 static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
 {
-    size_t n = 0;
+    size_t n = 0, hint = 0;
 
     for (size_t i = 0; i < ld->n_g; i++) {
-        long k = p3d_tl_find(tl, ld, ld->g[i].op_id);
+        long k = p3d_tl_find(tl, ld, ld->g[i].op_id, &hint);
         struct p3d_top *t;
         if (k < 0 || !ld->g[i].s)
             continue;
@@ -207,14 +226,16 @@ static int p3d_topx_cmp(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* ld->x into (op_id, load order) order; usually it already is. */
-static void p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
+/* ld->x into (op_id, load order) order; usually it already is.
+ * Returns 0 if nothing moved. */
+static int p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     for (size_t i = 1; i < tl->n_ops; i++)
         if (ld->x[i].op_id < ld->x[i - 1].op_id) {
             qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
-            return;
+            return 1;
         }
+    return 0;
 }
 
 /* Ops into the order of ld->x (through the thread's second buffer). */
@@ -243,10 +264,12 @@ static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n_gpu;
+    int moved;
 
-    p3d_tl_order(tl, ld);
+    moved = p3d_tl_order(tl, ld);
     n_gpu = p3d_tl_join(tl, ld);
-    p3d_tl_sort(tl, ld);
+    if (moved)
+        p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
     if (!n_gpu && tl->nsp_raw.n) {
         p3d_time_attribute(tl, ld->x);
@@ -326,6 +349,7 @@ static void p3d_tl_lend(struct p3d_tl *tl, struct p3d_tload *ld)
     tl->nsp_cap = ld->nsp_cap;
     ld->nsp_stream = NULL;
     ld->n_g = ld->n_gend = 0;
+    ld->c_gi = -2;
     memset(ld->peak, 0, sizeof(ld->peak));
     if (ld->gidx.cap) {
         memset(ld->gidx.vals, 0xff, ld->gidx.cap * sizeof(*ld->gidx.vals));
