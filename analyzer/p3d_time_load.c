@@ -67,17 +67,18 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
 
     ld->c_hash = o->comm_hash; /* ops come in runs on one communicator */
     ld->c_gi = gi;
-
     if (o->op >= P3D_OP_COUNT || !p3d_tl_sane(o->t_enter, o->t_exit))
         return;
-    tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
-                           sizeof(*tl->ops));
+    if (tl->n_ops >= tl->cap_ops) /* buffers are reused: rarely grows */
+        tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
+                               sizeof(*tl->ops));
     t = &tl->ops[tl->n_ops];
     memset(t, 0, sizeof(*t));
     t->h0 = (int64_t)o->t_enter;
     t->h1 = o->t_exit > o->t_enter ? (int64_t)o->t_exit : t->h0;
-    ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
-                         sizeof(*ld->x));
+    if (tl->n_ops >= ld->cap_x)
+        ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
+                             sizeof(*ld->x));
     ld->x[tl->n_ops].op_id = o->op_id;
     ld->x[tl->n_ops].stream = o->stream;
     ld->x[tl->n_ops].group_id = o->group_id;
@@ -97,7 +98,9 @@ static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
 {
     if (!p3d_tl_sane(g->gpu_start, g->gpu_end))
         return;
-    ld->cap_g = p3d_grow((void **)&ld->g, ld->cap_g, ld->n_g, sizeof(*ld->g));
+    if (ld->n_g >= ld->cap_g)
+        ld->cap_g = p3d_grow((void **)&ld->g, ld->cap_g, ld->n_g,
+                             sizeof(*ld->g));
     ld->g[ld->n_g].op_id = g->op_id;
     ld->g[ld->n_g].s = g->gpu_start;
     ld->g[ld->n_g].e = g->gpu_end;
