@@ -11,7 +11,10 @@
  * Pass 2 loads each rank again (ops only), puts it on the aligned clock
  * and joins all its ops for wait states, pipeline pairs and bandwidths,
  * which need the steady start and the iteration windows of pass 1.
- * Joins are merged one rank at a time under a lock (p3d_time_join.c).
+ * Joins are merged one rank at a time under a lock, in rank order
+ * whichever thread loaded the rank first (p3d_time_join.c): groups are
+ * folded in the same order every run, so sums of doubles come out the
+ * same.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,7 +28,9 @@ struct p3d_pass {
     struct p3d_time_res *t;
     struct p3d_join *join; /* NULL: nothing to join */
     int which, next, pp;
+    int turn; /* the rank whose ops are merged next */
     pthread_mutex_t mu;
+    pthread_cond_t cv;
 };
 
 static int p3d_pass_mono(const struct p3d_tl *tl)
@@ -51,11 +56,14 @@ static void p3d_pass_rank(struct p3d_pass *p, struct p3d_tload *ld, int i)
     } else if (p->t->hosts[tl->host].shift) {
         p3d_time_shift_ops(tl, p->t->hosts[tl->host].shift);
     }
-    if (p->join) {
-        pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&p->mu);
+    while (p->turn != i)
+        pthread_cond_wait(&p->cv, &p->mu);
+    if (p->join)
         p3d_join_rank(p->join, i);
-        pthread_mutex_unlock(&p->mu);
-    }
+    p->turn++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
     p3d_time_unload(tl, ld);
 }
 
@@ -78,6 +86,7 @@ static void p3d_pass_run(struct p3d_pass *p)
     int n = 0, want = p->job->threads > 64 ? 64 : p->job->threads;
 
     pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
     for (; n < want - 1 && n < p->t->n - 1; n++)
         if (pthread_create(&tid[n], NULL, p3d_pass_worker, p))
             break;
@@ -85,11 +94,12 @@ static void p3d_pass_run(struct p3d_pass *p)
     for (int i = 0; i < n; i++)
         pthread_join(tid[i], NULL);
     pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
 }
 
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
 {
-    struct p3d_pass p = {job, t, NULL, 1, 0, 1, PTHREAD_MUTEX_INITIALIZER};
+    struct p3d_pass p = {.job = job, .t = t, .which = 1};
     struct p3d_join j;
     void *ctx;
 
@@ -114,7 +124,7 @@ void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
 
 void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t)
 {
-    struct p3d_pass p = {job, t, NULL, 2, 0, 1, PTHREAD_MUTEX_INITIALIZER};
+    struct p3d_pass p = {.job = job, .t = t, .which = 2};
     struct p3d_join j;
     void *ctx;
 
