@@ -11,7 +11,7 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
-int p3d_time_stage(const struct p3d_job *job, int rank)
+static int p3d_time_stage_of(const struct p3d_job *job, int rank)
 {
     int c[P3D_AX_N];
 
@@ -19,6 +19,30 @@ int p3d_time_stage(const struct p3d_job *job, int rank)
         return 0;
     p3d_layout_coords(&job->layout, rank, c);
     return c[P3D_AX_PP];
+}
+
+/* Looked up per op: from the table of the running analysis if any. */
+int p3d_time_stage(const struct p3d_job *job, int rank)
+{
+    const struct p3d_time_res *t = job->time;
+
+    if (t && t->stage_of && rank >= 0 && rank < t->n_stage_of)
+        return t->stage_of[rank];
+    return p3d_time_stage_of(job, rank);
+}
+
+/* Stage of every global rank below the world size (or the highest). */
+static void p3d_time_stages(const struct p3d_job *job,
+                            struct p3d_time_res *t)
+{
+    int n = job->world_size;
+
+    for (int i = 0; i < job->n_ranks; i++)
+        n = job->ranks[i].rank >= n ? job->ranks[i].rank + 1 : n;
+    t->stage_of = p3d_xcalloc((size_t)n + 1, sizeof(*t->stage_of));
+    for (int r = 0; r < n; r++)
+        t->stage_of[r] = p3d_time_stage_of(job, r);
+    t->n_stage_of = n;
 }
 
 /* Integer value of flag `name` in a NUL-separated argv, 0 if absent. */
@@ -107,6 +131,7 @@ static void p3d_time_prepare(struct p3d_job *job, struct p3d_time_res *t)
 {
     t->n = job->n_ranks;
     t->tl = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*t->tl));
+    p3d_time_stages(job, t);
     for (int i = 0; i < t->n; i++) {
         const struct p3d_rank *rk = &job->ranks[i];
         struct p3d_tl *tl = &t->tl[i];
@@ -171,6 +196,7 @@ void p3d_time_free(struct p3d_job *job)
     free(t->step);
     free(t->stages);
     free(t->strag);
+    free(t->stage_of);
     free(t);
     job->time = NULL;
 }

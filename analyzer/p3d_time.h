@@ -143,6 +143,7 @@ struct p3d_time_res {
     uint64_t n_wait_inst;
     uint64_t peak_mem;
     int have_compute;
+    int *stage_of, n_stage_of; /* stage of each global rank */
     char why[512];
 };
 
