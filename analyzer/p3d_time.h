@@ -4,10 +4,14 @@
  * its iterations, where the time of a step goes, the pipeline bubble,
  * wait states and stragglers, and the seed table row.
  *
- * Modules: p3d_time_load.c (timelines), p3d_time_ivl.c (interval
+ * Modules: p3d_pass.c (two streaming passes over the rank files),
+ * p3d_time_load.c (one rank's timeline), p3d_time_join.c (instances and
+ * pairs joined as ranks stream in), p3d_time_ivl.c (interval
  * arithmetic), p3d_clock.c (host clock offsets), p3d_steps.c
  * (iterations), p3d_overlap.c (breakdown, verdict), p3d_bubble.c,
  * p3d_wait.c (wait states), p3d_seedrow.c (text), p3d_time_json.c.
+ * Only one rank's ops per loading thread are held at a time: what stays
+ * per rank is its iterations and their breakdown.
  */
 #ifndef P3D_TIME_H
 #define P3D_TIME_H
@@ -68,10 +72,10 @@ struct p3d_tbreak { /* one rank, one iteration (ns) */
 
 struct p3d_tl { /* one rank */
     int rank, host, stage;
-    struct p3d_top *ops; /* freed when the analysis is done */
+    struct p3d_top *ops; /* while the rank is loaded (a pass) */
     size_t n_ops, cap_ops;
-    size_t n_placed; /* ops with GPU times (set when ops are freed) */
-    struct p3d_ivs compute, copy, nccl; /* unions after loading */
+    size_t n_placed; /* ops with GPU times */
+    struct p3d_ivs compute, copy, nccl; /* unions, while loaded */
     struct p3d_ivs nsp_raw;             /* NCCL spans, for attribution */
     uint64_t *nsp_stream;
     size_t nsp_cap;
