@@ -28,7 +28,8 @@ struct p3d_pass {
     struct p3d_time_res *t;
     struct p3d_join *join; /* NULL: nothing to join */
     int which, next, pp;
-    int turn; /* the rank whose ops are merged next */
+    int *order; /* timelines in the order they are read and merged */
+    int turn;   /* position (in order) of the rank merged next */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -41,8 +42,9 @@ static int p3d_pass_mono(const struct p3d_tl *tl)
     return 1;
 }
 
-static void p3d_pass_rank(struct p3d_pass *p, struct p3d_tload *ld, int i)
+static void p3d_pass_rank(struct p3d_pass *p, struct p3d_tload *ld, int k)
 {
+    int i = p->order[k];
     struct p3d_tl *tl = &p->t->tl[i];
 
     p3d_time_load_rank(p->job, tl, i, ld, p->which == 1);
@@ -57,7 +59,7 @@ static void p3d_pass_rank(struct p3d_pass *p, struct p3d_tload *ld, int i)
         p3d_time_shift_ops(tl, p->t->hosts[tl->host].shift);
     }
     pthread_mutex_lock(&p->mu);
-    while (p->turn != i)
+    while (p->turn != k)
         pthread_cond_wait(&p->cv, &p->mu);
     if (p->join)
         p3d_join_rank(p->join, i);
@@ -71,20 +73,73 @@ static void *p3d_pass_worker(void *arg)
 {
     struct p3d_pass *p = arg;
     struct p3d_tload *ld = p3d_tload_new();
-    int i;
+    int k;
 
-    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->t->n)
-        p3d_pass_rank(p, ld, i);
+    while ((k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->t->n)
+        p3d_pass_rank(p, ld, k);
     p3d_tload_free(ld);
     return NULL;
 }
 
-/* Ranks in job->threads threads (the scan's count), in rank order. */
+/*
+ * Group key of a rank: the lowest member of the communicator it calls
+ * most collectives on.  A group's records are held until its last member
+ * is merged, so ranks are read group after group: Megatron's orders keep
+ * the busiest group (TP) in consecutive ranks anyway, torchtitan's mesh
+ * (TP slowest) would otherwise hold every TP op of the job.
+ */
+static int p3d_pass_key(const struct p3d_job *job, int i)
+{
+    const struct p3d_rank *r = &job->ranks[i];
+    uint64_t best = 0;
+    int key = r->rank;
+
+    for (int c = 0; c < r->n_comms; c++) {
+        const struct p3d_rcomm *rc = &r->comms[c];
+        uint64_t n = 0;
+        for (int op = 0; op < P3D_OP_COUNT; op++)
+            n += P3D_OP_IS_P2P(op) ? 0 : rc->st[op].calls;
+        if (n > best && rc->gcomm >= 0 && rc->gcomm < job->n_comms &&
+            job->comms[rc->gcomm].n_members > 0) {
+            best = n;
+            key = job->comms[rc->gcomm].members[0];
+        }
+    }
+    return key;
+}
+
+static __thread const int *p3d_pass_keys; /* for qsort */
+
+static int p3d_pass_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    if (p3d_pass_keys[x] != p3d_pass_keys[y])
+        return p3d_pass_keys[x] < p3d_pass_keys[y] ? -1 : 1;
+    return x - y;
+}
+
+static void p3d_pass_order(struct p3d_pass *p)
+{
+    int n = p->t->n, *key = p3d_xcalloc((size_t)n + 1, sizeof(*key));
+
+    p->order = p3d_xcalloc((size_t)n + 1, sizeof(*p->order));
+    for (int i = 0; i < n; i++) {
+        p->order[i] = i;
+        key[i] = p3d_pass_key(p->job, i);
+    }
+    p3d_pass_keys = key;
+    qsort(p->order, (size_t)n, sizeof(*p->order), p3d_pass_cmp);
+    free(key);
+}
+
+/* Ranks in job->threads threads (the scan's count), group by group. */
 static void p3d_pass_run(struct p3d_pass *p)
 {
     pthread_t tid[64];
     int n = 0, want = p->job->threads > 64 ? 64 : p->job->threads;
 
+    p3d_pass_order(p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (; n < want - 1 && n < p->t->n - 1; n++)
@@ -95,6 +150,7 @@ static void p3d_pass_run(struct p3d_pass *p)
         pthread_join(tid[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    free(p->order);
 }
 
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
