@@ -143,6 +143,22 @@ static void p3d_clock_pair(struct p3d_join *j, const struct p3d_jgrp *g,
  */
 #define P3D_NOBOUND INT64_MAX
 
+/*
+ * Bounds that contradict each other around a cycle of hosts make the
+ * chains ever shorter: sums stop at P3D_FLOOR (-73 years) instead of
+ * overflowing, and such a host's bracket comes out negative.
+ */
+#define P3D_FLOOR (INT64_MIN / 4)
+
+static int64_t p3d_clock_sum(int64_t x, int64_t y)
+{
+    int64_t r;
+
+    if (__builtin_add_overflow(x, y, &r) || r < P3D_FLOOR)
+        return P3D_FLOOR;
+    return r;
+}
+
 static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
                             const int *cnt, int64_t *d)
 {
@@ -158,8 +174,10 @@ static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
             for (int b = 0; b < nh; b++)
                 if (u[a * nh + k] != P3D_NOBOUND &&
                     u[k * nh + b] != P3D_NOBOUND &&
-                    u[a * nh + k] + u[k * nh + b] < u[a * nh + b])
-                    u[a * nh + b] = u[a * nh + k] + u[k * nh + b];
+                    p3d_clock_sum(u[a * nh + k], u[k * nh + b]) <
+                        u[a * nh + b])
+                    u[a * nh + b] = p3d_clock_sum(u[a * nh + k],
+                                                  u[k * nh + b]);
     for (int b = 1; b < nh; b++) {
         int64_t hi = u[b], lo_b = u[b * nh] == P3D_NOBOUND ? P3D_NOBOUND
                                                            : -u[b * nh];
