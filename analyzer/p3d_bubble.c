@@ -75,20 +75,20 @@ static void p3d_bubble_phase(const struct p3d_job *job,
     }
 }
 
+/* Pipeline waits of own iteration i (first_it is 0 while loading). */
 static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
-                            int k, int pp)
+                            int i, int pp)
 {
-    struct p3d_tbreak *b = &tl->br[k];
-    int i0 = tl->first_it + k;
-    size_t a = tl->it_op[i0], z = tl->it_op[i0 + 1], f, c;
+    struct p3d_tbreak *b = &tl->br[i];
+    size_t a = tl->it_op[i], z = tl->it_op[i + 1], f, c;
     int64_t s, e, cur;
 
-    if (!p3d_time_window(tl, k, &s, &e))
+    if (!p3d_time_window(tl, i, &s, &e))
         return;
     p3d_bubble_phase(job, tl, a, z, pp, &f, &c);
     cur = s;
-    for (size_t i = a; i < z; i++) {
-        const struct p3d_top *o = &tl->ops[i];
+    for (size_t k = a; k < z; k++) {
+        const struct p3d_top *o = &tl->ops[k];
         int sync = o->s >= o->h0 && o->e <= o->hg; /* call waited */
         int64_t a0 = sync ? o->hs : o->s, z0 = sync ? o->hg : o->e;
         int64_t x = a0 > cur ? a0 : cur, y = z0 < e ? z0 : e, w;
@@ -97,69 +97,110 @@ static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
         w = p3d_iv_minus(x, y, &tl->compute);
         cur = y;
         b->pp_wait += w;
-        if (i <= f || i > c)
+        if (k <= f || k > c)
             b->pp_fill += w;
         else
             b->pp_steady += w;
     }
 }
 
-/* Late sender / receiver and transfer of every matched pipeline pair. */
-static void p3d_bubble_pairs(const struct p3d_job *job,
-                             struct p3d_time_res *t)
+/* Forward sends and wrapped receives of own iteration i (stage 0). */
+static void p3d_bubble_count(const struct p3d_job *job, struct p3d_tl *tl,
+                             int i, int pp)
 {
-    struct p3d_itab it;
-
-    p3d_itab_build(t, &it);
-    for (size_t k = 0; k < it.n_pairs; k++) {
-        const struct p3d_pair2 *p = &it.pairs[k];
-        const struct p3d_top *sd, *rv;
-        struct p3d_tl *rt;
-        struct p3d_split sp;
-        if (p->have != 3)
+    for (size_t k = tl->it_op[i]; k < tl->it_op[i + 1]; k++) {
+        const struct p3d_top *o = &tl->ops[k];
+        if (!p3d_is_pp(job, tl, o))
             continue;
-        sd = P3D_OPP(t, p->send);
-        rv = P3D_OPP(t, p->recv);
-        rt = &t->tl[p->recv.tl];
-        if (!p3d_is_pp(job, rt, rv) || !rt->br)
-            continue;
-        sp = p3d_bubble_split(sd->s, rv->s, rv->e);
-        for (int j = 0; j < t->n_iter; j++) {
-            int64_t s, e;
-            if (!p3d_time_window(rt, j, &s, &e) || rv->s < s || rv->s >= e)
-                continue;
-            rt->br[j].late_sender += sp.late;
-            rt->br[j].transfer += sp.transfer;
-            sp = p3d_bubble_split(rv->s, sd->s, sd->e);
-            if (t->tl[p->send.tl].br)
-                t->tl[p->send.tl].br[j].late_receiver += sp.late;
-            break;
-        }
+        if (o->op == P3D_OP_SEND && p3d_is_next(job, tl, o, pp))
+            tl->it_fwd[i]++;
+        if (pp > 2 && o->op == P3D_OP_RECV && !p3d_is_next(job, tl, o, pp))
+            tl->it_wrap[i]++;
     }
-    p3d_itab_free(&it);
+}
+
+/* While the rank is loaded: its pipeline waits per own iteration, and
+ * stage 0's schedule counts. */
+void p3d_bubble_rank_all(const struct p3d_job *job, struct p3d_tl *tl,
+                         int pp)
+{
+    if (pp < 2 || !tl->br)
+        return;
+    for (int i = 0; i < tl->n_iter; i++)
+        p3d_bubble_rank(job, tl, i, pp);
+    if (tl->stage != 0)
+        return;
+    tl->it_fwd = p3d_xcalloc((size_t)tl->n_iter + 1, sizeof(*tl->it_fwd));
+    tl->it_wrap = p3d_xcalloc((size_t)tl->n_iter + 1, sizeof(*tl->it_wrap));
+    for (int i = 0; i < tl->n_iter; i++)
+        p3d_bubble_count(job, tl, i, pp);
+}
+
+/* Job iteration whose window holds time x on timeline tl, -1 if none
+ * (the first one, as windows of a rank whose times ascend are disjoint). */
+static int p3d_bubble_iter(const struct p3d_time_res *t,
+                           const struct p3d_tl *tl, int64_t x)
+{
+    int lo = 0, hi = t->n_iter;
+    int64_t s, e;
+
+    if (!tl->it_mono) {
+        for (int j = 0; j < t->n_iter; j++)
+            if (p3d_time_window(tl, j, &s, &e) && x >= s && x < e)
+                return j;
+        return -1;
+    }
+    while (lo < hi) { /* last window starting at or before x */
+        int mid = (lo + hi) / 2;
+        if (tl->it_t[tl->first_it + mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int j = lo - 1; j >= 0 && j >= lo - 2; j--)
+        if (p3d_time_window(tl, j, &s, &e) && x >= s && x < e)
+            return j;
+    return -1;
+}
+
+/* Late sender / receiver and transfer of matched pipeline pair k of
+ * channel g (pass 2: times aligned, windows known). */
+void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
+                     const struct p3d_jgrp *g, size_t k)
+{
+    struct p3d_tl *rt = &t->tl[g->tl[1]], *st = &t->tl[g->tl[0]];
+    int64_t ss = g->s[2 * k], se = g->e[2 * k];
+    int64_t rs = g->s[2 * k + 1], re = g->e[2 * k + 1];
+    struct p3d_split sp;
+    int j;
+
+    if (g->src < 0 || p3d_time_stage(job, g->src) == rt->stage || !rt->br)
+        return;
+    if ((j = p3d_bubble_iter(t, rt, rs)) < 0)
+        return;
+    sp = p3d_bubble_split(ss, rs, re);
+    rt->br[j].late_sender += sp.late;
+    rt->br[j].transfer += sp.transfer;
+    sp = p3d_bubble_split(rs, ss, se);
+    if (st->br)
+        st->br[j].late_receiver += sp.late;
 }
 
 /* m and v from stage 0's first steady iteration (0 if unknown). */
-static void p3d_bubble_sched(const struct p3d_job *job,
-                             struct p3d_time_res *t)
+void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t)
 {
     int fwd = 0, wrap = 0;
 
+    t->pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
+    if (t->pp < 2 || !t->n_iter)
+        return;
     for (int i = 0; i < t->n && !fwd; i++) {
         const struct p3d_tl *tl = &t->tl[i];
         int k = tl->first_it + t->warm;
-        if (tl->stage != 0 || !tl->br || k >= tl->n_iter)
+        if (tl->stage != 0 || !tl->br || k >= tl->n_iter || !tl->it_fwd)
             continue;
-        for (size_t j = tl->it_op[k]; j < tl->it_op[k + 1]; j++) {
-            const struct p3d_top *o = &tl->ops[j];
-            if (!p3d_is_pp(job, tl, o))
-                continue;
-            if (o->op == P3D_OP_SEND && p3d_is_next(job, tl, o, t->pp))
-                fwd++;
-            if (t->pp > 2 && o->op == P3D_OP_RECV &&
-                !p3d_is_next(job, tl, o, t->pp))
-                wrap++;
-        }
+        fwd += tl->it_fwd[k];
+        wrap += tl->it_wrap[k];
     }
     if (fwd > wrap) {
         t->m = fwd - wrap;
@@ -203,18 +244,14 @@ static void p3d_bubble_stage(struct p3d_time_res *t, int st)
     g->busy_frac = busy / step;
 }
 
+/* After pass 2: theory and the measured bubble per stage. */
 void p3d_bubble_all(struct p3d_job *job, struct p3d_time_res *t)
 {
     double sum = 0, busy = -1;
 
-    t->pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
+    (void)job;
     if (t->pp < 2 || !t->n_iter)
         return;
-    for (int i = 0; i < t->n; i++)
-        for (int k = 0; k < t->n_iter && t->tl[i].br; k++)
-            p3d_bubble_rank(job, &t->tl[i], k, t->pp);
-    p3d_bubble_pairs(job, t);
-    p3d_bubble_sched(job, t);
     if (t->v < 1)
         t->v = 1;
     if (t->m)

@@ -22,9 +22,10 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
-static int p3d_clock_hosts(struct p3d_job *job, struct p3d_time_res *t)
+int p3d_clock_hosts(struct p3d_job *job, struct p3d_time_res *t)
 {
     t->hosts = p3d_xcalloc((size_t)t->n + 1, sizeof(*t->hosts));
+    t->n_hosts = 0;
     for (int i = 0; i < t->n; i++) {
         char h[P3D_HOST_LEN + 1];
         int k;
@@ -61,7 +62,9 @@ static void p3d_clock_bound(int64_t *lo, int *cnt, int nh, int a, int b,
     cnt[a * nh + b]++;
 }
 
-struct p3d_cscr { /* per-instance scratch, one slot per host */
+struct p3d_cscr { /* bounds, and per-instance scratch per host */
+    int64_t *lo;
+    int *cnt;
     int64_t *smax, *emin;
     int *mark, *list;
     int gen;
@@ -71,26 +74,35 @@ struct p3d_cscr { /* per-instance scratch, one slot per host */
  * Bounds from one collective instance: every pair of its hosts, or, for
  * instances spanning many hosts, the pairs with the host that started
  * last and the host that ended first (the tightest of each row/column).
+ * Members are visited from the highest timeline down (ties between hosts
+ * go to the first visited).
  */
-static void p3d_clock_inst(const struct p3d_time_res *t,
-                           const struct p3d_itab *it, size_t k,
-                           int64_t *lo, int *cnt, struct p3d_cscr *c)
+static void p3d_clock_inst(struct p3d_join *j, const struct p3d_jgrp *g,
+                           size_t k)
 {
+    const struct p3d_time_res *t = j->t;
+    struct p3d_cscr *c = j->ctx;
     int nh = t->n_hosts, n = 0, late = -1, early = -1;
 
     c->gen++;
-    for (int e = it->inst[k].first; e >= 0; e = it->ents[e].next) {
-        const struct p3d_top *o = P3D_OPP(t, it->ents[e].r);
-        int h = t->tl[it->ents[e].r.tl].host;
-        int64_t sh = t->hosts[h].shift;
+    for (int sl = g->m - 1; sl >= 0; sl--) {
+        size_t x = k * (size_t)g->m + (size_t)sl;
+        int h;
+        int64_t sh, s, e;
+        if (!(g->f[x] & 1))
+            continue;
+        h = t->tl[g->tl[sl]].host;
+        sh = t->hosts[h].shift;
+        s = g->s[x] + sh;
+        e = g->e[x] + sh;
         if (c->mark[h] != c->gen) {
             c->mark[h] = c->gen;
             c->list[n++] = h;
-            c->smax[h] = o->s + sh;
-            c->emin[h] = o->e + sh;
+            c->smax[h] = s;
+            c->emin[h] = e;
         }
-        c->smax[h] = o->s + sh > c->smax[h] ? o->s + sh : c->smax[h];
-        c->emin[h] = o->e + sh < c->emin[h] ? o->e + sh : c->emin[h];
+        c->smax[h] = s > c->smax[h] ? s : c->smax[h];
+        c->emin[h] = e < c->emin[h] ? e : c->emin[h];
     }
     for (int i = 0; i < n; i++) {
         int h = c->list[i];
@@ -98,27 +110,28 @@ static void p3d_clock_inst(const struct p3d_time_res *t,
         early = early < 0 || c->emin[h] < c->emin[early] ? h : early;
     }
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            int a = c->list[i], b = c->list[j];
+        for (int jj = 0; jj < n; jj++) {
+            int a = c->list[i], b = c->list[jj];
             if (n <= 16 || a == late || b == early)
-                p3d_clock_bound(lo, cnt, nh, a, b, c->smax[a] - c->emin[b]);
+                p3d_clock_bound(c->lo, c->cnt, nh, a, b,
+                                c->smax[a] - c->emin[b]);
         }
 }
 
-static void p3d_clock_pairs(const struct p3d_time_res *t,
-                            const struct p3d_itab *it, int64_t *lo, int *cnt)
+static void p3d_clock_pair(struct p3d_join *j, const struct p3d_jgrp *g,
+                           size_t k)
 {
-    for (size_t k = 0; k < it->n_pairs; k++) {
-        const struct p3d_pair2 *p = &it->pairs[k];
-        int hs, hr;
-        if (p->have != 3)
-            continue;
-        hs = t->tl[p->send.tl].host;
-        hr = t->tl[p->recv.tl].host;
-        p3d_clock_bound(lo, cnt, t->n_hosts, hs, hr,
-                        P3D_OPP(t, p->send)->s + t->hosts[hs].shift -
-                            P3D_OPP(t, p->recv)->e - t->hosts[hr].shift);
-    }
+    const struct p3d_time_res *t = j->t;
+    struct p3d_cscr *c = j->ctx;
+    int hs, hr;
+
+    if (!(g->f[2 * k] & 1) || !(g->f[2 * k + 1] & 1))
+        return;
+    hs = t->tl[g->tl[0]].host;
+    hr = t->tl[g->tl[1]].host;
+    p3d_clock_bound(c->lo, c->cnt, t->n_hosts, hs, hr,
+                    g->s[2 * k] + t->hosts[hs].shift - g->e[2 * k + 1] -
+                        t->hosts[hr].shift);
 }
 
 /*
@@ -129,6 +142,22 @@ static void p3d_clock_pairs(const struct p3d_time_res *t,
  * keep the anchor-only estimate.
  */
 #define P3D_NOBOUND INT64_MAX
+
+/*
+ * Bounds that contradict each other around a cycle of hosts make the
+ * chains ever shorter: sums stop at P3D_FLOOR (-73 years) instead of
+ * overflowing, and such a host's bracket comes out negative.
+ */
+#define P3D_FLOOR (INT64_MIN / 4)
+
+static int64_t p3d_clock_sum(int64_t x, int64_t y)
+{
+    int64_t r;
+
+    if (__builtin_add_overflow(x, y, &r) || r < P3D_FLOOR)
+        return P3D_FLOOR;
+    return r;
+}
 
 static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
                             const int *cnt, int64_t *d)
@@ -145,8 +174,10 @@ static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
             for (int b = 0; b < nh; b++)
                 if (u[a * nh + k] != P3D_NOBOUND &&
                     u[k * nh + b] != P3D_NOBOUND &&
-                    u[a * nh + k] + u[k * nh + b] < u[a * nh + b])
-                    u[a * nh + b] = u[a * nh + k] + u[k * nh + b];
+                    p3d_clock_sum(u[a * nh + k], u[k * nh + b]) <
+                        u[a * nh + b])
+                    u[a * nh + b] = p3d_clock_sum(u[a * nh + k],
+                                                  u[k * nh + b]);
     for (int b = 1; b < nh; b++) {
         int64_t hi = u[b], lo_b = u[b * nh] == P3D_NOBOUND ? P3D_NOBOUND
                                                            : -u[b * nh];
@@ -159,102 +190,123 @@ static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
     free(u);
 }
 
-/* Receives completing before their send started, after correction. */
-static void p3d_clock_check(struct p3d_time_res *t, const struct p3d_itab *it)
+/* Receive k of channel g completed before its send started (times
+ * already on one clock). */
+int p3d_clock_violates(const struct p3d_time_res *t, const struct p3d_jgrp *g,
+                       size_t k)
 {
-    for (size_t k = 0; k < it->n_pairs; k++) {
-        const struct p3d_pair2 *p = &it->pairs[k];
-        int hs, hr;
-        if (p->have != 3)
-            continue;
-        hs = t->tl[p->send.tl].host;
-        hr = t->tl[p->recv.tl].host;
-        if (hs != hr && P3D_OPP(t, p->recv)->e + t->hosts[hr].shift <
-                            P3D_OPP(t, p->send)->s + t->hosts[hs].shift)
-            t->clock_violations++;
-    }
+    return (g->f[2 * k] & 1) && (g->f[2 * k + 1] & 1) &&
+           t->tl[g->tl[0]].host != t->tl[g->tl[1]].host &&
+           g->e[2 * k + 1] < g->s[2 * k];
 }
 
+static void p3d_clock_check(struct p3d_join *j, const struct p3d_jgrp *g,
+                            size_t k)
+{
+    j->t->clock_violations += p3d_clock_violates(j->t, g, k);
+}
+
+/* Shift the ops held in memory onto the reference clock. */
 static void p3d_clock_apply(struct p3d_time_res *t)
 {
     for (int i = 0; i < t->n; i++) {
         struct p3d_tl *tl = &t->tl[i];
         int64_t d = t->hosts[tl->host].shift;
-        struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
-        if (!d)
-            continue;
-        for (size_t k = 0; k < tl->n_ops; k++) {
-            tl->ops[k].h0 += d;
-            tl->ops[k].h1 += d;
-            tl->ops[k].hg += d;
-            tl->ops[k].hs += d;
-            tl->ops[k].s += d;
-            tl->ops[k].e += d;
-        }
-        for (int j = 0; j < 3; j++)
-            for (size_t k = 0; k < l[j]->n; k++) {
-                l[j]->v[k].s += d;
-                l[j]->v[k].e += d;
-            }
+        if (d)
+            p3d_time_shift_ops(tl, d);
     }
 }
 
 #define P3D_CLOCK_MAX_HOSTS 1024 /* lo/cnt are hosts x hosts */
 
-static void p3d_clock_bounds(const struct p3d_time_res *t,
-                             const struct p3d_itab *it, int64_t *lo,
-                             int *cnt)
+int p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
+                    struct p3d_join *j)
 {
     size_t nh = (size_t)t->n_hosts;
-    struct p3d_cscr c;
+    struct p3d_cscr *c;
 
-    c.smax = p3d_xcalloc(nh, sizeof(*c.smax));
-    c.emin = p3d_xcalloc(nh, sizeof(*c.emin));
-    c.mark = p3d_xcalloc(nh, sizeof(*c.mark));
-    c.list = p3d_xcalloc(nh, sizeof(*c.list));
-    c.gen = 0;
-    for (size_t k = 0; k < it->n_inst; k++)
-        p3d_clock_inst(t, it, k, lo, cnt, &c);
-    p3d_clock_pairs(t, it, lo, cnt);
-    free(c.smax);
-    free(c.emin);
-    free(c.mark);
-    free(c.list);
-}
-
-void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t)
-{
-    struct p3d_itab it;
-    int nh;
-    int64_t *lo, *d;
-    int *cnt;
-
-    if ((nh = p3d_clock_hosts(job, t)) < 2)
-        return;
+    if (nh < 2)
+        return 0;
     if (nh > P3D_CLOCK_MAX_HOSTS) {
         p3d_warning("job '%s': %d hosts; clocks aligned by the realtime "
                     "anchors only (at most %d are aligned from collectives)",
-                    job->job_id, nh, P3D_CLOCK_MAX_HOSTS);
+                    job->job_id, (int)nh, P3D_CLOCK_MAX_HOSTS);
+        return 0;
+    }
+    c = p3d_xcalloc(1, sizeof(*c));
+    c->lo = p3d_xcalloc(nh * nh, sizeof(*c->lo));
+    c->cnt = p3d_xcalloc(nh * nh, sizeof(*c->cnt));
+    c->smax = p3d_xcalloc(nh, sizeof(*c->smax));
+    c->emin = p3d_xcalloc(nh, sizeof(*c->emin));
+    c->mark = p3d_xcalloc(nh, sizeof(*c->mark));
+    c->list = p3d_xcalloc(nh, sizeof(*c->list));
+    j->ctx = c;
+    j->inst = p3d_clock_inst;
+    j->pair = p3d_clock_pair;
+    j->skip_local = 1;
+    return 1;
+}
+
+void p3d_clock_end(struct p3d_time_res *t, struct p3d_join *j)
+{
+    struct p3d_cscr *c = j ? j->ctx : NULL;
+    int nh = t->n_hosts;
+    int64_t *d;
+
+    if (!c) { /* one host, or too many: the anchors only */
         for (int h = 0; h < nh; h++)
             t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
-        p3d_clock_apply(t);
         return;
     }
-    p3d_itab_build(t, &it);
-    lo = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*lo));
-    cnt = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*cnt));
     d = p3d_xcalloc((size_t)nh, sizeof(*d));
-    p3d_clock_bounds(t, &it, lo, cnt);
-    p3d_clock_solve(t, lo, cnt, d);
+    p3d_clock_solve(t, c->lo, c->cnt, d);
     for (int h = 0; h < nh; h++) {
         t->hosts[h].shift += d[h];
         t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
         t->hosts[h].anchor_err_ns = -d[h];
     }
-    p3d_clock_check(t, &it);
-    p3d_clock_apply(t);
-    free(lo);
-    free(cnt);
+    t->clock_checked = 1;
     free(d);
-    p3d_itab_free(&it);
+    free(c->lo);
+    free(c->cnt);
+    free(c->smax);
+    free(c->emin);
+    free(c->mark);
+    free(c->list);
+    free(c);
+    j->ctx = NULL;
+}
+
+/* Join every timeline held in memory; j->ctx stays. */
+static void p3d_clock_join_all(struct p3d_time_res *t, struct p3d_join *j)
+{
+    void *ctx;
+
+    for (int i = 0; i < t->n; i++)
+        p3d_join_rank(j, i);
+    ctx = j->ctx;
+    p3d_join_finish(j);
+    j->ctx = ctx;
+}
+
+void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t)
+{
+    struct p3d_join j;
+    int on;
+
+    if (p3d_clock_hosts(job, t) < 2)
+        return;
+    p3d_join_init(&j, job, t);
+    on = p3d_clock_begin(job, t, &j);
+    if (on)
+        p3d_clock_join_all(t, &j);
+    else
+        p3d_join_finish(&j);
+    p3d_clock_end(t, on ? &j : NULL);
+    p3d_clock_apply(t);
+    if (!on)
+        return;
+    p3d_join_init(&j, job, t);
+    j.pair = p3d_clock_check;
+    p3d_clock_join_all(t, &j);
 }

@@ -109,24 +109,44 @@ static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
     p3d_overlap_lbl(job, tl, x, s, e, b);
 }
 
-static void p3d_overlap_rank(const struct p3d_job *job, struct p3d_tl *tl,
-                             int n_iter)
+/* While the rank is loaded: its breakdown per own iteration. */
+void p3d_overlap_rank_all(const struct p3d_job *job, struct p3d_tl *tl)
 {
     struct p3d_ivs busy = {0};
     const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
     struct p3d_opidx x;
 
-    tl->br = p3d_xcalloc((size_t)n_iter + 1, sizeof(*tl->br));
+    if (!tl->n_iter)
+        return;
+    tl->br = p3d_xcalloc((size_t)tl->n_iter + 1, sizeof(*tl->br));
     for (int j = 0; j < 3; j++)
         for (size_t i = 0; i < l[j]->n; i++)
             p3d_ivs_add(&busy, l[j]->v[i].s, l[j]->v[i].e);
     p3d_ivs_union(&busy);
     p3d_opidx_build(tl, &x);
-    for (int k = 0; k < n_iter; k++)
+    for (int k = 0; k < tl->n_iter; k++)
         p3d_overlap_one(job, tl, &busy, &x, k);
     p3d_ivs_free(&busy);
     free(x.pmax);
     free(x.smin);
+}
+
+/* Own-iteration breakdowns to job iterations (none if the job has no
+ * iteration every rank shares). */
+static void p3d_overlap_renumber(struct p3d_time_res *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        struct p3d_tbreak *b = NULL;
+        if (!tl->br)
+            continue;
+        if (t->n_iter) {
+            b = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*b));
+            memcpy(b, tl->br + tl->first_it, (size_t)t->n_iter * sizeof(*b));
+        }
+        free(tl->br);
+        tl->br = b;
+    }
 }
 
 static int p3d_dbl_cmp(const void *a, const void *b)
@@ -271,13 +291,12 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
              t->top_lbl >= 0 ? " ops" : "");
 }
 
+/* After pass 1 and the job iterations. */
 void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t)
 {
+    p3d_overlap_renumber(t);
     if (!t->n_iter)
         return;
-    for (int i = 0; i < t->n; i++)
-        if (t->tl[i].n_iter)
-            p3d_overlap_rank(job, &t->tl[i], t->n_iter);
     p3d_overlap_steps(job, t);
     p3d_overlap_fracs(t);
     p3d_overlap_verdict(t);

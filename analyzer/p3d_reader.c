@@ -246,6 +246,12 @@ int p3d_reader_open_mapped(struct p3d_reader *rd, const char *path)
     return 0;
 }
 
+void p3d_reader_release(struct p3d_reader *rd)
+{
+    if (rd->mapped && rd->buf)
+        madvise(rd->buf, rd->size, MADV_DONTNEED);
+}
+
 void p3d_reader_rewind(struct p3d_reader *rd)
 {
     rd->chunk = rd->hdr.data_off;

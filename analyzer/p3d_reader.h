@@ -58,6 +58,13 @@ int p3d_reader_open(struct p3d_reader *rd, const char *path);
  * to records.
  */
 int p3d_reader_open_mapped(struct p3d_reader *rd, const char *path);
+/*
+ * A mapped reader's pages leave the process's memory (madvise DONTNEED):
+ * records stay valid, and a later access reads them back from the page
+ * cache.  For a caller that keeps record pointers of many files but will
+ * touch few of them again.  No effect on other readers.
+ */
+void p3d_reader_release(struct p3d_reader *rd);
 
 /*
  * Like p3d_reader_open over `size` bytes at `buf` (kept by the caller

@@ -166,15 +166,24 @@ static void p3d_steps_rank(const struct p3d_job *job, struct p3d_tl *tl)
 }
 
 /* The last iteration ends when the GPU work running at its last op's
- * return is done (asynchronous streams drain after the host). */
+ * return is done (asynchronous streams drain after the host).  Unions
+ * are disjoint and sorted: only the interval holding `end` can move it. */
 static int64_t p3d_steps_drain(const struct p3d_tl *tl, int64_t end)
 {
     const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
 
-    for (int j = 0; j < 3; j++)
-        for (size_t i = 0; i < l[j]->n; i++)
-            if (l[j]->v[i].s < end && l[j]->v[i].e > end)
-                end = l[j]->v[i].e;
+    for (int j = 0; j < 3; j++) {
+        size_t lo = 0, hi = l[j]->n;
+        while (lo < hi) { /* first interval ending after end */
+            size_t mid = lo + (hi - lo) / 2;
+            if (l[j]->v[mid].e <= end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < l[j]->n && l[j]->v[lo].s < end)
+            end = l[j]->v[lo].e;
+    }
     return end;
 }
 
@@ -251,27 +260,30 @@ static int p3d_steps_offset(const struct p3d_tl *ref, const struct p3d_tl *tl)
     return best;
 }
 
+/* Iterations of one loaded rank, in its own numbering. */
+void p3d_steps_rank_find(const struct p3d_job *job, struct p3d_tl *tl)
+{
+    if (tl->n_ops < 4)
+        return;
+    p3d_steps_rank(job, tl);
+    if (tl->n_iter)
+        p3d_steps_times(tl);
+}
+
 /*
  * Job iterations: every rank's iterations are matched by start time to
  * those of the rank with the most (a rank killed or hung early has
  * fewer); the job keeps the iterations every rank has.
  */
-void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
+void p3d_steps_match(struct p3d_job *job, struct p3d_time_res *t)
 {
     struct p3d_tl *ref = NULL;
     int lo = 0, hi = INT32_MAX;
 
-    for (int i = 0; i < t->n; i++) {
-        struct p3d_tl *tl = &t->tl[i];
-        if (tl->n_ops < 4)
-            continue;
-        p3d_steps_rank(job, tl);
-        if (!tl->n_iter)
-            continue;
-        p3d_steps_times(tl);
-        if (!ref || tl->n_iter > ref->n_iter)
-            ref = tl;
-    }
+    (void)job;
+    for (int i = 0; i < t->n; i++)
+        if (t->tl[i].n_iter && (!ref || t->tl[i].n_iter > ref->n_iter))
+            ref = &t->tl[i];
     if (!ref)
         return;
     for (int i = 0; i < t->n; i++) {
@@ -286,4 +298,12 @@ void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_iter)
             t->tl[i].first_it = lo - t->tl[i].first_it;
+}
+
+/* All ranks held in memory (tl->ops). */
+void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t)
+{
+    for (int i = 0; i < t->n; i++)
+        p3d_steps_rank_find(job, &t->tl[i]);
+    p3d_steps_match(job, t);
 }

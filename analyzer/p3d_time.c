@@ -1,6 +1,7 @@
 /*
- * p3d_time.c - run the time analysis of a job: load the timelines, align
- * clocks, find iterations, then breakdown, bubble and wait states; and
+ * p3d_time.c - run the time analysis of a job: two streaming passes over
+ * the rank files (p3d_pass.c) around the clock alignment and the job's
+ * iterations, then breakdown, bubble and wait states; and
  * read the batch facts (global batch, sequence length, micro-batches,
  * virtual stages) from the recorded command line.
  */
@@ -10,7 +11,7 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
-int p3d_time_stage(const struct p3d_job *job, int rank)
+static int p3d_time_stage_of(const struct p3d_job *job, int rank)
 {
     int c[P3D_AX_N];
 
@@ -18,6 +19,30 @@ int p3d_time_stage(const struct p3d_job *job, int rank)
         return 0;
     p3d_layout_coords(&job->layout, rank, c);
     return c[P3D_AX_PP];
+}
+
+/* Looked up per op: from the table of the running analysis if any. */
+int p3d_time_stage(const struct p3d_job *job, int rank)
+{
+    const struct p3d_time_res *t = job->time;
+
+    if (t && t->stage_of && rank >= 0 && rank < t->n_stage_of)
+        return t->stage_of[rank];
+    return p3d_time_stage_of(job, rank);
+}
+
+/* Stage of every global rank below the world size (or the highest). */
+static void p3d_time_stages(const struct p3d_job *job,
+                            struct p3d_time_res *t)
+{
+    int n = job->world_size;
+
+    for (int i = 0; i < job->n_ranks; i++)
+        n = job->ranks[i].rank >= n ? job->ranks[i].rank + 1 : n;
+    t->stage_of = p3d_xcalloc((size_t)n + 1, sizeof(*t->stage_of));
+    for (int r = 0; r < n; r++)
+        t->stage_of[r] = p3d_time_stage_of(job, r);
+    t->n_stage_of = n;
 }
 
 /* Integer value of flag `name` in a NUL-separated argv, 0 if absent. */
@@ -77,24 +102,47 @@ static void p3d_time_rates(struct p3d_time_res *t)
         t->samples_per_s = (double)t->gbs / (t->step_ms / 1e3);
 }
 
-/*
- * The reports need the per-iteration results only: the ops and busy
- * spans (most of the memory) go before the later analyses run.
- */
-static void p3d_time_shed(struct p3d_time_res *t)
+void p3d_time_shift_ops(struct p3d_tl *tl, int64_t d)
 {
-    for (int i = 0; i < t->n; i++) {
-        struct p3d_tl *tl = &t->tl[i];
-        tl->n_placed = 0;
-        for (size_t k = 0; k < tl->n_ops; k++)
-            tl->n_placed += tl->ops[k].has_gpu;
-        free(tl->ops);
-        tl->ops = NULL;
-        tl->cap_ops = 0;
-        p3d_ivs_free(&tl->compute);
-        p3d_ivs_free(&tl->copy);
-        p3d_ivs_free(&tl->nccl);
+    for (size_t k = 0; k < tl->n_ops; k++) {
+        tl->ops[k].h0 += d;
+        tl->ops[k].h1 += d;
+        tl->ops[k].hg += d;
+        tl->ops[k].hs += d;
+        tl->ops[k].s += d;
+        tl->ops[k].e += d;
     }
+    for (size_t k = 0; k < tl->compute.n; k++) {
+        tl->compute.v[k].s += d;
+        tl->compute.v[k].e += d;
+    }
+    for (size_t k = 0; k < tl->copy.n; k++) {
+        tl->copy.v[k].s += d;
+        tl->copy.v[k].e += d;
+    }
+    for (size_t k = 0; k < tl->nccl.n; k++) {
+        tl->nccl.v[k].s += d;
+        tl->nccl.v[k].e += d;
+    }
+}
+
+/* Timelines with what the headers say, and the hosts. */
+static void p3d_time_prepare(struct p3d_job *job, struct p3d_time_res *t)
+{
+    t->n = job->n_ranks;
+    t->tl = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*t->tl));
+    p3d_time_stages(job, t);
+    for (int i = 0; i < t->n; i++) {
+        const struct p3d_rank *rk = &job->ranks[i];
+        struct p3d_tl *tl = &t->tl[i];
+        tl->rank = rk->rank;
+        tl->stage = p3d_time_stage(job, rk->rank);
+        if (rk->hdr.start_realtime_ns < (1ull << 62) &&
+            rk->hdr.start_mono_ns < (1ull << 62))
+            tl->rt_anchor = (int64_t)rk->hdr.start_realtime_ns -
+                            (int64_t)rk->hdr.start_mono_ns;
+    }
+    p3d_clock_hosts(job, t);
 }
 
 void p3d_time_job(struct p3d_job *job)
@@ -103,19 +151,24 @@ void p3d_time_job(struct p3d_job *job)
     size_t n_ops = 0;
 
     job->time = t;
-    p3d_time_load(job, t);
+    p3d_time_prepare(job, t);
+    p3d_pass_one(job, t); /* loads, per-rank results, clocks */
     for (int i = 0; i < t->n; i++)
         n_ops += t->tl[i].n_ops;
-    if (!n_ops)
+    if (!n_ops) { /* as if nothing had been analysed */
+        free(t->hosts);
+        t->hosts = NULL;
+        t->n_hosts = 0;
+        t->clock_violations = 0;
         return;
-    p3d_clock_align(job, t);
-    p3d_steps_find(job, t);
+    }
+    p3d_steps_match(job, t);
     p3d_time_cmdline(job, t);
     p3d_overlap_all(job, t);
+    p3d_bubble_sched(job, t);
+    p3d_pass_two(job, t); /* waits, pipeline pairs, bandwidths */
     p3d_bubble_all(job, t);
-    p3d_wait_all(job, t);
     p3d_time_rates(t);
-    p3d_time_shed(t);
 }
 
 void p3d_time_free(struct p3d_job *job)
@@ -135,12 +188,15 @@ void p3d_time_free(struct p3d_job *job)
         free(tl->it_op);
         free(tl->it_t);
         free(tl->br);
+        free(tl->it_fwd);
+        free(tl->it_wrap);
     }
     free(t->tl);
     free(t->hosts);
     free(t->step);
     free(t->stages);
     free(t->strag);
+    free(t->stage_of);
     free(t);
     job->time = NULL;
 }

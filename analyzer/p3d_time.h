@@ -4,10 +4,14 @@
  * its iterations, where the time of a step goes, the pipeline bubble,
  * wait states and stragglers, and the seed table row.
  *
- * Modules: p3d_time_load.c (timelines), p3d_time_ivl.c (interval
+ * Modules: p3d_pass.c (two streaming passes over the rank files),
+ * p3d_time_load.c (one rank's timeline), p3d_time_join.c (instances and
+ * pairs joined as ranks stream in), p3d_time_ivl.c (interval
  * arithmetic), p3d_clock.c (host clock offsets), p3d_steps.c
  * (iterations), p3d_overlap.c (breakdown, verdict), p3d_bubble.c,
  * p3d_wait.c (wait states), p3d_seedrow.c (text), p3d_time_json.c.
+ * Only one rank's ops per loading thread are held at a time: what stays
+ * per rank is its iterations and their breakdown.
  */
 #ifndef P3D_TIME_H
 #define P3D_TIME_H
@@ -68,10 +72,10 @@ struct p3d_tbreak { /* one rank, one iteration (ns) */
 
 struct p3d_tl { /* one rank */
     int rank, host, stage;
-    struct p3d_top *ops; /* freed when the analysis is done */
+    struct p3d_top *ops; /* while the rank is loaded (a pass) */
     size_t n_ops, cap_ops;
-    size_t n_placed; /* ops with GPU times (set when ops are freed) */
-    struct p3d_ivs compute, copy, nccl; /* unions after loading */
+    size_t n_placed; /* ops with GPU times */
+    struct p3d_ivs compute, copy, nccl; /* unions, while loaded */
     struct p3d_ivs nsp_raw;             /* NCCL spans, for attribution */
     uint64_t *nsp_stream;
     size_t nsp_cap;
@@ -83,7 +87,10 @@ struct p3d_tl { /* one rank */
     int64_t *it_t;  /* [n_iter + 1]: boundaries (aligned ns) */
     int first_it;   /* this rank's iteration matching job iteration 0 */
     size_t period;
-    struct p3d_tbreak *br; /* [job n_iter] */
+    struct p3d_tbreak *br; /* [job n_iter]; per own iteration in pass 1 */
+    int *it_fwd, *it_wrap; /* [n_iter]: pipeline sends forward, receives
+                            * from the last stage (p3d_bubble_sched) */
+    int it_mono;           /* it_t ascends (windows found by bisection) */
     int64_t caused_wait, suffered_wait, late_count; /* layer groups */
     int64_t caused_p2p; /* Late Sender / Late Receiver on pipeline P2P */
 };
@@ -114,6 +121,7 @@ struct p3d_time_res {
     int n;
     struct p3d_thost *hosts;
     int n_hosts, clock_violations;
+    int clock_checked; /* hosts aligned from collectives: count violations */
     int n_iter, warm;    /* job iterations; leading warm-up ones */
     int64_t *step;       /* [n_iter] mean step over ranks */
     double step_ms, step_min_ms, step_max_ms, warm_ms;
@@ -139,6 +147,7 @@ struct p3d_time_res {
     uint64_t n_wait_inst;
     uint64_t peak_mem;
     int have_compute;
+    int *stage_of, n_stage_of; /* stage of each global rank */
     char why[512];
 };
 
@@ -147,17 +156,44 @@ void p3d_time_job(struct p3d_job *job);
 void p3d_time_free(struct p3d_job *job);
 
 /* Modules. */
-void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t);
+struct p3d_tload;
+/* Per-thread loading buffers, reused from rank to rank. */
+struct p3d_tload *p3d_tload_new(void);
+void p3d_tload_free(struct p3d_tload *ld);
+/* Load rank i's timeline into ld's buffers (tl->ops etc. borrow them
+ * until p3d_time_unload); spans: also compute/copy unions. */
+void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
+                        struct p3d_tload *ld, int spans);
+void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld);
 /* x[i]: the load-time fields of tl->ops[i]. */
 void p3d_time_attribute(struct p3d_tl *tl, const struct p3d_topx *x);
+/* Hosts of the ranks (t->hosts, tl->host, anchor shifts). */
+int p3d_clock_hosts(struct p3d_job *job, struct p3d_time_res *t);
+/* Align the ops held in memory (tl->ops): bounds, solve, shift. */
 void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t);
+/* Iterations of one loaded rank (own numbering). */
+void p3d_steps_rank_find(const struct p3d_job *job, struct p3d_tl *tl);
+/* Job iterations from the ranks' (aligned) iteration times. */
+void p3d_steps_match(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_steps_find(struct p3d_job *job, struct p3d_time_res *t);
+/* Breakdown and bubble waits of one loaded rank, per own iteration. */
+void p3d_overlap_rank_all(const struct p3d_job *job, struct p3d_tl *tl);
+void p3d_bubble_rank_all(const struct p3d_job *job, struct p3d_tl *tl,
+                         int pp);
 /* Period of sig[0..n) and its longest periodic stretch [*r0, *r1);
  * 0 if none spans two periods. */
 size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
                         size_t *r1);
+/* Add d to every time of the ops held in memory. */
+void p3d_time_shift_ops(struct p3d_tl *tl, int64_t d);
+/* The two passes over the rank files (p3d_pass.c). */
+void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t);
+void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t);
+/* Job-level parts, after both passes (p3d_pass.c). */
 void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t);
+void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t);
 void p3d_bubble_all(struct p3d_job *job, struct p3d_time_res *t);
+int64_t p3d_wait_steady_start(const struct p3d_time_res *t);
 void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_time_report(FILE *f, const struct p3d_job *job);
 void p3d_time_json(FILE *f, const struct p3d_job *job);
@@ -178,35 +214,75 @@ int p3d_time_stage(const struct p3d_job *job, int rank);
 
 #endif /* P3D_TIME_H */
 
-#ifndef P3D_TIME_INST
-#define P3D_TIME_INST
-/* Collective instances and Send/Recv pairs joined across ranks. */
-struct p3d_iref {
-    int tl;      /* p3d_time_res.tl index */
-    uint32_t op; /* index in its ops (a rank has < 2^32: see itab_build) */
-};
-struct p3d_inst {
-    int gcomm, n, first; /* first: index in ents, chained by next */
+#ifndef P3D_TIME_JOIN
+#define P3D_TIME_JOIN
+/*
+ * Collective instances (communicator, seq) and Send/Recv pairs
+ * (communicator, src, dst, seq) joined across ranks while the ranks
+ * stream in (p3d_time_join.c).  A group is a communicator (one slot per
+ * member) or a Send/Recv channel (slot 0 the send, 1 the receive); its
+ * records hold each slot's op start/end.  When every rank of a group has
+ * been merged, its records are folded (handed to fold) and freed, so
+ * only groups still waiting for a member are held.
+ */
+struct p3d_jrec {
     uint64_t seq;
+    uint64_t ckey;  /* creation order: lowest (timeline << 32 | op) */
+    uint64_t hkey;  /* highest (timeline << 32 | op) seen */
+    uint64_t bytes; /* instance: of the op with hkey; pair: the receive's */
+    int n;          /* ops joined */
+    uint8_t op, dup; /* op of hkey; dup: a slot had two ops */
 };
-struct p3d_ient {
-    struct p3d_iref r;
-    int next;
+
+struct p3d_jgrp {
+    int gcomm, src, dst; /* src, dst: global ranks of a channel, else -1 */
+    int m;               /* slots */
+    int *tl;             /* [m] timeline of each slot, -1 none */
+    size_t *cur;         /* [m] record expected next from each slot */
+    struct p3d_jrec *rec;
+    size_t n_rec, cap_rec;
+    int64_t *s, *e;      /* [n_rec * m] */
+    uint8_t *f;          /* [n_rec * m]: 1 present, 2 GPU time */
+    struct p3d_map idx;  /* seq -> record, once seqs come out of order */
+    int sorted, local, live, mark;
 };
-struct p3d_pair2 {
-    struct p3d_iref send, recv;
-    int have; /* bit 0 send, bit 1 recv */
+
+struct p3d_join;
+typedef void (*p3d_jfold)(struct p3d_join *j, const struct p3d_jgrp *g,
+                          size_t k);
+struct p3d_join {
+    const struct p3d_job *job;
+    struct p3d_time_res *t;
+    p3d_jfold inst, pair; /* called once per record of a folded group */
+    void *ctx;
+    int skip_local;       /* groups on one host are not joined */
+    struct p3d_jgrp *g;
+    size_t n_g, cap_g;
+    int *coll;            /* [n_coll] group of a communicator, -1 */
+    int n_coll;
+    int *rank_tl;         /* [world] timeline of a global rank, -1 */
+    int world;
+    struct p3d_map chan;  /* (gcomm, src, dst) -> group */
+    uint8_t *done;        /* [t->n] merged */
+    int *touched;
+    size_t n_touched, cap_touched;
+    int gen;
 };
-struct p3d_itab {
-    struct p3d_inst *inst;
-    size_t n_inst, cap_inst;
-    struct p3d_ient *ents;
-    size_t n_ents, cap_ents;
-    struct p3d_pair2 *pairs;
-    size_t n_pairs, cap_pairs;
-    struct p3d_map idx, pidx;
-};
-void p3d_itab_build(const struct p3d_time_res *t, struct p3d_itab *it);
-void p3d_itab_free(struct p3d_itab *it);
-#define P3D_OPP(t, r) (&(t)->tl[(r).tl].ops[(r).op])
+void p3d_join_init(struct p3d_join *j, const struct p3d_job *job,
+                   struct p3d_time_res *t);
+/* Join timeline ti's ops (tl->ops), mark it merged, fold complete groups. */
+void p3d_join_rank(struct p3d_join *j, int ti);
+/* Fold what is left and free everything. */
+void p3d_join_finish(struct p3d_join *j);
+/* Clock bounds from the joins of pass 1 (0: not needed), then solved. */
+int p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
+                    struct p3d_join *j);
+void p3d_clock_end(struct p3d_time_res *t, struct p3d_join *j);
+int p3d_clock_violates(const struct p3d_time_res *t,
+                       const struct p3d_jgrp *g, size_t k);
+/* Wait states and bandwidths from the joins of pass 2. */
+void p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j, int bubble);
+void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j);
+void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
+                     const struct p3d_jgrp *g, size_t k);
 #endif

@@ -32,7 +32,11 @@ void p3d_ivs_union(struct p3d_ivs *l)
 
     if (l->n < 2)
         return;
-    qsort(l->v, l->n, sizeof(*l->v), p3d_iv_cmp);
+    for (size_t i = 1; i < l->n; i++)
+        if (l->v[i].s < l->v[i - 1].s) { /* mostly in order already */
+            qsort(l->v, l->n, sizeof(*l->v), p3d_iv_cmp);
+            break;
+        }
     for (size_t i = 1; i < l->n; i++) {
         if (l->v[i].s <= l->v[k].e) {
             if (l->v[i].e > l->v[k].e)
@@ -42,10 +46,6 @@ void p3d_ivs_union(struct p3d_ivs *l)
         }
     }
     l->n = k + 1;
-    if (l->cap > l->n + l->n / 8) { /* unions are kept: no slack */
-        l->v = p3d_xrealloc(l->v, l->n, sizeof(*l->v));
-        l->cap = l->n;
-    }
 }
 
 /* First interval of union u that ends after t. */

@@ -7,6 +7,10 @@
  * NCCL spans but no GPU_OP records (kernel-to-op linking failed), the
  * spans are attributed to ops by stream and time order
  * (p3d_time_attribute).
+ *
+ * A loading thread keeps its buffers (struct p3d_tload) from rank to
+ * rank: a rank's timeline borrows them while it is analysed
+ * (p3d_pass.c), so no rank allocates or faults in fresh memory.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,6 +40,14 @@ struct p3d_gpuref {
 };
 
 struct p3d_tload {
+    struct p3d_top *ops, *ops2; /* lent to the timeline; sort target */
+    size_t cap_ops, cap_ops2;
+    struct p3d_ivs compute, copy, nccl, nsp_raw; /* lent likewise */
+    uint64_t *nsp_stream;
+    size_t nsp_cap;
+    int spans; /* compute/copy spans wanted */
+    uint64_t c_hash; /* last communicator looked up, */
+    int c_gi;        /* its index (-2: none yet) */
     struct p3d_map gidx; /* group_id -> gend index */
     int64_t *gend, *gstart; /* outermost ncclGroupStart enter, End exit */
     size_t n_gend, cap_gend;
@@ -50,18 +62,23 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
                       struct p3d_tload *ld, const struct p3d_rec_op *o)
 {
     struct p3d_top *t;
-    int gi = p3d_map_get(&job->comm_idx, o->comm_hash);
+    int gi = ld->c_hash == o->comm_hash && ld->c_gi != -2
+                 ? ld->c_gi : p3d_map_get(&job->comm_idx, o->comm_hash);
 
+    ld->c_hash = o->comm_hash; /* ops come in runs on one communicator */
+    ld->c_gi = gi;
     if (o->op >= P3D_OP_COUNT || !p3d_tl_sane(o->t_enter, o->t_exit))
         return;
-    tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
-                           sizeof(*tl->ops));
+    if (tl->n_ops >= tl->cap_ops) /* buffers are reused: rarely grows */
+        tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
+                               sizeof(*tl->ops));
     t = &tl->ops[tl->n_ops];
     memset(t, 0, sizeof(*t));
     t->h0 = (int64_t)o->t_enter;
     t->h1 = o->t_exit > o->t_enter ? (int64_t)o->t_exit : t->h0;
-    ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
-                         sizeof(*ld->x));
+    if (tl->n_ops >= ld->cap_x)
+        ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
+                             sizeof(*ld->x));
     ld->x[tl->n_ops].op_id = o->op_id;
     ld->x[tl->n_ops].stream = o->stream;
     ld->x[tl->n_ops].group_id = o->group_id;
@@ -81,16 +98,21 @@ static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
 {
     if (!p3d_tl_sane(g->gpu_start, g->gpu_end))
         return;
-    ld->cap_g = p3d_grow((void **)&ld->g, ld->cap_g, ld->n_g, sizeof(*ld->g));
+    if (ld->n_g >= ld->cap_g)
+        ld->cap_g = p3d_grow((void **)&ld->g, ld->cap_g, ld->n_g,
+                             sizeof(*ld->g));
     ld->g[ld->n_g].op_id = g->op_id;
     ld->g[ld->n_g].s = g->gpu_start;
     ld->g[ld->n_g].e = g->gpu_end;
     ld->n_g++;
 }
 
-static void p3d_tl_span(struct p3d_tl *tl, const struct p3d_rec_gpu_span *s)
+static void p3d_tl_span(struct p3d_tl *tl, struct p3d_tload *ld,
+                        const struct p3d_rec_gpu_span *s)
 {
     if (s->end <= s->start || !p3d_tl_sane(s->start, s->end))
+        return;
+    if (!ld->spans && s->kind != P3D_SPAN_NCCL)
         return;
     if (s->kind == P3D_SPAN_COMPUTE) {
         p3d_ivs_add(&tl->compute, (int64_t)s->start, (int64_t)s->end);
@@ -117,6 +139,7 @@ static void p3d_tl_group(struct p3d_tload *ld, const struct p3d_rec_group *g)
                                 sizeof(*ld->gend));
         p3d_grow((void **)&ld->gstart, cap, ld->n_gend, sizeof(*ld->gstart));
         k = (int)ld->n_gend++;
+        ld->gend[k] = ld->gstart[k] = 0; /* buffers are reused */
         p3d_map_put(&ld->gidx, g->group_id, k);
     }
     if (g->is_end)
@@ -137,7 +160,7 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
     switch (h->tag) {
     case P3D_REC_OP: p3d_tl_op(job, tl, ld, (const void *)h); break;
     case P3D_REC_GPU_OP: p3d_tl_gpu(ld, (const void *)h); break;
-    case P3D_REC_GPU_SPAN: p3d_tl_span(tl, (const void *)h); break;
+    case P3D_REC_GPU_SPAN: p3d_tl_span(tl, ld, (const void *)h); break;
     case P3D_REC_MEM: p3d_tl_mem(ld, (const void *)h); break;
     case P3D_REC_GROUP: p3d_tl_group(ld, (const void *)h); break;
     default: break;
@@ -145,12 +168,24 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
 }
 
 /* Load-order index of the op with this op_id (the last one read if
- * several have it), -1 if none; ld->x is in (op_id, load order) order. */
+ * several have it), -1 if none; ld->x is in (op_id, load order) order.
+ * *hint: where the previous search ended; GPU_OP records mostly come in
+ * op_id order, so the next one is usually just after it. */
 static long p3d_tl_find(const struct p3d_tl *tl, const struct p3d_tload *ld,
-                        uint64_t op_id)
+                        uint64_t op_id, size_t *hint)
 {
-    size_t lo = 0, hi = tl->n_ops;
+    size_t lo = 0, hi = tl->n_ops, h = *hint;
 
+    if (h < hi && (h == 0 || ld->x[h - 1].op_id <= op_id)) {
+        /* gallop forward from the hint to bracket the answer */
+        size_t step = 1;
+        lo = h;
+        while (lo + step < hi && ld->x[lo + step].op_id <= op_id) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step < hi ? lo + step : hi;
+    }
     while (lo < hi) { /* first entry with a larger op_id */
         size_t mid = lo + (hi - lo) / 2;
         if (ld->x[mid].op_id <= op_id)
@@ -158,16 +193,17 @@ static long p3d_tl_find(const struct p3d_tl *tl, const struct p3d_tload *ld,
         else
             hi = mid;
     }
+    *hint = lo;
     return lo && ld->x[lo - 1].op_id == op_id ? (long)ld->x[lo - 1].i : -1;
 }
 
 /* GPU_OP records (one per kernel of an op) onto their ops. */
 static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
 {
-    size_t n = 0;
+    size_t n = 0, hint = 0;
 
     for (size_t i = 0; i < ld->n_g; i++) {
-        long k = p3d_tl_find(tl, ld, ld->g[i].op_id);
+        long k = p3d_tl_find(tl, ld, ld->g[i].op_id, &hint);
         struct p3d_top *t;
         if (k < 0 || !ld->g[i].s)
             continue;
@@ -193,43 +229,56 @@ static int p3d_topx_cmp(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* ld->x into (op_id, load order) order; usually it already is. */
-static void p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
+/* ld->x into (op_id, load order) order; usually it already is.
+ * Returns 0 if nothing moved. */
+static int p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     for (size_t i = 1; i < tl->n_ops; i++)
         if (ld->x[i].op_id < ld->x[i - 1].op_id) {
             qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
-            return;
+            return 1;
         }
+    return 0;
 }
 
-/* Ops into the order of ld->x, in an array of exactly n_ops. */
+/* Ops into the order of ld->x (through the thread's second buffer). */
 static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     struct p3d_top *v;
+    size_t c;
 
     if (!tl->n_ops)
         return;
-    v = p3d_xmalloc(tl->n_ops * sizeof(*v));
+    if (ld->cap_ops2 < tl->n_ops) {
+        free(ld->ops2);
+        ld->cap_ops2 = tl->cap_ops;
+        ld->ops2 = p3d_xmalloc(ld->cap_ops2 * sizeof(*ld->ops2));
+    }
+    v = ld->ops2;
     for (size_t i = 0; i < tl->n_ops; i++)
         v[i] = tl->ops[ld->x[i].i];
-    free(tl->ops);
+    ld->ops2 = tl->ops;
+    c = ld->cap_ops2;
+    ld->cap_ops2 = tl->cap_ops;
     tl->ops = v;
-    tl->cap_ops = tl->n_ops;
+    tl->cap_ops = c;
 }
 
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n_gpu;
+    int moved;
 
-    p3d_tl_order(tl, ld);
+    moved = p3d_tl_order(tl, ld);
     n_gpu = p3d_tl_join(tl, ld);
-    p3d_tl_sort(tl, ld);
+    if (moved)
+        p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
     if (!n_gpu && tl->nsp_raw.n) {
         p3d_time_attribute(tl, ld->x);
         tl->src = P3D_TSRC_SPAN;
     }
+    tl->n_placed = 0;
     for (size_t i = 0; i < tl->n_ops; i++) {
         struct p3d_top *t = &tl->ops[i];
         uint32_t gid = ld->x[i].group_id;
@@ -241,15 +290,15 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
             t->s = t->h0;
             t->e = t->hg;
         }
-        p3d_ivs_add(&tl->nccl, t->s, t->e);
+        tl->n_placed += t->has_gpu;
+        if (ld->spans)
+            p3d_ivs_add(&tl->nccl, t->s, t->e);
     }
+    if (!ld->spans)
+        return;
     for (size_t i = 0; i < tl->nsp_raw.n; i++)
         p3d_ivs_add(&tl->nccl, tl->nsp_raw.v[i].s, tl->nsp_raw.v[i].e);
     p3d_ivs_union(&tl->nccl);
-    p3d_ivs_free(&tl->nsp_raw); /* in nccl now; only loading needs them */
-    free(tl->nsp_stream);
-    tl->nsp_stream = NULL;
-    tl->nsp_cap = 0;
     p3d_ivs_union(&tl->compute);
     p3d_ivs_union(&tl->copy);
     tl->peak_mem = ld->peak[P3D_MEM_DEVICE];
@@ -257,70 +306,90 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
         tl->peak_mem = ld->peak[P3D_MEM_DEVICE_USED];
 }
 
-static void p3d_tl_read(struct p3d_job *job, struct p3d_rank *rk,
-                        struct p3d_tl *tl)
+struct p3d_tload *p3d_tload_new(void)
 {
+    return p3d_xcalloc(1, sizeof(struct p3d_tload));
+}
+
+void p3d_tload_free(struct p3d_tload *ld)
+{
+    if (!ld)
+        return;
+    free(ld->ops);
+    free(ld->ops2);
+    p3d_ivs_free(&ld->compute);
+    p3d_ivs_free(&ld->copy);
+    p3d_ivs_free(&ld->nccl);
+    p3d_ivs_free(&ld->nsp_raw);
+    free(ld->nsp_stream);
+    p3d_map_free(&ld->gidx);
+    free(ld->g);
+    free(ld->x);
+    free(ld->gend);
+    free(ld->gstart);
+    free(ld);
+}
+
+static void p3d_ivs_lend(struct p3d_ivs *to, struct p3d_ivs *from)
+{
+    *to = *from;
+    to->n = 0;
+    memset(from, 0, sizeof(*from));
+}
+
+/* The thread's buffers to the timeline, emptied. */
+static void p3d_tl_lend(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    tl->ops = ld->ops;
+    tl->cap_ops = ld->cap_ops;
+    tl->n_ops = 0;
+    ld->ops = NULL;
+    p3d_ivs_lend(&tl->compute, &ld->compute);
+    p3d_ivs_lend(&tl->copy, &ld->copy);
+    p3d_ivs_lend(&tl->nccl, &ld->nccl);
+    p3d_ivs_lend(&tl->nsp_raw, &ld->nsp_raw);
+    tl->nsp_stream = ld->nsp_stream;
+    tl->nsp_cap = ld->nsp_cap;
+    ld->nsp_stream = NULL;
+    ld->n_g = ld->n_gend = 0;
+    ld->c_gi = -2;
+    memset(ld->peak, 0, sizeof(ld->peak));
+    if (ld->gidx.cap) {
+        memset(ld->gidx.vals, 0xff, ld->gidx.cap * sizeof(*ld->gidx.vals));
+        ld->gidx.n = 0;
+    }
+}
+
+/* Back to the thread; the timeline keeps its counts only. */
+void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    ld->ops = tl->ops;
+    ld->cap_ops = tl->cap_ops;
+    p3d_ivs_lend(&ld->compute, &tl->compute);
+    p3d_ivs_lend(&ld->copy, &tl->copy);
+    p3d_ivs_lend(&ld->nccl, &tl->nccl);
+    p3d_ivs_lend(&ld->nsp_raw, &tl->nsp_raw);
+    ld->nsp_stream = tl->nsp_stream;
+    ld->nsp_cap = tl->nsp_cap;
+    tl->ops = NULL;
+    tl->cap_ops = 0;
+    tl->nsp_stream = NULL;
+    tl->nsp_cap = 0;
+}
+
+void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
+                        struct p3d_tload *ld, int spans)
+{
+    struct p3d_rank *rk = &job->ranks[i];
     struct p3d_reader rd;
     const struct p3d_rec_hdr *h;
-    struct p3d_tload ld;
 
-    memset(&ld, 0, sizeof(ld));
-    tl->rank = rk->rank;
-    if (p3d_tl_sane(rk->hdr.start_realtime_ns, 0) &&
-        p3d_tl_sane(rk->hdr.start_mono_ns, 0))
-        tl->rt_anchor = (int64_t)rk->hdr.start_realtime_ns -
-                        (int64_t)rk->hdr.start_mono_ns;
+    p3d_tl_lend(tl, ld);
+    ld->spans = spans;
     if (rk->failed || p3d_reader_open(&rd, rk->path) != 0)
         return;
     while (p3d_reader_next(&rd, &h) > 0)
-        p3d_tl_record(job, tl, &ld, h);
+        p3d_tl_record(job, tl, ld, h);
     p3d_reader_close(&rd);
-    p3d_tl_finish(tl, &ld);
-    p3d_map_free(&ld.gidx);
-    free(ld.g);
-    free(ld.x);
-    free(ld.gend);
-    free(ld.gstart);
-}
-
-struct p3d_tpool {
-    struct p3d_job *job;
-    struct p3d_time_res *t;
-    int next;
-};
-
-static void *p3d_tl_worker(void *arg)
-{
-    struct p3d_tpool *p = arg;
-    int i;
-
-    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
-           p->job->n_ranks) {
-        p3d_tl_read(p->job, &p->job->ranks[i], &p->t->tl[i]);
-        p->t->tl[i].stage = p3d_time_stage(p->job, p->job->ranks[i].rank);
-    }
-    return NULL;
-}
-
-/* Ranks are read in job->threads threads (the scan's count). */
-void p3d_time_load(struct p3d_job *job, struct p3d_time_res *t)
-{
-    struct p3d_tpool pool = {job, t, 0};
-    pthread_t tid[64];
-    int n = 0, want = job->threads > 64 ? 64 : job->threads;
-
-    t->n = job->n_ranks;
-    t->tl = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*t->tl));
-    for (; n < want - 1 && n < job->n_ranks - 1; n++)
-        if (pthread_create(&tid[n], NULL, p3d_tl_worker, &pool))
-            break;
-    p3d_tl_worker(&pool);
-    for (int i = 0; i < n; i++)
-        pthread_join(tid[i], NULL);
-    for (int i = 0; i < job->n_ranks; i++) {
-        if (t->tl[i].compute.n)
-            t->have_compute = 1;
-        if (t->tl[i].peak_mem > t->peak_mem)
-            t->peak_mem = t->tl[i].peak_mem;
-    }
+    p3d_tl_finish(tl, ld);
 }

@@ -18,7 +18,15 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
-static int64_t p3d_wait_steady_start(const struct p3d_time_res *t)
+struct p3d_wctx {
+    int64_t t0; /* start of the steady iterations */
+    int *late_n; /* [label][timeline] instances it arrived last at */
+    double bytes[P3D_LBL_COUNT], ns[P3D_LBL_COUNT];
+    uint64_t best_key;
+    int bubble; /* pipeline pairs also feed the bubble split */
+};
+
+int64_t p3d_wait_steady_start(const struct p3d_time_res *t)
 {
     int64_t m = INT64_MAX;
 
@@ -42,121 +50,145 @@ static int p3d_wait_layer(int lbl)
            lbl == P3D_LBL_TP_CP;
 }
 
-static void p3d_wait_inst(const struct p3d_job *job, struct p3d_time_res *t,
-                          const struct p3d_itab *it, size_t k, int64_t t0,
-                          int *late_n)
+/*
+ * Bus bandwidth per label from the transfer proxy (TraceLens, Megatron-
+ * Bridge): a collective's time is its shortest member's kernel, the rest
+ * being waiting; a Send/Recv's is the receive after both started.  The
+ * best is the fastest instance of 64 KiB or more (the first in creation
+ * order, key, among equals).
+ */
+static void p3d_bw_add(struct p3d_time_res *t, struct p3d_wctx *w, int lbl,
+                       double b, int64_t d, uint64_t raw, uint64_t key)
 {
-    const struct p3d_inst *in = &it->inst[k];
-    int64_t last = INT64_MIN, sum = 0;
-    int late = -1, lbl = job->comms[in->gcomm].label;
+    double v;
 
-    if (in->n < 2 || in->n != job->comms[in->gcomm].size)
+    if (d <= 0 || b <= 0)
         return;
-    for (int e = in->first; e >= 0; e = it->ents[e].next) {
-        const struct p3d_top *o = P3D_OPP(t, it->ents[e].r);
-        if (o->s < t0)
+    w->bytes[lbl] += b;
+    w->ns[lbl] += (double)d;
+    v = b / (double)d;
+    if (raw >= 65536 && (v > t->best_busbw ||
+                         (v == t->best_busbw && key < w->best_key))) {
+        t->best_busbw = v;
+        t->best_lbl = lbl;
+        w->best_key = key;
+    }
+}
+
+/* Wait at NxN of one full instance of the steady iterations. */
+static void p3d_wait_nxn(const struct p3d_job *job, struct p3d_time_res *t,
+                         struct p3d_wctx *w, const struct p3d_jgrp *g,
+                         size_t k)
+{
+    const struct p3d_jrec *r = &g->rec[k];
+    int64_t last = INT64_MIN, sum = 0;
+    int late = -1, lbl = job->comms[g->gcomm].label;
+    size_t x0 = k * (size_t)g->m;
+
+    if (r->n < 2 || r->n != job->comms[g->gcomm].size || r->dup)
+        return;
+    for (int sl = g->m - 1; sl >= 0; sl--) { /* highest timeline first */
+        if (!(g->f[x0 + sl] & 1))
+            continue;
+        if (g->s[x0 + sl] < w->t0)
             return;
-        if (o->s > last) {
-            last = o->s;
-            late = it->ents[e].r.tl;
+        if (g->s[x0 + sl] > last) {
+            last = g->s[x0 + sl];
+            late = g->tl[sl];
         }
     }
-    for (int e = in->first; e >= 0; e = it->ents[e].next) {
-        int64_t w = last - P3D_OPP(t, it->ents[e].r)->s;
+    for (int sl = 0; sl < g->m; sl++) {
+        int64_t d;
+        if (!(g->f[x0 + sl] & 1))
+            continue;
+        d = last - g->s[x0 + sl];
         if (p3d_wait_layer(lbl))
-            t->tl[it->ents[e].r.tl].suffered_wait += w;
-        sum += w;
+            t->tl[g->tl[sl]].suffered_wait += d;
+        sum += d;
     }
     if (p3d_wait_layer(lbl)) {
         t->tl[late].caused_wait += sum;
         t->tl[late].late_count++;
     }
     t->nxn_ms[lbl] += (double)sum / 1e6;
-    late_n[lbl * t->n + late]++;
+    w->late_n[lbl * t->n + late]++;
     t->n_wait_inst++;
 }
 
-static void p3d_wait_pair(const struct p3d_job *job, struct p3d_time_res *t,
-                          const struct p3d_pair2 *p, int64_t t0)
+static void p3d_wait_inst(struct p3d_join *j, const struct p3d_jgrp *g,
+                          size_t k)
 {
-    const struct p3d_top *sd, *rv;
+    const struct p3d_job *job = j->job;
+    struct p3d_wctx *w = j->ctx;
+    const struct p3d_gcomm *c = &job->comms[g->gcomm];
+    const struct p3d_jrec *r = &g->rec[k];
+    size_t x0 = k * (size_t)g->m;
+    int64_t d = INT64_MAX;
+
+    j->t->n_inst++;
+    p3d_wait_nxn(job, j->t, w, g, k);
+    if (r->n != c->size)
+        return;
+    for (int sl = 0; sl < g->m; sl++) {
+        if (!(g->f[x0 + sl] & 1))
+            continue;
+        if (!(g->f[x0 + sl] & 2))
+            d = 0;
+        d = g->e[x0 + sl] - g->s[x0 + sl] < d ? g->e[x0 + sl] - g->s[x0 + sl]
+                                              : d;
+    }
+    p3d_bw_add(j->t, w, c->label, p3d_bw_bytes(r->op, c->size,
+               (double)r->bytes) * p3d_bw_factor(r->op, c->size), d,
+               r->bytes, r->ckey);
+}
+
+static void p3d_wait_pair(struct p3d_join *j, const struct p3d_jgrp *g,
+                          size_t k)
+{
+    const struct p3d_job *job = j->job;
+    struct p3d_time_res *t = j->t;
+    struct p3d_wctx *w = j->ctx;
+    int64_t ss = g->s[2 * k], rs = g->s[2 * k + 1], re = g->e[2 * k + 1];
     int64_t d;
 
-    if (p->have != 3)
+    if (!(g->f[2 * k] & 1) || !(g->f[2 * k + 1] & 1))
         return;
-    sd = P3D_OPP(t, p->send);
-    rv = P3D_OPP(t, p->recv);
-    if (sd->s < t0 || rv->s < t0 ||
-        p3d_time_stage(job, t->tl[p->send.tl].rank) ==
-            p3d_time_stage(job, t->tl[p->recv.tl].rank))
+    if (t->clock_checked)
+        t->clock_violations += p3d_clock_violates(t, g, k);
+    if (w->bubble)
+        p3d_bubble_pair(job, t, g, k);
+    if ((g->f[2 * k] & 2) && (g->f[2 * k + 1] & 2))
+        p3d_bw_add(t, w, job->comms[g->gcomm].label,
+                   (double)g->rec[k].bytes,
+                   p3d_bubble_split(ss, rs, re).transfer, g->rec[k].bytes,
+                   g->rec[k].ckey | 1ull << 63);
+    if (ss < w->t0 || rs < w->t0 ||
+        p3d_time_stage(job, t->tl[g->tl[0]].rank) ==
+            p3d_time_stage(job, t->tl[g->tl[1]].rank))
         return;
-    d = sd->s - rv->s;
+    d = ss - rs;
     t->n_p2p++;
     if (d > 0) {
-        t->tl[p->send.tl].caused_p2p += d;
+        t->tl[g->tl[0]].caused_p2p += d;
         t->late_sender_ms += (double)d / 1e6;
     } else if (d < 0) {
-        t->tl[p->recv.tl].caused_p2p -= d;
+        t->tl[g->tl[1]].caused_p2p -= d;
         t->late_receiver_ms -= (double)d / 1e6;
     }
 }
 
-/*
- * Bus bandwidth per label from the transfer proxy (TraceLens, Megatron-
- * Bridge): a collective's time is its shortest member's kernel, the rest
- * being waiting; a Send/Recv's is the receive after both started.  The
- * best is the fastest instance of 64 KiB or more.
- */
-static void p3d_bw_add(struct p3d_time_res *t, double *bytes, double *ns,
-                       int lbl, double b, int64_t d, uint64_t raw)
+void p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j, int bubble)
 {
-    if (d <= 0 || b <= 0)
-        return;
-    bytes[lbl] += b;
-    ns[lbl] += (double)d;
-    if (raw >= 65536 && b / (double)d > t->best_busbw) {
-        t->best_busbw = b / (double)d;
-        t->best_lbl = lbl;
-    }
-}
+    struct p3d_wctx *w = p3d_xcalloc(1, sizeof(*w));
 
-static void p3d_wait_busbw(const struct p3d_job *job, struct p3d_time_res *t,
-                           const struct p3d_itab *it)
-{
-    double bytes[P3D_LBL_COUNT] = {0}, ns[P3D_LBL_COUNT] = {0};
-
-    for (size_t k = 0; k < it->n_inst; k++) {
-        const struct p3d_inst *in = &it->inst[k];
-        const struct p3d_gcomm *g = &job->comms[in->gcomm];
-        const struct p3d_top *o = P3D_OPP(t, it->ents[in->first].r);
-        int64_t d = INT64_MAX;
-        if (in->n != g->size)
-            continue;
-        for (int e = in->first; e >= 0; e = it->ents[e].next) {
-            const struct p3d_top *x = P3D_OPP(t, it->ents[e].r);
-            if (!x->has_gpu)
-                d = 0;
-            d = x->e - x->s < d ? x->e - x->s : d;
-        }
-        p3d_bw_add(t, bytes, ns, g->label, p3d_bw_bytes(o->op, g->size,
-                   (double)o->bytes) * p3d_bw_factor(o->op, g->size), d,
-                   o->bytes);
-    }
-    for (size_t k = 0; k < it->n_pairs; k++) {
-        const struct p3d_pair2 *p = &it->pairs[k];
-        const struct p3d_top *sd, *rv;
-        if (p->have != 3)
-            continue;
-        sd = P3D_OPP(t, p->send);
-        rv = P3D_OPP(t, p->recv);
-        if (sd->has_gpu && rv->has_gpu && rv->gcomm >= 0)
-            p3d_bw_add(t, bytes, ns, job->comms[rv->gcomm].label,
-                       (double)rv->bytes, p3d_bubble_split(sd->s, rv->s,
-                                                           rv->e).transfer,
-                       rv->bytes);
-    }
-    for (int l = 0; l < P3D_LBL_COUNT; l++)
-        t->busbw[l] = ns[l] > 0 ? bytes[l] / ns[l] : 0;
+    w->t0 = t->n_iter ? p3d_wait_steady_start(t) : INT64_MIN;
+    w->late_n = p3d_xcalloc((size_t)P3D_LBL_COUNT * (size_t)t->n + 1,
+                            sizeof(*w->late_n));
+    w->best_key = UINT64_MAX;
+    w->bubble = bubble;
+    j->ctx = w;
+    j->inst = p3d_wait_inst;
+    j->pair = p3d_wait_pair;
 }
 
 static int p3d_strag_cmp(const void *a, const void *b)
@@ -193,30 +225,25 @@ static void p3d_wait_rank_list(struct p3d_time_res *t)
     qsort(t->strag, (size_t)t->n_strag, sizeof(*t->strag), p3d_strag_cmp);
 }
 
-void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t)
+/* After pass 2 (p3d_wait_begin's folds): late ranks, stragglers,
+ * bandwidths. */
+void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j)
 {
-    struct p3d_itab it;
-    int64_t t0 = t->n_iter ? p3d_wait_steady_start(t) : INT64_MIN;
-    int *late_n = p3d_xcalloc((size_t)P3D_LBL_COUNT * (size_t)t->n + 1,
-                              sizeof(*late_n));
+    struct p3d_wctx *w = j->ctx;
 
-    p3d_itab_build(t, &it);
-    t->n_inst = it.n_inst;
-    for (size_t k = 0; k < it.n_inst; k++)
-        p3d_wait_inst(job, t, &it, k, t0, late_n);
-    for (size_t k = 0; k < it.n_pairs; k++)
-        p3d_wait_pair(job, t, &it.pairs[k], t0);
     for (int l = 0; l < P3D_LBL_COUNT; l++) {
         int best = 0;
         t->late_rank[l] = -1;
         for (int i = 0; i < t->n; i++)
-            if (late_n[l * t->n + i] > best) {
-                best = late_n[l * t->n + i];
+            if (w->late_n[l * t->n + i] > best) {
+                best = w->late_n[l * t->n + i];
                 t->late_rank[l] = t->tl[i].rank;
             }
     }
     p3d_wait_rank_list(t);
-    p3d_wait_busbw(job, t, &it);
-    p3d_itab_free(&it);
-    free(late_n);
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        t->busbw[l] = w->ns[l] > 0 ? w->bytes[l] / w->ns[l] : 0;
+    free(w->late_n);
+    free(w);
+    j->ctx = NULL;
 }

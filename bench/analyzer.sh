@@ -12,6 +12,8 @@
 #   SCALE_DIR    where the sets go (needs ~13 GB at 1024) [/work/p3d-scale]
 #   MEM_CAP_MB   address-space cap of the analyzer, so a blow-up fails
 #                instead of pushing the machine into OOM   [6144]
+#                (the hang analysis maps every rank file at once: at
+#                1,024 ranks it needs MEM_CAP_MB=20480 to map them all)
 #   TIME_CAP_S   wall-time cap of one analysis             [900]
 #   ANALYZE_ARGS extra p3d-analyze options                 []
 #   ANALYZE      the p3d-analyze to time        [$BUILD/p3d-analyze]

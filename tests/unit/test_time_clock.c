@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,11 +103,52 @@ static void test_one_host_untouched(void **state)
     free(t.hosts);
 }
 
+/*
+ * Bounds that contradict each other (every op "ends" 0.4e18 ns before it
+ * starts) on 16 hosts: the chains of the solution get shorter every
+ * round and overflowed int64 (offsets of +-9.2e18 ns, undefined
+ * behaviour); they must stop at the floor and flag the contradiction.
+ */
+static void test_contradiction_no_overflow(void **state)
+{
+    enum { H = 16 };
+    struct p3d_job job;
+    struct p3d_rank ranks[H];
+    struct p3d_time_res t;
+    struct p3d_tl tl[H];
+
+    (void)state;
+    memset(&job, 0, sizeof(job));
+    memset(ranks, 0, sizeof(ranks));
+    memset(&t, 0, sizeof(t));
+    memset(tl, 0, sizeof(tl));
+    for (int i = 0; i < H; i++) {
+        snprintf(ranks[i].hdr.hostname, sizeof(ranks[i].hdr.hostname),
+                 "h%d", i);
+        add(&tl[i], 0, 400000000000000000LL, 0);
+    }
+    job.ranks = ranks;
+    job.n_ranks = H;
+    t.tl = tl;
+    t.n = H;
+    p3d_clock_align(&job, &t);
+    assert_int_equal(t.n_hosts, H);
+    for (int h = 1; h < H; h++) {
+        assert_true(t.hosts[h].uncert_ns < 0); /* contradiction shown */
+        assert_true(llabs(t.hosts[h].offset_ns) <= INT64_MAX / 2);
+        assert_true(t.hosts[h].uncert_ns >= INT64_MIN / 2);
+    }
+    for (int i = 0; i < H; i++)
+        free(tl[i].ops);
+    free(t.hosts);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_hosts),
         cmocka_unit_test(test_one_host_untouched),
+        cmocka_unit_test(test_contradiction_no_overflow),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,196 @@
+/*
+ * p3d_pass.c - the time analysis streams the rank files: two passes,
+ * each reading every rank once, in threads, each thread holding one
+ * rank's ops (in buffers it reuses), so memory does not grow with the
+ * number of ranks times their ops.
+ *
+ * Pass 1 loads a rank, finds its iterations, breakdown and pipeline
+ * waits per own iteration (p3d_steps_rank_find, p3d_overlap_rank_all,
+ * p3d_bubble_rank_all) and joins its ops of groups spanning hosts for the
+ * clock bounds.  Clocks are then solved and the job iterations matched.
+ * Pass 2 loads each rank again (ops only), puts it on the aligned clock
+ * and joins all its ops for wait states, pipeline pairs and bandwidths,
+ * which need the steady start and the iteration windows of pass 1.
+ * Joins are merged one rank at a time under a lock, in rank order
+ * whichever thread loaded the rank first (p3d_time_join.c): groups are
+ * folded in the same order every run, so sums of doubles come out the
+ * same.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+struct p3d_pass {
+    struct p3d_job *job;
+    struct p3d_time_res *t;
+    struct p3d_join *join; /* NULL: nothing to join */
+    int which, next, pp;
+    int *order; /* timelines in the order they are read and merged */
+    int turn;   /* position (in order) of the rank merged next */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static int p3d_pass_mono(const struct p3d_tl *tl)
+{
+    for (int k = 0; k < tl->n_iter; k++)
+        if (tl->it_t[k + 1] < tl->it_t[k])
+            return 0;
+    return 1;
+}
+
+static void p3d_pass_rank(struct p3d_pass *p, struct p3d_tload *ld, int k)
+{
+    int i = p->order[k];
+    struct p3d_tl *tl = &p->t->tl[i];
+
+    p3d_time_load_rank(p->job, tl, i, ld, p->which == 1);
+    if (p->which == 1) {
+        p3d_steps_rank_find(p->job, tl);
+        p3d_overlap_rank_all(p->job, tl);
+        p3d_bubble_rank_all(p->job, tl, p->pp);
+        tl->it_mono = p3d_pass_mono(tl);
+        if (tl->compute.n)
+            __atomic_store_n(&p->t->have_compute, 1, __ATOMIC_RELAXED);
+    } else if (p->t->hosts[tl->host].shift) {
+        p3d_time_shift_ops(tl, p->t->hosts[tl->host].shift);
+    }
+    pthread_mutex_lock(&p->mu);
+    while (p->turn != k)
+        pthread_cond_wait(&p->cv, &p->mu);
+    if (p->join)
+        p3d_join_rank(p->join, i);
+    p->turn++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    p3d_time_unload(tl, ld);
+}
+
+static void *p3d_pass_worker(void *arg)
+{
+    struct p3d_pass *p = arg;
+    struct p3d_tload *ld = p3d_tload_new();
+    int k;
+
+    while ((k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->t->n)
+        p3d_pass_rank(p, ld, k);
+    p3d_tload_free(ld);
+    return NULL;
+}
+
+/*
+ * Group key of a rank: the lowest member of the communicator it calls
+ * most collectives on.  A group's records are held until its last member
+ * is merged, so ranks are read group after group: Megatron's orders keep
+ * the busiest group (TP) in consecutive ranks anyway, torchtitan's mesh
+ * (TP slowest) would otherwise hold every TP op of the job.
+ */
+static int p3d_pass_key(const struct p3d_job *job, int i)
+{
+    const struct p3d_rank *r = &job->ranks[i];
+    uint64_t best = 0;
+    int key = r->rank;
+
+    for (int c = 0; c < r->n_comms; c++) {
+        const struct p3d_rcomm *rc = &r->comms[c];
+        uint64_t n = 0;
+        for (int op = 0; op < P3D_OP_COUNT; op++)
+            n += P3D_OP_IS_P2P(op) ? 0 : rc->st[op].calls;
+        if (n > best && rc->gcomm >= 0 && rc->gcomm < job->n_comms &&
+            job->comms[rc->gcomm].n_members > 0) {
+            best = n;
+            key = job->comms[rc->gcomm].members[0];
+        }
+    }
+    return key;
+}
+
+static __thread const int *p3d_pass_keys; /* for qsort */
+
+static int p3d_pass_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    if (p3d_pass_keys[x] != p3d_pass_keys[y])
+        return p3d_pass_keys[x] < p3d_pass_keys[y] ? -1 : 1;
+    return x - y;
+}
+
+static void p3d_pass_order(struct p3d_pass *p)
+{
+    int n = p->t->n, *key = p3d_xcalloc((size_t)n + 1, sizeof(*key));
+
+    p->order = p3d_xcalloc((size_t)n + 1, sizeof(*p->order));
+    for (int i = 0; i < n; i++) {
+        p->order[i] = i;
+        key[i] = p3d_pass_key(p->job, i);
+    }
+    p3d_pass_keys = key;
+    qsort(p->order, (size_t)n, sizeof(*p->order), p3d_pass_cmp);
+    free(key);
+}
+
+/* Ranks in job->threads threads (the scan's count), group by group. */
+static void p3d_pass_run(struct p3d_pass *p)
+{
+    pthread_t tid[64];
+    int n = 0, want = p->job->threads > 64 ? 64 : p->job->threads;
+
+    p3d_pass_order(p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    for (; n < want - 1 && n < p->t->n - 1; n++)
+        if (pthread_create(&tid[n], NULL, p3d_pass_worker, p))
+            break;
+    p3d_pass_worker(p);
+    for (int i = 0; i < n; i++)
+        pthread_join(tid[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->order);
+}
+
+void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
+{
+    struct p3d_pass p = {.job = job, .t = t, .which = 1};
+    struct p3d_join j;
+    void *ctx;
+
+    p.pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
+    p3d_join_init(&j, job, t);
+    if (p3d_clock_begin(job, t, &j))
+        p.join = &j;
+    p3d_pass_run(&p);
+    ctx = j.ctx;
+    p3d_join_finish(&j); /* folds the rest into the bounds */
+    j.ctx = ctx;
+    p3d_clock_end(t, p.join ? &j : NULL);
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *tl = &t->tl[i];
+        int64_t d = t->hosts[tl->host].shift;
+        for (int k = 0; d && k <= tl->n_iter && tl->it_t; k++)
+            tl->it_t[k] += d;
+        if (tl->peak_mem > t->peak_mem)
+            t->peak_mem = tl->peak_mem;
+    }
+}
+
+void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t)
+{
+    struct p3d_pass p = {.job = job, .t = t, .which = 2};
+    struct p3d_join j;
+    void *ctx;
+
+    p.pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
+    p3d_join_init(&j, job, t);
+    p3d_wait_begin(t, &j, t->pp >= 2 && t->n_iter);
+    p.join = &j;
+    p3d_pass_run(&p);
+    ctx = j.ctx;
+    p3d_join_finish(&j); /* the last folds */
+    j.ctx = ctx;
+    p3d_wait_end(t, &j);
+}

@@ -1,0 +1,342 @@
+/*
+ * p3d_time_join.c - join the ops of all ranks into collective instances,
+ * keyed by (communicator, seq), and Send/Recv pairs, keyed by
+ * (communicator, src, dst, per-pair seq), while ranks stream in.
+ *
+ * Ranks are merged one at a time (under the caller's lock).  A rank's
+ * ops of one group come in seq order, so each slot keeps a cursor on the
+ * record it expects next; records appended in ascending seq are found by
+ * bisection otherwise, and a seq map is built only when seqs come out of
+ * order.  Once every rank of a group is merged, its records are folded
+ * (p3d_join.inst / .pair) and freed: memory holds only the groups still
+ * waiting for a member, not every op of the job.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+static uint64_t p3d_jmix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+void p3d_join_init(struct p3d_join *j, const struct p3d_job *job,
+                   struct p3d_time_res *t)
+{
+    memset(j, 0, sizeof(*j));
+    j->job = job;
+    j->t = t;
+    j->n_coll = job->n_comms;
+    j->coll = p3d_xmalloc(((size_t)j->n_coll + 1) * sizeof(*j->coll));
+    memset(j->coll, 0xff, ((size_t)j->n_coll + 1) * sizeof(*j->coll));
+    for (int i = 0; i < t->n; i++)
+        j->world = t->tl[i].rank >= j->world ? t->tl[i].rank + 1 : j->world;
+    j->rank_tl = p3d_xmalloc(((size_t)j->world + 1) * sizeof(*j->rank_tl));
+    memset(j->rank_tl, 0xff, ((size_t)j->world + 1) * sizeof(*j->rank_tl));
+    for (int i = t->n - 1; i >= 0; i--)
+        if (t->tl[i].rank >= 0)
+            j->rank_tl[t->tl[i].rank] = i;
+    j->done = p3d_xcalloc((size_t)t->n + 1, 1);
+}
+
+static int p3d_join_tl(const struct p3d_join *j, int rank)
+{
+    return rank >= 0 && rank < j->world ? j->rank_tl[rank] : -1;
+}
+
+/* A new group of m slots; local: all its slots on one host. */
+static int p3d_join_group(struct p3d_join *j, int gcomm, int src, int dst,
+                          int m)
+{
+    struct p3d_jgrp *g;
+    j->cap_g = p3d_grow((void **)&j->g, j->cap_g, j->n_g, sizeof(*j->g));
+    g = &j->g[j->n_g];
+    memset(g, 0, sizeof(*g));
+    g->gcomm = gcomm;
+    g->src = src;
+    g->dst = dst;
+    g->m = m;
+    g->tl = p3d_xcalloc((size_t)m, sizeof(*g->tl));
+    g->cur = p3d_xcalloc((size_t)m, sizeof(*g->cur));
+    g->sorted = g->live = g->local = 1;
+    g->mark = -1;
+    return (int)j->n_g++;
+}
+
+static void p3d_join_local(struct p3d_join *j, struct p3d_jgrp *g)
+{
+    int h = -1;
+
+    for (int s = 0; s < g->m; s++) {
+        int ti = g->tl[s];
+        int hs = ti >= 0 ? j->t->tl[ti].host : -1;
+        if (hs < 0 || (h >= 0 && hs != h))
+            g->local = 0;
+        h = hs >= 0 ? hs : h;
+    }
+}
+
+/* Members of a communicator; n 0: unknown (a test's bare timelines). */
+static const int *p3d_join_members(const struct p3d_join *j, int gcomm,
+                                   int *n)
+{
+    *n = 0;
+    if (gcomm >= j->job->n_comms || !j->job->comms)
+        return NULL;
+    *n = j->job->comms[gcomm].n_members;
+    return j->job->comms[gcomm].members;
+}
+
+/* Group of a collective communicator: a slot per known member (every
+ * timeline when the communicator has no member list). */
+static int p3d_join_coll(struct p3d_join *j, int gcomm)
+{
+    int n, k, m;
+    const int *mem = p3d_join_members(j, gcomm, &n);
+
+    if (gcomm >= j->n_coll) {
+        size_t old = (size_t)j->n_coll;
+        j->n_coll = gcomm + 1;
+        j->coll = p3d_xrealloc(j->coll, (size_t)j->n_coll, sizeof(*j->coll));
+        memset(j->coll + old, 0xff, ((size_t)j->n_coll - old) * sizeof(int));
+    }
+    if ((k = j->coll[gcomm]) >= 0)
+        return k;
+    m = n > 0 ? n : j->t->n;
+    k = p3d_join_group(j, gcomm, -1, -1, m);
+    for (int s = 0; s < m; s++)
+        j->g[k].tl[s] = n > 0 ? p3d_join_tl(j, mem[s]) : s;
+    p3d_join_local(j, &j->g[k]);
+    j->coll[gcomm] = k;
+    return k;
+}
+
+static int p3d_join_chan(struct p3d_join *j, int gcomm, int src, int dst)
+{
+    uint64_t key = p3d_jmix(p3d_jmix(p3d_jmix(3, (uint64_t)gcomm),
+                                     (uint64_t)src), (uint64_t)dst);
+    int k = p3d_map_get(&j->chan, key);
+
+    if (k >= 0)
+        return k;
+    k = p3d_join_group(j, gcomm, src, dst, 2);
+    j->g[k].tl[0] = p3d_join_tl(j, src);
+    j->g[k].tl[1] = p3d_join_tl(j, dst);
+    p3d_join_local(j, &j->g[k]);
+    p3d_map_put(&j->chan, key, k);
+    return k;
+}
+
+/* Slot of timeline ti in a collective group, -1 if not a member. */
+static int p3d_join_slot(const struct p3d_join *j, const struct p3d_jgrp *g,
+                         int ti)
+{
+    int rank = j->t->tl[ti].rank, lo = 0, hi, n;
+    const int *mem = p3d_join_members(j, g->gcomm, &n);
+
+    if (n <= 0)
+        return ti < g->m ? ti : -1;
+    hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (mem[mid] < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && mem[lo] == rank ? lo : -1;
+}
+
+static long p3d_join_bisect(const struct p3d_jgrp *g, uint64_t seq)
+{
+    size_t lo = 0, hi = g->n_rec;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->rec[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->n_rec && g->rec[lo].seq == seq ? (long)lo : -1;
+}
+
+static long p3d_join_lookup(struct p3d_jgrp *g, uint64_t seq)
+{
+    if (g->sorted)
+        return p3d_join_bisect(g, seq);
+    if (!g->idx.cap)
+        for (size_t k = 0; k < g->n_rec; k++)
+            p3d_map_put(&g->idx, g->rec[k].seq, (int)k);
+    return p3d_map_get(&g->idx, seq);
+}
+
+static size_t p3d_join_new(struct p3d_jgrp *g, uint64_t seq)
+{
+    size_t k = g->n_rec, m = (size_t)g->m, cap = g->cap_rec;
+
+    if (k && g->rec[k - 1].seq >= seq && g->sorted) {
+        g->sorted = 0;
+        p3d_join_lookup(g, seq); /* builds the map */
+    }
+    g->cap_rec = p3d_grow((void **)&g->rec, cap, k, sizeof(*g->rec));
+    if (g->cap_rec != cap) {
+        g->s = p3d_xrealloc(g->s, g->cap_rec * m, sizeof(*g->s));
+        g->e = p3d_xrealloc(g->e, g->cap_rec * m, sizeof(*g->e));
+        g->f = p3d_xrealloc(g->f, g->cap_rec * m, 1);
+    }
+    memset(&g->rec[k], 0, sizeof(g->rec[k]));
+    memset(g->f + k * m, 0, m);
+    g->rec[k].seq = seq;
+    g->rec[k].ckey = UINT64_MAX;
+    if (!g->sorted)
+        p3d_map_put(&g->idx, seq, (int)k);
+    g->n_rec++;
+    return k;
+}
+
+/* Record of seq for slot s (created if new). */
+static size_t p3d_join_find(struct p3d_jgrp *g, int s, uint64_t seq)
+{
+    size_t k = g->cur[s];
+    long f;
+
+    if (k >= g->n_rec || g->rec[k].seq != seq) {
+        f = p3d_join_lookup(g, seq);
+        k = f >= 0 ? (size_t)f : p3d_join_new(g, seq);
+    }
+    g->cur[s] = k + 1;
+    return k;
+}
+
+static void p3d_join_touch(struct p3d_join *j, int k)
+{
+    if (j->g[k].mark == j->gen)
+        return;
+    j->g[k].mark = j->gen;
+    j->cap_touched = p3d_grow((void **)&j->touched, j->cap_touched,
+                              j->n_touched, sizeof(*j->touched));
+    j->touched[j->n_touched++] = k;
+}
+
+/* Slot s of record k takes the op (a second op in a slot keeps the
+ * latest start and the earliest end: what clock bounds use). */
+static void p3d_join_put(struct p3d_jgrp *g, size_t k, int s, int ti,
+                         uint32_t oi, const struct p3d_top *o)
+{
+    struct p3d_jrec *r = &g->rec[k];
+    size_t x = k * (size_t)g->m + (size_t)s;
+    uint64_t key = (uint64_t)ti << 32 | oi;
+
+    if ((g->f[x] & 1) && g->src < 0) {
+        r->dup = 1;
+        g->s[x] = o->s > g->s[x] ? o->s : g->s[x];
+        g->e[x] = o->e < g->e[x] ? o->e : g->e[x];
+        g->f[x] &= (uint8_t)(o->has_gpu ? 3 : 1);
+    } else {
+        g->s[x] = o->s;
+        g->e[x] = o->e;
+        g->f[x] = (uint8_t)(o->has_gpu ? 3 : 1);
+    }
+    r->n++;
+    r->ckey = key < r->ckey ? key : r->ckey;
+    if (g->src < 0 && (r->n == 1 || key > r->hkey)) {
+        r->hkey = key;
+        r->op = o->op;
+        r->bytes = o->bytes;
+    }
+    if (g->src >= 0 && s == 1)
+        r->bytes = o->bytes;
+}
+
+static void p3d_join_op(struct p3d_join *j, int ti, uint32_t oi,
+                        const struct p3d_top *o)
+{
+    int k, s, rank = j->t->tl[ti].rank;
+
+    if (o->gcomm < 0)
+        return;
+    if (P3D_OP_IS_P2P(o->op)) {
+        int send = o->op == P3D_OP_SEND;
+        if (o->peer < 0)
+            return;
+        k = p3d_join_chan(j, o->gcomm, send ? rank : o->peer,
+                          send ? o->peer : rank);
+        s = send ? 0 : 1;
+    } else {
+        k = p3d_join_coll(j, o->gcomm);
+        if ((s = p3d_join_slot(j, &j->g[k], ti)) < 0)
+            return; /* not a member: no slot to put it in */
+    }
+    if (j->skip_local && j->g[k].local)
+        return;
+    if (!j->g[k].live)
+        return; /* already folded: every member was merged */
+    p3d_join_put(&j->g[k], p3d_join_find(&j->g[k], s, o->seq), s, ti, oi,
+                 o);
+    p3d_join_touch(j, k);
+}
+
+static void p3d_join_fold(struct p3d_join *j, struct p3d_jgrp *g)
+{
+    for (size_t k = 0; k < g->n_rec; k++)
+        if (g->src >= 0 ? j->pair != NULL : j->inst != NULL)
+            (g->src >= 0 ? j->pair : j->inst)(j, g, k);
+    free(g->rec);
+    free(g->s);
+    free(g->e);
+    free(g->f);
+    free(g->cur);
+    p3d_map_free(&g->idx);
+    g->rec = NULL;
+    g->s = g->e = NULL;
+    g->f = NULL;
+    g->cur = NULL;
+    g->n_rec = g->cap_rec = 0;
+    g->live = 0;
+}
+
+static int p3d_join_complete(const struct p3d_join *j,
+                             const struct p3d_jgrp *g)
+{
+    for (int s = 0; s < g->m; s++)
+        if (g->tl[s] >= 0 && !j->done[g->tl[s]])
+            return 0;
+    return 1;
+}
+
+void p3d_join_rank(struct p3d_join *j, int ti)
+{
+    const struct p3d_tl *tl = &j->t->tl[ti];
+
+    j->gen++;
+    j->n_touched = 0;
+    /* op indexes are 32-bit: 2^32 ops would take 320 GiB anyway */
+    for (size_t oi = 0; oi < tl->n_ops && oi < UINT32_MAX; oi++)
+        p3d_join_op(j, ti, (uint32_t)oi, &tl->ops[oi]);
+    j->done[ti] = 1;
+    for (size_t i = 0; i < j->n_touched; i++) {
+        struct p3d_jgrp *g = &j->g[j->touched[i]];
+        if (g->live && p3d_join_complete(j, g))
+            p3d_join_fold(j, g);
+    }
+}
+
+void p3d_join_finish(struct p3d_join *j)
+{
+    for (size_t k = 0; k < j->n_g; k++) {
+        if (j->g[k].live)
+            p3d_join_fold(j, &j->g[k]);
+        free(j->g[k].tl);
+    }
+    free(j->g);
+    free(j->coll);
+    free(j->rank_tl);
+    free(j->done);
+    free(j->touched);
+    p3d_map_free(&j->chan);
+    memset(j, 0, sizeof(*j));
+}
