@@ -108,6 +108,34 @@ static int p3d_key_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/*
+ * p3d_hang_count only asks for the highest seq of a (comm, kind, peer), so
+ * one key per triple is kept: 100k keys of a rank become one per
+ * communicator and peer (24 bytes x ops x ranks was the analyzer's peak).
+ */
+static void p3d_hang_keys_compact(struct p3d_hrank *h)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < h->n_keys; i++) {
+        const struct p3d_hkey *k = &h->keys[i];
+        if (i + 1 < h->n_keys && k->comm == k[1].comm &&
+            k->kind == k[1].kind && k->peer == k[1].peer)
+            continue;              /* a later key of the triple is higher */
+        h->keys[n++] = *k;
+    }
+    h->n_keys = n;
+    h->keys = realloc(h->keys, (n + 1) * sizeof(*h->keys)) ?: h->keys;
+}
+
+static int p3d_ops_sorted(const struct p3d_hrank *h)
+{
+    for (size_t i = 1; i < h->n_ops; i++)
+        if (h->ops[i - 1]->op_id > h->ops[i]->op_id)
+            return 0;
+    return 1;
+}
+
 static void p3d_hang_keys(struct p3d_hrank *h)
 {
     h->keys = p3d_xcalloc(h->n_ops + 1, sizeof(*h->keys));
@@ -125,6 +153,7 @@ static void p3d_hang_keys(struct p3d_hrank *h)
     }
     if (h->n_keys)
         qsort(h->keys, h->n_keys, sizeof(*h->keys), p3d_key_cmp);
+    p3d_hang_keys_compact(h);
 }
 
 uint64_t p3d_hang_count(const struct p3d_hrank *h, uint64_t comm, int kind,
@@ -268,11 +297,16 @@ static void p3d_hang_scan(struct p3d_hrank *h)
         p3d_hang_on_rec(h, r);
     h->closed = !!(h->rd.hdr.flags & P3D_F_CLOSED);
     h->t_close = h->closed ? h->rd.hdr.end_mono_ns : 0;
-    if (h->n_ops)
+    if (h->n_ops && !p3d_ops_sorted(h))
         qsort(h->ops, h->n_ops, sizeof(*h->ops), p3d_op_cmp);
     p3d_hang_keys(h);
     p3d_hang_gpu_done(h);
+    free(h->gpu);                  /* only p3d_hang_gpu_done reads them */
+    h->gpu = NULL;
+    h->n_gpu = h->cap_gpu = 0;
     p3d_hang_classify(h);
+    /* Pages come back from the file if the graph reads this rank again. */
+    p3d_reader_release(&h->rd);
 }
 
 struct p3d_hpool {
