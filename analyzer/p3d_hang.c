@@ -136,7 +136,7 @@ static int p3d_ops_sorted(const struct p3d_hrank *h)
     return 1;
 }
 
-static void p3d_hang_keys(struct p3d_hrank *h)
+void p3d_hang_keys(struct p3d_hrank *h)
 {
     h->keys = p3d_xcalloc(h->n_ops + 1, sizeof(*h->keys));
     for (size_t i = 0; i < h->n_ops; i++) {

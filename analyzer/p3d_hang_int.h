@@ -92,6 +92,8 @@ void p3d_hg_fill_root(const struct p3d_hg *g, int r,
 void p3d_hg_mismatches(const struct p3d_hg *g, struct p3d_hang_res *res);
 void p3d_hg_frontiers(const struct p3d_hg *g, struct p3d_hang_res *res);
 
+/* Build h->keys from h->ops (p3d_hang.c; one key per (comm, kind, peer)). */
+void p3d_hang_keys(struct p3d_hrank *h);
 /* Number of ops `h` issued on (comm, kind, peer); peer -1 for coll. */
 uint64_t p3d_hang_count(const struct p3d_hrank *h, uint64_t comm, int kind,
                         int peer);
