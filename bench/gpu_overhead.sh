@@ -5,7 +5,7 @@
 #   bash bench/gpu_overhead.sh            # PyTorch loops, about 2-3 minutes
 #   bash bench/gpu_overhead.sh megatron   # + Megatron tiny GPT, ~3 min more
 #   bash bench/gpu_overhead.sh megatron-only
-#   bash bench/gpu_overhead.sh ablate     # which feature costs what, ~7 min
+#   bash bench/gpu_overhead.sh ablate     # which feature costs what, ~8 min
 #
 # Prints one summary line per comparison ("gpu tp ...", "gpu ddp ...",
 # "megatron ..."): plain vs shim medians and the overhead of each pair.
@@ -24,7 +24,8 @@ mkdir -p "$out"
 
 # ablate: 8 ranks on the one GPU (where the Megatron slowdown was seen), the
 # TP-like loop and Megatron TP=4 PP=1 DP=2, untraced, traced with defaults,
-# traced without GPU timing, traced with CUDA events instead of CUPTI.
+# traced without GPU timing, traced with CUDA events instead of CUPTI,
+# traced with CUPTI but without its driver-API records.
 # Megatron's figure is the median period of its log lines (timestamps).
 log_period_ms() {
     python3 - "$1" <<'PY'
@@ -37,11 +38,12 @@ PY
 }
 if [ "${1:-}" = ablate ]; then
     variants="gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events"
+    variants="$variants;nodriver:P3D_CUPTI_DRIVER=0"
     "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs 1 \
         --steps "${STEPS:-40}" --nproc 8 --loops tp --variants "$variants"
     base=""
     for v in plain full gpuoff:P3D_GPU_TIMING=off \
-             events:P3D_GPU_TIMING=events; do
+             events:P3D_GPU_TIMING=events nodriver:P3D_CUPTI_DRIVER=0; do
         name=mega4-${v%%:*}
         lib=$([ "$v" = plain ] || echo "$P3D_LIB")
         ( [ "${v#*:}" != "$v" ] && export "${v#*:}"

@@ -30,11 +30,13 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include <cupti.h>
 
+#include "p3d_env.h"
 #include "p3d_gpu.h"
 #include "p3d_shim.h"
 
@@ -337,6 +339,18 @@ static void cupti_busy(CUptiResult r)
                       "timeline", (int)r);
 }
 
+/*
+ * P3D_CUPTI_DRIVER=0 leaves the driver-API kind off: CUPTI then records
+ * no activity per driver call (NCCL kernels are linked to ops by launch
+ * order per stream), to measure what that tracing costs a job.
+ */
+static int cupti_driver_wanted(void)
+{
+    const char *e = getenv(P3D_ENV_CUPTI_DRIVER);
+
+    return e == NULL || strcmp(e, "0") != 0;
+}
+
 static int cupti_enable_all(void)
 {
     static const CUpti_ActivityKind need[] = {
@@ -356,7 +370,8 @@ static int cupti_enable_all(void)
      * through driver entry points.  Its own records are ignored.  Without
      * it, launch order per stream still links the kernels.
      */
-    if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
+    if (cupti_driver_wanted() &&
+        cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
         p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
                       "unavailable: NCCL kernels are linked to ops by "
                       "launch order only");

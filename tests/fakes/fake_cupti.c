@@ -20,6 +20,8 @@
  *   P3D_FAKE_CUPTI_NO_EXT=1 no external correlation records, as for
  *                           kernels NCCL launches from its own thread
  *                           (non-blocking communicators)
+ *   P3D_FAKE_CUPTI_KINDS=F  append "enable <kind>" for every activity kind
+ *                           the tool enables
  *   P3D_FAKE_CUPTI_LOG=F    append "kernel <pid> <is_nccl> <ext> <start>
  *                           <end> <name>" per kernel (host ns, the truth the
  *                           tests compare the trace with)
@@ -261,10 +263,22 @@ FAKE_API CUptiResult cuptiActivityRegisterCallbacks(
     return CUPTI_SUCCESS;
 }
 
+static void fk_log_kind(CUpti_ActivityKind kind)
+{
+    const char *path = getenv("P3D_FAKE_CUPTI_KINDS");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+
+    if (f) {
+        fprintf(f, "enable %d\n", (int)kind);
+        fclose(f);
+    }
+}
+
 FAKE_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 {
     if ((unsigned)kind >= 64)
         return CUPTI_ERROR_INVALID_KIND;
+    fk_log_kind(kind);
     pthread_mutex_lock(&fk_lock);
     fk_enabled |= 1ull << kind;
     pthread_mutex_unlock(&fk_lock);

@@ -10,15 +10,20 @@
 # them, as NCCL's own launch thread does for non-blocking communicators,
 # where launch order per stream must link them; and with the fakes'
 # asynchronous streams (kernels run on a stream worker thread, the truth
-# log knows no op ids: kernels are matched to launch units in order).
+# log knows no op ids: kernels are matched to launch units in order);
+# and with P3D_CUPTI_DRIVER=0 (the shim leaves CUPTI's driver-API kind
+# off, so the fake, like CUPTI, attaches no external correlation records
+# and launch order must link the kernels).
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
-for job in ext noext async; do
+for job in ext noext async nodriver; do
 noext=; [ $job = noext ] && noext=1
+nodrv=; [ $job = nodriver ] && nodrv=0
 async=; [ $job = async ] && async=1
 P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
-P3D_FAKE_CUPTI_NO_EXT=$noext P3D_FAKE_ASYNC=$async \
+P3D_FAKE_CUPTI_NO_EXT=$noext P3D_FAKE_ASYNC=$async P3D_CUPTI_DRIVER=$nodrv \
+P3D_FAKE_CUPTI_KINDS="$tmp/$job.kinds" \
 P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
 LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
     timeout 60 "$drv" nccl 2 2> "$tmp/err"
@@ -26,6 +31,13 @@ if grep -q "p3dtrace: warning" "$tmp/err"; then
     cat "$tmp/err"; echo "unexpected warning"; exit 1
 fi
 echo "-- $job"
+# CUPTI_ACTIVITY_KIND_DRIVER is 4: on by default, off with P3D_CUPTI_DRIVER=0
+drv_on=$(grep -c "^enable 4$" "$tmp/$job.kinds" || true)
+if [ $job = nodriver ] && [ "$drv_on" != 0 ]; then
+    echo "P3D_CUPTI_DRIVER=0 still enabled the driver-API kind"; exit 1
+elif [ $job != nodriver ] && [ "$drv_on" = 0 ]; then
+    echo "the driver-API kind was not enabled by default"; exit 1
+fi
 python3 - "$tmp/$job.truth" "$tmp/$job" "$P3D_SRC/tests/tools" $job <<'PY'
 import sys
 sys.path.insert(0, sys.argv[3])
