@@ -10,6 +10,7 @@
 
 #include "p3d_hang_int.h"
 #include "p3d_label.h"
+#include "p3d_match.h"
 #include "p3d_util.h"
 
 const char *const p3d_hang_state_name[] = {
@@ -28,13 +29,18 @@ static void p3d_hang_last(struct p3d_hrank *h, uint64_t t)
         h->t_last = t;
 }
 
-static void p3d_hang_on_str(struct p3d_hrank *h, const struct p3d_rec_str *s)
+int p3d_hang_note_is_term(const struct p3d_rec_str *s)
 {
     static const char term[] = "SIGTERM received";
 
-    if (s->h.len >= sizeof(*s) + sizeof(term) - 1 &&
-        s->n_bytes >= sizeof(term) - 1 &&
-        !memcmp(s->text, term, sizeof(term) - 1))
+    return s->h.len >= sizeof(*s) + sizeof(term) - 1 &&
+           s->n_bytes >= sizeof(term) - 1 &&
+           !memcmp(s->text, term, sizeof(term) - 1);
+}
+
+static void p3d_hang_on_str(struct p3d_hrank *h, const struct p3d_rec_str *s)
+{
+    if (p3d_hang_note_is_term(s))
         h->term = 1;
 }
 
@@ -356,6 +362,37 @@ int p3d_hang_label(const struct p3d_job *job, uint64_t comm)
     return g < 0 ? -1 : job->comms[g].label;
 }
 
+/*
+ * Every rank's file is there and closed by the process itself, with no
+ * watchdog report, no SIGTERM note and no abort, and the matcher found no
+ * mismatch (whose odd rank p3d_hg_mismatches picks from the ops): then
+ * p3d_hang_classify would find every rank "exited" without looking at one
+ * op, so the files are not read again (the common case: a healthy job).
+ */
+static int p3d_hang_all_exited(const struct p3d_job *job,
+                               const struct p3d_hjob *hj)
+{
+    if (job->match != NULL && job->match->n_mismatch > 0)
+        return 0;
+    for (int i = 0; i < hj->world; i++) {
+        const struct p3d_rank *r = hj->hr[i].r;
+        if (r == NULL || !r->closed || r->truncated || r->corrupt ||
+            r->saw_term || r->n_hang_recs || r->n_aborts)
+            return 0;
+    }
+    return 1;
+}
+
+static void p3d_hang_mark_exited(struct p3d_hjob *hj)
+{
+    for (int i = 0; i < hj->world; i++) {
+        struct p3d_hrank *h = &hj->hr[i];
+        h->closed = 1;
+        h->t_close = h->r->hdr.end_mono_ns;
+        h->state = P3D_HS_EXITED;
+    }
+}
+
 void p3d_hang_analyze(struct p3d_job *job)
 {
     struct p3d_hang_res *res = p3d_xcalloc(1, sizeof(*res));
@@ -369,7 +406,10 @@ void p3d_hang_analyze(struct p3d_job *job)
         hj->hr[i].r = r != NULL && !r->failed ? r : NULL;
         hj->hr[i].state = P3D_HS_NO_TRACE;
     }
-    p3d_hang_scan_all(hj);
+    if (p3d_hang_all_exited(job, hj))
+        p3d_hang_mark_exited(hj);
+    else
+        p3d_hang_scan_all(hj);
     res->priv = hj;
     job->hang = res;
     p3d_hang_graph(job, hj, res);

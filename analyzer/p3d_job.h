@@ -46,6 +46,8 @@ struct p3d_rank {
     int rank; /* global rank; -1 unknown */
     int failed, closed, truncated, corrupt;
     uint64_t n_records, n_ops, n_gpu_ops, n_nocolor;
+    uint64_t n_hang_recs, n_aborts; /* watchdog reports, ncclCommAbort ends */
+    int saw_term;  /* a "SIGTERM received" note */
     char *cmdline; /* argv, NUL-separated */
     size_t cmdline_len;
     struct p3d_rcomm *comms;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_hang.h"
 #include "p3d_job.h"
 #include "p3d_match.h"
 #include "p3d_reader.h"
@@ -173,6 +174,14 @@ static void p3d_dispatch(struct p3d_scan *s, const struct p3d_rec_hdr *h)
     case P3D_REC_COMM_INFO: p3d_on_info(s->r, (const void *)h); break;
     case P3D_REC_CMDLINE: p3d_on_str(s->r, (const void *)h); break;
     case P3D_REC_GPU_OP: p3d_on_gpu(s, (const void *)h); break;
+    case P3D_REC_HANG: s->r->n_hang_recs++; break;
+    case P3D_REC_NOTE:
+        s->r->saw_term |= p3d_hang_note_is_term((const void *)h);
+        break;
+    case P3D_REC_COMM_END:
+        s->r->n_aborts += ((const struct p3d_rec_comm_end *)h)->how ==
+                          P3D_END_ABORT;
+        break;
     default: break;
     }
 }
