@@ -38,24 +38,43 @@ static void add(struct p3d_tl *tl, uint64_t seq, int64_t s, int64_t e)
     o->peer = -1;
 }
 
+#define MAX_H 16
+
+/* One job of n ranks, rank i on hosts[i], each with its own timeline. */
+struct fixture {
+    struct p3d_job job;
+    struct p3d_rank ranks[MAX_H];
+    struct p3d_time_res t;
+    struct p3d_tl tl[MAX_H];
+};
+
+static void fixture_init(struct fixture *f, int n, const char *const *hosts)
+{
+    memset(f, 0, sizeof(*f));
+    for (int i = 0; i < n; i++)
+        snprintf(f->ranks[i].hdr.hostname, sizeof(f->ranks[i].hdr.hostname),
+                 "%s", hosts[i]);
+    f->job.ranks = f->ranks;
+    f->job.n_ranks = n;
+    f->t.tl = f->tl;
+    f->t.n = n;
+}
+
+static void fixture_free(struct fixture *f)
+{
+    for (int i = 0; i < f->t.n; i++)
+        free(f->tl[i].ops);
+    free(f->t.hosts);
+}
+
 static void test_two_hosts(void **state)
 {
-    struct p3d_job job;
-    struct p3d_rank ranks[2];
-    struct p3d_time_res t;
-    struct p3d_tl tl[2];
+    static const char *const hosts[] = {"hostA", "hostB"};
+    static struct fixture f;
+    struct p3d_tl *tl = f.tl;
 
     (void)state;
-    memset(&job, 0, sizeof(job));
-    memset(ranks, 0, sizeof(ranks));
-    memset(&t, 0, sizeof(t));
-    memset(tl, 0, sizeof(tl));
-    strcpy(ranks[0].hdr.hostname, "hostA");
-    strcpy(ranks[1].hdr.hostname, "hostB");
-    job.ranks = ranks;
-    job.n_ranks = 2;
-    t.tl = tl;
-    t.n = 2;
+    fixture_init(&f, 2, hosts);
     for (int k = 0; k < N; k++) {
         int64_t t0 = 1000000 + (int64_t)k * 100000;
         int64_t a = t0, b = t0 + (k % 2 ? -2000 : 3000); /* arrivals */
@@ -63,44 +82,31 @@ static void test_two_hosts(void **state)
         add(&tl[0], (uint64_t)k, a, done + (a < b ? 30000 : 0));
         add(&tl[1], (uint64_t)k, b + OFF, done + (b < a ? 30000 : 0) + OFF);
     }
-    p3d_clock_align(&job, &t);
-    assert_int_equal(t.n_hosts, 2);
-    assert_true(llabs(t.hosts[1].offset_ns - OFF) <= 30000);
-    assert_true(t.hosts[1].uncert_ns >= 0 && t.hosts[1].uncert_ns <= 30000);
+    p3d_clock_align(&f.job, &f.t);
+    assert_int_equal(f.t.n_hosts, 2);
+    assert_true(llabs(f.t.hosts[1].offset_ns - OFF) <= 30000);
+    assert_true(f.t.hosts[1].uncert_ns >= 0 &&
+                f.t.hosts[1].uncert_ns <= 30000);
     /* host B's ops now on host A's clock */
     assert_true(llabs(tl[1].ops[0].s - (1000000 + 3000)) <= 30000);
-    assert_int_equal(t.clock_violations, 0);
-    free(tl[0].ops);
-    free(tl[1].ops);
-    free(t.hosts);
+    assert_int_equal(f.t.clock_violations, 0);
+    fixture_free(&f);
 }
 
 static void test_one_host_untouched(void **state)
 {
-    struct p3d_job job;
-    struct p3d_rank ranks[2];
-    struct p3d_time_res t;
-    struct p3d_tl tl[2];
+    static const char *const hosts[] = {"same", "same"};
+    static struct fixture f;
+    struct p3d_tl *tl = f.tl;
 
     (void)state;
-    memset(&job, 0, sizeof(job));
-    memset(ranks, 0, sizeof(ranks));
-    memset(&t, 0, sizeof(t));
-    memset(tl, 0, sizeof(tl));
-    strcpy(ranks[0].hdr.hostname, "same");
-    strcpy(ranks[1].hdr.hostname, "same");
-    job.ranks = ranks;
-    job.n_ranks = 2;
-    t.tl = tl;
-    t.n = 2;
+    fixture_init(&f, 2, hosts);
     add(&tl[0], 0, 100, 200);
     add(&tl[1], 0, 5000, 6000); /* inconsistent, but one clock: kept */
-    p3d_clock_align(&job, &t);
-    assert_int_equal(t.n_hosts, 1);
+    p3d_clock_align(&f.job, &f.t);
+    assert_int_equal(f.t.n_hosts, 1);
     assert_int_equal(tl[1].ops[0].s, 5000);
-    free(tl[0].ops);
-    free(tl[1].ops);
-    free(t.hosts);
+    fixture_free(&f);
 }
 
 /*
@@ -111,36 +117,23 @@ static void test_one_host_untouched(void **state)
  */
 static void test_contradiction_no_overflow(void **state)
 {
-    enum { H = 16 };
-    struct p3d_job job;
-    struct p3d_rank ranks[H];
-    struct p3d_time_res t;
-    struct p3d_tl tl[H];
+    enum { H = MAX_H };
+    static const char *const hosts[H] = {"h0", "h1", "h2", "h3", "h4", "h5",
+        "h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "h15"};
+    static struct fixture f;
 
     (void)state;
-    memset(&job, 0, sizeof(job));
-    memset(ranks, 0, sizeof(ranks));
-    memset(&t, 0, sizeof(t));
-    memset(tl, 0, sizeof(tl));
-    for (int i = 0; i < H; i++) {
-        snprintf(ranks[i].hdr.hostname, sizeof(ranks[i].hdr.hostname),
-                 "h%d", i);
-        add(&tl[i], 0, 400000000000000000LL, 0);
-    }
-    job.ranks = ranks;
-    job.n_ranks = H;
-    t.tl = tl;
-    t.n = H;
-    p3d_clock_align(&job, &t);
-    assert_int_equal(t.n_hosts, H);
-    for (int h = 1; h < H; h++) {
-        assert_true(t.hosts[h].uncert_ns < 0); /* contradiction shown */
-        assert_true(llabs(t.hosts[h].offset_ns) <= INT64_MAX / 2);
-        assert_true(t.hosts[h].uncert_ns >= INT64_MIN / 2);
-    }
+    fixture_init(&f, H, hosts);
     for (int i = 0; i < H; i++)
-        free(tl[i].ops);
-    free(t.hosts);
+        add(&f.tl[i], 0, 400000000000000000LL, 0);
+    p3d_clock_align(&f.job, &f.t);
+    assert_int_equal(f.t.n_hosts, H);
+    for (int h = 1; h < H; h++) {
+        assert_true(f.t.hosts[h].uncert_ns < 0); /* contradiction shown */
+        assert_true(llabs(f.t.hosts[h].offset_ns) <= INT64_MAX / 2);
+        assert_true(f.t.hosts[h].uncert_ns >= INT64_MIN / 2);
+    }
+    fixture_free(&f);
 }
 
 int main(void)
