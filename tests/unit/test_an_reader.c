@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "p3d_reader.h"
+#include "test_file_util.h"
 
 #define CHUNK 1024u
 #define DATA 4096u
@@ -23,18 +24,8 @@ static char path[64];
 
 static void hdr_init(void)
 {
-    struct p3d_file_hdr *h = (void *)buf;
-
     memset(buf, 0, sizeof(buf));
-    memcpy(h->magic, P3D_MAGIC, P3D_MAGIC_LEN);
-    h->major = P3D_FORMAT_MAJOR;
-    h->minor = P3D_FORMAT_MINOR;
-    h->hdr_len = P3D_FILE_HDR_BYTES;
-    h->flags = P3D_F_CLOSED;
-    h->chunk_bytes = CHUNK;
-    h->data_off = DATA;
-    h->rank = 0;
-    h->world_size = 1;
+    tfu_hdr_init(buf, CHUNK, DATA);
 }
 
 /* Put a record at offset off; returns the offset after it. */

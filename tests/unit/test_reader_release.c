@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "p3d_reader.h"
+#include "test_file_util.h"
 
 #define CHUNK 4096u
 #define DATA 4096u
@@ -29,20 +30,11 @@ static char path[64];
 /* A closed one-rank file of NCHUNK chunks of OP records, op_id = index. */
 static void make_file(void)
 {
-    struct p3d_file_hdr *h = (void *)buf;
     uint64_t id = 0;
     FILE *f;
 
     memset(buf, 0, sizeof(buf));
-    memcpy(h->magic, P3D_MAGIC, P3D_MAGIC_LEN);
-    h->major = P3D_FORMAT_MAJOR;
-    h->minor = P3D_FORMAT_MINOR;
-    h->hdr_len = P3D_FILE_HDR_BYTES;
-    h->flags = P3D_F_CLOSED;
-    h->chunk_bytes = CHUNK;
-    h->data_off = DATA;
-    h->rank = 0;
-    h->world_size = 1;
+    tfu_hdr_init(buf, CHUNK, DATA);
     for (unsigned c = 0; c < NCHUNK; c++) {
         uint8_t *p = buf + DATA + c * CHUNK;
         struct p3d_chunk_hdr *ch = (void *)p;
