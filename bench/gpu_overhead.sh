@@ -26,15 +26,10 @@ mkdir -p "$out"
 # TP-like loop and Megatron TP=4 PP=1 DP=2, untraced, traced with defaults,
 # traced without GPU timing, traced with CUDA events instead of CUPTI,
 # traced with CUPTI but without its driver-API records.
-# Megatron's figure is the median period of its log lines (timestamps).
+# Megatron's figure is the median period of its log lines (timestamps,
+# tests/gpu/check_megatron.py --period).
 log_period_ms() {
-    python3 - "$1" <<'PY'
-import datetime, re, statistics, sys
-ts = [datetime.datetime.fromisoformat(m) for m in re.findall(
-    r"\[(\d{4}-\d\d-\d\d [\d:.]+)\] iteration", open(sys.argv[1]).read())]
-d = [(b - a).total_seconds() * 1e3 for a, b in zip(ts, ts[1:])][1:]
-print("%.1f" % statistics.median(d) if d else "nan")
-PY
+    python3 "$root/tests/gpu/check_megatron.py" --period "$1"
 }
 if [ "${1:-}" = ablate ]; then
     variants="gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events"

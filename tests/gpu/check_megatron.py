@@ -168,6 +168,14 @@ def wall_periods(iters):
     return out
 
 
+def steady_period_ms(iters):
+    """Median log period from iteration 3 on (the period of iteration 2
+    still carries warm-up), None if fewer than 2 such periods."""
+    w = wall_periods(iters)
+    d = [w[i] for i in sorted(w)][1:]
+    return median(d) if len(d) >= 2 else None
+
+
 def check_step(rep, iters, tol):
     st = rep.get("steps") or {}
     per = st.get("per_iter_ms") or []
@@ -233,12 +241,9 @@ def check_mb_bubble(rep, pp, nmb):
 def overhead_info(iters, plain):
     """Megatron's step period traced vs untraced (runs one after the other
     with MG_PAR=0): the shim's overhead as Megatron's log shows it."""
-    wa, wb = wall_periods(iters), wall_periods(plain)
-    a = [wa[i] for i in sorted(wa)][1:]
-    b = [wb[i] for i in sorted(wb)][1:]
-    if len(a) < 2 or len(b) < 2:
+    ma, mb = steady_period_ms(iters), steady_period_ms(plain)
+    if ma is None or mb is None:
         return "overhead: n/a (too few iterations logged)"
-    ma, mb = median(a), median(b)
     return "overhead: Megatron log period traced %.1f ms, untraced %.1f " \
         "ms (medians from iteration 3) %+.2f%%" % (ma, mb,
                                                     100 * (ma / mb - 1))
@@ -256,7 +261,17 @@ def check_loss(iters, plain, n_iters):
                                       for d in diff[:3])))]
 
 
+def print_period(log):
+    """check_megatron.py --period LOG: the steady log period alone (ms),
+    for the overhead bench (bench/gpu_overhead.sh)."""
+    ms = steady_period_ms(parse_log(open(log, errors="replace").read())[0])
+    print("nan" if ms is None else "%.1f" % ms)
+    return 0
+
+
 def main():
+    if sys.argv[1:2] == ["--period"] and len(sys.argv) == 3:
+        return print_period(sys.argv[2])
     ap = argparse.ArgumentParser()
     for k in ("tp", "pp", "dp", "nmb"):
         ap.add_argument("--" + k, type=int, required=True)
