@@ -31,6 +31,14 @@ mkdir -p "$out"
 log_period_ms() {
     python3 "$root/tests/gpu/check_megatron.py" --period "$1"
 }
+# mega_run NAME LIB GPUS TP PP NMB ITERS SECONDS: the tiny GPT on one GPU,
+# untraced when LIB is empty; log in $out/NAME.log
+mega_run() {
+    ONE_GPU=1 GPUS=$3 TP=$4 PP=$5 NMB=$6 ITERS=$7 P3D_LIB=$2 OUT=$out \
+        NAME=$1 PORT=$((29400 + RANDOM % 100)) timeout "$8" \
+        bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
+        echo "megatron: $1 run failed (log $out/$1.log)"
+}
 if [ "${1:-}" = ablate ]; then
     variants="gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events"
     variants="$variants;nodriver:P3D_CUPTI_DRIVER=0"
@@ -42,11 +50,7 @@ if [ "${1:-}" = ablate ]; then
         name=mega4-${v%%:*}
         lib=$([ "$v" = plain ] || echo "$P3D_LIB")
         ( [ "${v#*:}" != "$v" ] && export "${v#*:}"
-          ONE_GPU=1 GPUS=8 TP=4 PP=1 NMB=${MEGA_NMB:-2} \
-              ITERS=${MEGA_ITERS:-5} P3D_LIB=$lib OUT=$out NAME=$name \
-              PORT=$((29400 + RANDOM % 100)) timeout 200 \
-              bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ) ||
-            echo "megatron: $name run failed (log $out/$name.log)"
+          mega_run "$name" "$lib" 8 4 1 "${MEGA_NMB:-2}" "${MEGA_ITERS:-5}" 200 )
         ms=$(log_period_ms "$out/$name.log")
         base=${base:-$ms}
         echo "$name $ms $base" | awk '{ printf "megatron TP=4 PP=1 DP=2, " \
@@ -72,10 +76,7 @@ mega_ms() {
 }
 for lib in "" "$P3D_LIB"; do
     name=mega-$([ -n "$lib" ] && echo shim || echo plain)
-    ONE_GPU=1 GPUS=4 TP=2 PP=2 ITERS=${MEGA_ITERS:-30} P3D_LIB=$lib \
-        OUT=$out NAME=$name PORT=$((29400 + RANDOM % 100)) \
-        timeout 280 bash "$root/scripts/run_tiny_gpt.sh" >/dev/null 2>&1 ||
-        echo "megatron: $name run failed (log $out/$name.log)"
+    mega_run "$name" "$lib" 4 2 2 "${NMB:-8}" "${MEGA_ITERS:-30}" 280
 done
 p=$(mega_ms "$out/mega-plain.log")
 s=$(mega_ms "$out/mega-shim.log")
