@@ -38,11 +38,6 @@ int p3d_hang_note_is_term(const struct p3d_rec_str *s)
            !memcmp(s->text, term, sizeof(term) - 1);
 }
 
-static void p3d_hang_on_str(struct p3d_hrank *h, const struct p3d_rec_str *s)
-{
-    if (p3d_hang_note_is_term(s))
-        h->term = 1;
-}
 
 static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
 {
@@ -79,9 +74,6 @@ static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
         if (memchr(((const struct p3d_rec_module *)r)->path, 0,
                    r->len - sizeof(struct p3d_rec_module)))
             P3D_PUSH(h->mods, h->n_mods, h->cap_mods, (const void *)r);
-        break;
-    case P3D_REC_NOTE:
-        p3d_hang_on_str(h, (const void *)r);
         break;
     case P3D_REC_COMM_END:
         if (((const struct p3d_rec_comm_end *)r)->how == P3D_END_ABORT &&
@@ -302,6 +294,7 @@ static void p3d_hang_scan(struct p3d_hrank *h)
     while (p3d_reader_next(&h->rd, &r) > 0)
         p3d_hang_on_rec(h, r);
     h->closed = !!(h->rd.hdr.flags & P3D_F_CLOSED);
+    h->term = h->r->saw_term;      /* the scan saw every NOTE already */
     h->t_close = h->closed ? h->rd.hdr.end_mono_ns : 0;
     if (h->n_ops && !p3d_ops_sorted(h))
         qsort(h->ops, h->n_ops, sizeof(*h->ops), p3d_op_cmp);
