@@ -100,15 +100,10 @@ static void p3d_html_hosts(FILE *f, const struct p3d_job *job)
 
 static void p3d_html_head(FILE *f, const struct p3d_job *job)
 {
-    char when[64] = "?";
-    time_t t = (time_t)(job->start_ns / 1000000000ull);
-    struct tm tm;
-    int ok = 0;
+    char when[64];
+    int ok = p3d_job_ranks_found(job);
 
-    if (gmtime_r(&t, &tm))
-        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    for (int i = 0; i < job->n_ranks; i++)
-        ok += !job->ranks[i].failed;
+    p3d_job_started(job, when, sizeof(when));
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           "\n<meta http-equiv=\"Content-Security-Policy\" content=\""
           "default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n"

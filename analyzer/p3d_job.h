@@ -142,6 +142,10 @@ void p3d_comm_join(struct p3d_job *job);
 /* Find the rank struct of a global rank, NULL if no file. */
 struct p3d_rank *p3d_job_rank(const struct p3d_job *job, int rank);
 void p3d_job_free(struct p3d_job *job);
+/* Ranks whose trace could be read (p3d_job.c). */
+int p3d_job_ranks_found(const struct p3d_job *job);
+/* The job's start as "YYYY-MM-DD HH:MM:SS UTC", "?" if unknown. */
+void p3d_job_started(const struct p3d_job *job, char *buf, size_t n);
 
 extern const char *const p3d_op_name[P3D_OP_COUNT];
 

@@ -68,10 +68,8 @@ static void p3d_json_hosts(FILE *f, const struct p3d_job *job)
 
 static void p3d_json_job(FILE *f, const struct p3d_job *job)
 {
-    int found = 0, first = 1;
+    int found = p3d_job_ranks_found(job), first = 1;
 
-    for (int i = 0; i < job->n_ranks; i++)
-        found += !job->ranks[i].failed;
     fprintf(f, "  \"job\": {\"id\": ");
     p3d_js(f, job->job_id);
     fprintf(f, ", \"world_size\": %d, \"ranks_found\": %d, "

@@ -193,14 +193,11 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
 static void p3d_say_jobs(const struct p3d_jobset *set, int all)
 {
     const struct p3d_job *j = &set->jobs[set->n - 1];
-    char when[64] = "?";
-    time_t t = (time_t)(j->start_ns / 1000000000ull);
-    struct tm tm;
+    char when[64];
 
     if (set->n < 2)
         return;
-    if (gmtime_r(&t, &tm))
-        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    p3d_job_started(j, when, sizeof(when));
     if (all)
         p3d_note("found %d jobs; analysing each (oldest first)", set->n);
     else

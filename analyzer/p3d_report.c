@@ -64,17 +64,11 @@ int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n)
 
 static void p3d_report_job(FILE *f, const struct p3d_job *job)
 {
-    char when[64] = "?", miss[256];
-    time_t t = (time_t)(job->start_ns / 1000000000ull);
-    struct tm tm;
-    int ok = 0;
+    char when[64], miss[256];
 
-    if (gmtime_r(&t, &tm))
-        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    for (int i = 0; i < job->n_ranks; i++)
-        ok += !job->ranks[i].failed;
+    p3d_job_started(job, when, sizeof(when));
     fprintf(f, "job '%s': %d of %d ranks have readable traces, started %s\n",
-            job->job_id, ok, job->world_size, when);
+            job->job_id, p3d_job_ranks_found(job), job->world_size, when);
     if (p3d_missing_ranks(job, miss, sizeof(miss)))
         fprintf(f, "  missing ranks: %s\n", miss);
 }

@@ -1,0 +1,30 @@
+/*
+ * p3d_job.c - small facts about a job that several reports print the same
+ * way (the text report, the HTML page, the JSON, the job chooser), so
+ * they cannot drift apart.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include "p3d_job.h"
+
+int p3d_job_ranks_found(const struct p3d_job *job)
+{
+    int found = 0;
+
+    for (int i = 0; i < job->n_ranks; i++)
+        found += !job->ranks[i].failed;
+    return found;
+}
+
+void p3d_job_started(const struct p3d_job *job, char *buf, size_t n)
+{
+    time_t t = (time_t)(job->start_ns / 1000000000ull);
+    struct tm tm;
+
+    if (n == 0)
+        return;
+    if (!gmtime_r(&t, &tm) ||
+        strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+        snprintf(buf, n, "?");
+}
