@@ -5,7 +5,10 @@
 #   bash bench/gpu_overhead.sh            # PyTorch loops, about 2-3 minutes
 #   bash bench/gpu_overhead.sh megatron   # + Megatron tiny GPT, ~3 min more
 #   bash bench/gpu_overhead.sh megatron-only
-#   bash bench/gpu_overhead.sh ablate     # which feature costs what, ~8 min
+#   bash bench/gpu_overhead.sh ablate     # which feature costs what in
+#                                         # Megatron 4/1/2, ~6 min
+#   bash bench/gpu_overhead.sh ablate-tp  # the same for the 8-rank TP loop
+#                                         # (4 s per step there: ~25 min)
 #
 # Prints one summary line per comparison ("gpu tp ...", "gpu ddp ...",
 # "megatron ..."): plain vs shim medians and the overhead of each pair.
@@ -25,7 +28,8 @@ mkdir -p "$out"
 # ablate: 8 ranks on the one GPU (where the Megatron slowdown was seen), the
 # TP-like loop and Megatron TP=4 PP=1 DP=2, untraced, traced with defaults,
 # traced without GPU timing, traced with CUDA events instead of CUPTI,
-# traced with CUPTI but without its driver-API records.
+# traced with CUPTI but without its driver-API records, untraced again
+# (the spread between the two untraced runs is the noise).
 # Megatron's figure is the median period of its log lines (timestamps,
 # tests/gpu/check_megatron.py --period).
 log_period_ms() {
@@ -39,23 +43,30 @@ mega_run() {
         bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
         echo "megatron: $1 run failed (log $out/$1.log)"
 }
-if [ "${1:-}" = ablate ]; then
+if [ "${1:-}" = ablate-tp ]; then
     variants="gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events"
     variants="$variants;nodriver:P3D_CUPTI_DRIVER=0"
-    "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs 1 \
+    exec "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs 1 \
         --steps "${STEPS:-40}" --nproc 8 --loops tp --variants "$variants"
+fi
+if [ "${1:-}" = ablate ]; then
+    # ABLATE_CFG="GPUS TP PP": ranks (all on GPU 0) and the layout
+    set -- ${ABLATE_CFG:-8 4 1}
+    cfg="TP=$2 PP=$3 DP=$(($1 / ($2 * $3))), $1 ranks on 1 GPU"
     base=""
-    for v in plain full gpuoff:P3D_GPU_TIMING=off \
-             events:P3D_GPU_TIMING=events nodriver:P3D_CUPTI_DRIVER=0; do
-        name=mega4-${v%%:*}
-        lib=$([ "$v" = plain ] || echo "$P3D_LIB")
+    for v in ${ABLATE_VARIANTS:-plain full gpuoff:P3D_GPU_TIMING=off \
+             events:P3D_GPU_TIMING=events nodriver:P3D_CUPTI_DRIVER=0 \
+             plain2}; do
+        name=mega$1-$2-$3-${v%%:*}
+        lib=$(case $v in plain*) ;; *) echo "$P3D_LIB" ;; esac)
         ( [ "${v#*:}" != "$v" ] && export "${v#*:}"
-          mega_run "$name" "$lib" 8 4 1 "${MEGA_NMB:-2}" "${MEGA_ITERS:-5}" 200 )
+          mega_run "$name" "$lib" "$1" "$2" "$3" "${MEGA_NMB:-2}" \
+                   "${MEGA_ITERS:-5}" 200 )
         ms=$(log_period_ms "$out/$name.log")
         base=${base:-$ms}
-        echo "$name $ms $base" | awk '{ printf "megatron TP=4 PP=1 DP=2, " \
-            "8 ranks on 1 GPU, %s: %s ms per iteration (log period), " \
-            "%+.1f%% vs plain\n", $1, $2, ($3 > 0 ? 100 * ($2 / $3 - 1) : 0) }'
+        echo "$name $ms $base" | awk -v cfg="$cfg" '{ printf "megatron " \
+            "%s, %s: %s ms per iteration (log period), %+.1f%% vs plain\n",
+            cfg, $1, $2, ($3 > 0 ? 100 * ($2 / $3 - 1) : 0) }'
     done
     exit 0
 fi
