@@ -4,8 +4,10 @@
  *
  * Every tick (1 ms while CUDA events are pending, else 10 ms) it polls the
  * event ring; every 10 ms it reads the reserved size of memory pools that
- * served cudaMallocAsync; every 100 ms it samples cudaMemGetInfo of the
- * devices the process allocated on and lets CUPTI flush.  It blocks all
+ * served cudaMallocAsync; it samples cudaMemGetInfo of the devices the
+ * process allocated on every 100 ms while the application allocates and
+ * once a second when it does not (p3d_mem_used_due); every 100 ms it lets
+ * CUPTI flush.  It blocks all
  * signals, touches only devices the application already used (so it never
  * creates a context on another GPU), and is restarted lazily in a forked
  * child.
@@ -86,8 +88,9 @@ static void *thr_main(void *arg)
             thr_sample_pools(c);
             last_pool = now;
         }
-        if (now - last_slow >= 100000000ull) {
+        if (p3d_mem_used_due(now))
             thr_sample_used(c);
+        if (now - last_slow >= 100000000ull) {
             p3d_cupti_tick();
             last_slow = now;
         }

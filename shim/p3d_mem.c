@@ -47,6 +47,8 @@ static struct mem_dev mem_devs[P3D_MEM_DEVS];
 static _Atomic uint32_t mem_dev_mask;
 static _Atomic uint32_t mem_pool_mask;
 static _Atomic uint64_t mem_overflow;
+static _Atomic int mem_changed;         /* since the last used sample */
+static _Atomic uint64_t mem_used_at;    /* time of the last used sample */
 
 static int mem_dev_index(int dev)
 {
@@ -155,6 +157,8 @@ mem_count(int cls, int dev, uint64_t bytes, int sign)
         atomic_fetch_add(ctr, bytes);
     else
         atomic_fetch_sub(ctr, bytes);
+    if (!atomic_load_explicit(&mem_changed, memory_order_relaxed))
+        atomic_store_explicit(&mem_changed, 1, memory_order_relaxed);
     if (cls == P3D_MC_DEVICE || cls == P3D_MC_ASYNC) {
         mem_device_update(dev);
         return;
@@ -271,6 +275,25 @@ void p3d_mem_used_sample(int dev, uint64_t used)
     mem_raise(P3D_MEM_DEVICE_USED, dev, used, used);
 }
 
+/*
+ * cudaMemGetInfo is a driver round trip (reported to take milliseconds on
+ * some systems), so a job whose allocator has settled is sampled once a
+ * second, for NCCL's own buffers that no wrapper sees, and a job that
+ * allocates or frees is sampled every 100 ms as before.
+ */
+int p3d_mem_used_due(uint64_t now)
+{
+    uint64_t last = atomic_load(&mem_used_at);
+    uint64_t wait = atomic_load_explicit(&mem_changed, memory_order_relaxed)
+                        ? P3D_MEM_USED_BUSY_NS : P3D_MEM_USED_IDLE_NS;
+
+    if (last && now - last < wait)
+        return 0;
+    atomic_store_explicit(&mem_changed, 0, memory_order_relaxed);
+    atomic_store(&mem_used_at, now ? now : 1);
+    return 1;
+}
+
 uint32_t p3d_mem_devices(void)
 {
     return atomic_load(&mem_dev_mask);
@@ -329,4 +352,6 @@ void p3d_mem_reset(void)
     atomic_store(&mem_dev_mask, 0);
     atomic_store(&mem_pool_mask, 0);
     atomic_store(&mem_overflow, 0);
+    atomic_store(&mem_changed, 0);
+    atomic_store(&mem_used_at, 0);
 }

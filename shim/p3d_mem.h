@@ -39,6 +39,9 @@
 #define P3D_MEM_PROBE 64              /* longest probe sequence */
 #define P3D_MEM_EMIT_NS 1000000u      /* at most one peak record / 1 ms */
 #define P3D_MEM_EMIT_BYTES (1u << 20) /* ... unless it grew by 1 MiB */
+/* Device-used sampling (cudaMemGetInfo): see p3d_mem_used_due. */
+#define P3D_MEM_USED_BUSY_NS 100000000ull   /* 100 ms after allocations */
+#define P3D_MEM_USED_IDLE_NS 1000000000ull  /* 1 s otherwise */
 
 /* What a table entry counts towards. */
 enum p3d_mem_class {
@@ -65,6 +68,9 @@ int p3d_mem_lookup(uint64_t key, uint64_t *bytes, int *cls, int *dev);
 /* The background thread's samples. */
 void p3d_mem_pool_sample(int dev, uint64_t reserved, uint64_t high);
 void p3d_mem_used_sample(int dev, uint64_t used);
+/* Whether the sampler thread should read device-used memory at `now`;
+ * a yes starts the next interval. */
+int p3d_mem_used_due(uint64_t now);
 /* Devices that saw allocations (bit i = device i). */
 uint32_t p3d_mem_devices(void);
 /* Devices whose allocations came from memory pools. */

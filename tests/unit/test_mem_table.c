@@ -98,6 +98,29 @@ static void test_mem_async_and_pools(void **state)
     assert_int_equal(p3d_mem_peak(P3D_MEM_DEVICE_USED, 0), 700 * MIB);
 }
 
+/* Device-used sampling: first call yes; then every 1 s while the
+ * allocations are quiet, every 100 ms after an allocation or a free. */
+static void test_mem_used_due(void **state)
+{
+    const uint64_t t0 = 5000000000ull, ms = 1000000ull;
+    int cls, dev;
+
+    (void)state;
+    assert_true(p3d_mem_used_due(t0));
+    assert_false(p3d_mem_used_due(t0 + 100 * ms));
+    assert_false(p3d_mem_used_due(t0 + 999 * ms));
+    assert_true(p3d_mem_used_due(t0 + 1000 * ms));
+    assert_int_equal(p3d_mem_track(0x30000, MIB, P3D_MC_DEVICE, 0), 0);
+    assert_false(p3d_mem_used_due(t0 + 1099 * ms));
+    assert_true(p3d_mem_used_due(t0 + 1100 * ms));
+    /* the change was consumed: quiet again until a free */
+    assert_false(p3d_mem_used_due(t0 + 1200 * ms));
+    assert_int_equal(p3d_mem_untrack(0x30000, &cls, &dev), MIB);
+    assert_true(p3d_mem_used_due(t0 + 1200 * ms));
+    assert_false(p3d_mem_used_due(t0 + 2100 * ms));
+    assert_true(p3d_mem_used_due(t0 + 2200 * ms));
+}
+
 static void test_mem_overflow_not_counted(void **state)
 {
     uint64_t i, n = (1ull << P3D_MEM_TABLE_BITS) + 100;
@@ -182,6 +205,7 @@ int main(void)
         cmocka_unit_test_setup(test_mem_track_untrack, setup),
         cmocka_unit_test_setup(test_mem_classes_apart, setup),
         cmocka_unit_test_setup(test_mem_async_and_pools, setup),
+        cmocka_unit_test_setup(test_mem_used_due, setup),
         cmocka_unit_test_setup(test_mem_overflow_not_counted, setup),
         cmocka_unit_test_setup(test_mem_concurrent, setup),
         cmocka_unit_test_setup(test_mem_cost, setup),
