@@ -30,6 +30,15 @@ enum p3d_gpu_mode {
 /* Parse P3D_GPU_TIMING ("auto" if unset or unknown, warned). */
 enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s);
 
+/*
+ * Ranks per visible GPU on this node: ceil(local_world_size / devices),
+ * 0 when either is unknown (< 1).  p3d_gpu_shared.c.
+ */
+int p3d_gpu_ranks_per_device(int local_world_size, int devices);
+
+/* Under CUPTI chosen by default: warn once when ranks share a GPU. */
+void p3d_gpu_warn_shared(void);
+
 /* ---- compute spans (p3d_gpu_span.c) ---------------------------------- */
 
 #define P3D_SPAN_GAP_NS 10000u           /* merge gaps below 10 us */

@@ -79,9 +79,12 @@ static void gpu_init(void)
         __atomic_store_n(&p3d_hook_ops_idle, 1, __ATOMIC_RELAXED);
         return;
     }
-    if (want != P3D_GPU_EVENTS && p3d_cupti_start(want == P3D_GPU_CUPTI) == 0)
+    if (want != P3D_GPU_EVENTS &&
+        p3d_cupti_start(want == P3D_GPU_CUPTI) == 0) {
         mode = P3D_GPU_CUPTI;
-    else if (p3d_events_start() == 0)
+        if (want == P3D_GPU_AUTO)
+            p3d_gpu_warn_shared();
+    } else if (p3d_events_start() == 0)
         mode = P3D_GPU_EVENTS;
     else
         p3d_warn_once("gpu_none", "no GPU timing: neither CUPTI nor CUDA "

@@ -152,6 +152,7 @@ static int nccl_main(char **argv, int n)
         if (pids[i] == 0) {
             snprintf(buf, sizeof(buf), "%d", i);
             setenv("RANK", buf, 1);
+            setenv("LOCAL_RANK", buf, 1);     /* one node, like torchrun */
             setenv("P3D_GPU_DRIVER_RANK", buf, 1);
             snprintf(buf, sizeof(buf), "%d", n);
             setenv("WORLD_SIZE", buf, 1);
