@@ -25,8 +25,8 @@ export P3D_LIB=${P3D_LIB:-$root/build/libp3dtrace.so}
     { echo "gpu_overhead: torch with CUDA not importable by $py"; exit 1; }
 mkdir -p "$out"
 
-# ablate: 8 ranks on the one GPU (where the Megatron slowdown was seen), the
-# TP-like loop and Megatron TP=4 PP=1 DP=2, untraced, traced with defaults,
+# ablate: Megatron TP=4 PP=1 DP=2 as 8 ranks on the one GPU (where the
+# slowdown was seen; ABLATE_CFG picks another), untraced, traced with defaults,
 # traced without GPU timing, traced with CUDA events instead of CUPTI,
 # traced with CUPTI but without its driver-API records, untraced again
 # (the spread between the two untraced runs is the noise).
