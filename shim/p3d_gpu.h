@@ -31,12 +31,18 @@ enum p3d_gpu_mode {
 enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s);
 
 /*
- * Ranks per visible GPU on this node: ceil(local_world_size / devices),
- * 0 when either is unknown (< 1).  p3d_gpu_shared.c.
+ * Whether this process should say that processes of its job share a GPU
+ * (p3d_gpu_shared.c): creates the marker `job_dir`/.gpu-HOST-BUS; 1 only
+ * for the one process that finds it made by another process of the job
+ * and then makes the ".warned" marker, 0 otherwise (first user, already
+ * said, or no writable folder).  A marker older than
+ * P3D_GPU_MARKER_STALE_S is a previous run's and is replaced.
  */
-int p3d_gpu_ranks_per_device(int local_world_size, int devices);
+#define P3D_GPU_MARKER_STALE_S 600
+int p3d_gpu_shared_claim(const char *job_dir, const char *host,
+                         const char *bus);
 
-/* Under CUPTI chosen by default: warn once when ranks share a GPU. */
+/* Under CUPTI chosen by default: warn once per shared GPU of the job. */
 void p3d_gpu_warn_shared(void);
 
 /* ---- compute spans (p3d_gpu_span.c) ---------------------------------- */

@@ -16,7 +16,7 @@ static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static void cuda_resolve(void)
 {
     P3D_CUDA_GET(GetDevice, "cudaGetDevice");
-    P3D_CUDA_GET(GetDeviceCount, "cudaGetDeviceCount");
+    P3D_CUDA_GET(DeviceGetPCIBusId, "cudaDeviceGetPCIBusId");
     P3D_CUDA_GET(SetDevice, "cudaSetDevice");
     P3D_CUDA_GET(EventCreateWithFlags, "cudaEventCreateWithFlags");
     P3D_CUDA_GET(EventRecord, "cudaEventRecord");

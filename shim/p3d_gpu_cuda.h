@@ -10,7 +10,7 @@
 
 struct p3d_cuda_api {
     cudaError_t (*GetDevice)(int *);
-    cudaError_t (*GetDeviceCount)(int *);
+    cudaError_t (*DeviceGetPCIBusId)(char *, int, int);
     cudaError_t (*SetDevice)(int);
     cudaError_t (*EventCreateWithFlags)(cudaEvent_t *, unsigned int);
     cudaError_t (*EventRecord)(cudaEvent_t, cudaStream_t);

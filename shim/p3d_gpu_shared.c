@@ -1,42 +1,94 @@
 /*
- * p3d_gpu_shared.c - say once when several ranks of a node time-slice one
+ * p3d_gpu_shared.c - say once when processes of one job time-slice one
  * GPU while CUPTI traces every kernel.  There CUPTI is what costs: Megatron
  * TP=4 PP=1 DP=2 as 8 ranks on one H200 ran +49% slower per iteration
  * under CUPTI, +6% with CUDA events and +0% without GPU timing
  * (bench/gpu_overhead.sh ablate), while one rank per GPU is the case the
  * default is meant for.  The user chooses the trade, so this only tells.
+ *
+ * No process knows the others' devices, and CUDA_VISIBLE_DEVICES may
+ * number them differently in each, so every process leaves a marker named
+ * after its host and its GPU's PCI bus id in the job folder: the second
+ * process to reach the same marker shares that GPU.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "p3d_env.h"
 #include "p3d_gpu.h"
 #include "p3d_gpu_cuda.h"
 #include "p3d_shim.h"
 
-int p3d_gpu_ranks_per_device(int local_world_size, int devices)
+#define P3D_GPU_MARKER_LEN (P3D_PATH_MAX + 2 * P3D_JOB_ID_LEN + 64)
+
+/* 0 if this call made `path`, EEXIST if it was there (and fresh), else
+ * another errno. */
+static int marker_make(const char *path)
 {
-    if (local_world_size < 1 || devices < 1)
+    struct stat st;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0644);
+
+    if (fd >= 0) {
+        close(fd);
         return 0;
-    return (local_world_size + devices - 1) / devices;
+    }
+    if (errno != EEXIST)
+        return errno;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+        time(NULL) - st.st_mtime > P3D_GPU_MARKER_STALE_S &&
+        unlink(path) == 0)
+        return marker_make(path);
+    return EEXIST;
+}
+
+int p3d_gpu_shared_claim(const char *job_dir, const char *host,
+                         const char *bus)
+{
+    char path[P3D_GPU_MARKER_LEN];
+
+    snprintf(path, sizeof(path), "%s/.gpu-%s-%s", job_dir, host, bus);
+    if (strchr(host, '/') || strchr(bus, '/') || marker_make(path) != EEXIST)
+        return 0;
+    snprintf(path, sizeof(path), "%s/.gpu-%s-%s.warned", job_dir, host, bus);
+    return marker_make(path) == 0;
+}
+
+static int gpu_bus_id(char *bus, int len)
+{
+    const struct p3d_cuda_api *c = p3d_cuda_api();
+    int dev;
+
+    return c->GetDevice && c->DeviceGetPCIBusId &&
+           c->GetDevice(&dev) == cudaSuccess &&
+           c->DeviceGetPCIBusId(bus, len, dev) == cudaSuccess;
 }
 
 void p3d_gpu_warn_shared(void)
 {
-    const struct p3d_cuda_api *c = p3d_cuda_api();
     const struct p3d_cfg *cfg = p3d_core_cfg();
-    int local = cfg->local_world_size;
-    int devices = 0;
-    int per;
+    char dir[P3D_PATH_MAX + P3D_JOB_ID_LEN + 2];
+    char host[P3D_HOST_LEN] = "";
+    char bus[32] = "";
 
-    if (cfg->local_rank > 0)    /* one line per node, from local rank 0 */
+    if (!gpu_bus_id(bus, sizeof(bus)))
         return;
-    if (!c->GetDeviceCount || c->GetDeviceCount(&devices) != cudaSuccess)
+    if (p3d_env_test_hostname())
+        snprintf(host, sizeof(host), "%s", p3d_env_test_hostname());
+    else
+        gethostname(host, sizeof(host) - 1);
+    snprintf(dir, sizeof(dir), "%s/%s", cfg->dir, cfg->job_id);
+    if (!p3d_gpu_shared_claim(dir, host, bus))
         return;
-    per = p3d_gpu_ranks_per_device(local, devices);
-    if (per < 2)
-        return;
-    p3d_warn_once("gpu_shared", "%d ranks on this node share %d visible "
-                  "GPU(s); CUPTI kernel tracing slows GPUs that processes "
+    p3d_warn_once("gpu_shared", "processes of this job share GPU %s on %s; "
+                  "CUPTI kernel tracing slows GPUs that processes "
                   "time-slice (measured +49%% step time, 8 ranks on one "
                   "GPU; CUDA events +6%%): set %s=events (no compute "
                   "timeline) or off if the step time matters",
-                  local, devices, P3D_ENV_GPU_TIMING);
+                  bus, host, P3D_ENV_GPU_TIMING);
 }

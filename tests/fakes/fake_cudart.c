@@ -128,6 +128,15 @@ FAKE_API cudaError_t cudaSetDevice(int device)
     return cudaSuccess;
 }
 
+/* One bus id per device index, as on a real node. */
+FAKE_API cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int device)
+{
+    if (!bus || len < 13 || device < 0 || device >= fake_ndev())
+        return fake_ret(cudaErrorInvalidValue);
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", 0x10 + device);
+    return cudaSuccess;
+}
+
 FAKE_API cudaError_t cudaDeviceSynchronize(void)
 {
     if (fake_async())

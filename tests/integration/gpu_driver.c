@@ -101,11 +101,14 @@ static int rank_main(int rank, int n, const char *idfile)
     float *buf;
     size_t count = 1 << 16;
     FILE *f = fopen(idfile, "rb");
+    const char *spread;
     int k;
 
     CHECK(f && fread(&id, sizeof(id), 1, f) == 1);
     fclose(f);
-    CHECK(cudaSetDevice(0) == cudaSuccess);
+    /* P3D_GPU_DRIVER_SPREAD=1: rank r on device r, else all on device 0 */
+    spread = getenv("P3D_GPU_DRIVER_SPREAD");
+    CHECK(cudaSetDevice(spread && *spread == '1' ? rank : 0) == cudaSuccess);
     CHECK(cudaStreamCreate(&s) == cudaSuccess);
     CHECK(cudaStreamCreate(&cs) == cudaSuccess);
     CHECK(cudaMalloc((void **)&buf, count * sizeof(float)) == cudaSuccess);
@@ -152,7 +155,6 @@ static int nccl_main(char **argv, int n)
         if (pids[i] == 0) {
             snprintf(buf, sizeof(buf), "%d", i);
             setenv("RANK", buf, 1);
-            setenv("LOCAL_RANK", buf, 1);     /* one node, like torchrun */
             setenv("P3D_GPU_DRIVER_RANK", buf, 1);
             snprintf(buf, sizeof(buf), "%d", n);
             setenv("WORLD_SIZE", buf, 1);

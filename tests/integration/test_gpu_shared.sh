@@ -1,20 +1,20 @@
 #!/bin/sh
 # The shared-GPU warning (shim/p3d_gpu_shared.c), over the fakes: 2 ranks
-# of gpu_driver nccl.  With LOCAL_WORLD_SIZE=2 and one visible GPU, CUPTI
-# chosen by default must say once, from local rank 0 only, that the ranks
-# time-slice one GPU; not with two GPUs, not with P3D_GPU_TIMING=events or
-# an explicit cupti, and not when the launcher gives no LOCAL_WORLD_SIZE.
+# of gpu_driver nccl.  Both ranks on device 0 with CUPTI chosen by default:
+# exactly one line for the job, naming the GPU's bus id.  Not when the
+# ranks use devices 0 and 1, not with P3D_GPU_TIMING=events, and not when
+# cupti was asked for explicitly.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
-# run NAME NDEV TIMING LOCAL_WORLD_SIZE: count of the warning's lines
+# run NAME SPREAD TIMING: count of the warning's lines of both ranks
 run() {
     d="$tmp/$1"; mkdir -p "$d"
     P3D_FAKE_SHM_DIR="$d" P3D_TRACE_DIR="$d" P3D_JOB_ID="$1" \
-    P3D_FAKE_NDEV="$2" P3D_GPU_TIMING="$3" LOCAL_WORLD_SIZE="$4" \
+    P3D_GPU_DRIVER_SPREAD="$2" P3D_GPU_TIMING="$3" \
     LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
-        timeout 60 "$drv" nccl 2 2> "$d/err" || { cat "$d/err"; exit 1; }
-    grep -c "share 1 visible GPU" "$d/err" || true
+        timeout 60 "$drv" nccl 2 2> "$d/err" || { cat "$d/err" >&2; exit 1; }
+    grep -c "share GPU 0000:10:00.0 on " "$d/err" || true
 }
 fail=0
 expect() {
@@ -24,9 +24,8 @@ expect() {
         echo "ok   $1: $2 warning lines"
     fi
 }
-expect "2 ranks, 1 GPU, auto" "$(run shared 1 auto 2)" 1
-expect "2 ranks, 2 GPUs, auto" "$(run apart 2 auto 2)" 0
-expect "2 ranks, 1 GPU, events" "$(run events 1 events 2)" 0
-expect "2 ranks, 1 GPU, cupti asked for" "$(run asked 1 cupti 2)" 0
-expect "no LOCAL_WORLD_SIZE" "$(run unknown 1 auto "")" 0
+expect "2 ranks on device 0, auto" "$(run shared "" auto)" 1
+expect "2 ranks on devices 0 and 1, auto" "$(run apart 1 auto)" 0
+expect "2 ranks on device 0, events" "$(run events "" events)" 0
+expect "2 ranks on device 0, cupti asked for" "$(run asked "" cupti)" 0
 exit $fail

@@ -13,7 +13,8 @@
 # log knows no op ids: kernels are matched to launch units in order);
 # and with P3D_CUPTI_DRIVER=0 (the shim leaves CUPTI's driver-API kind
 # off, so the fake, like CUPTI, attaches no external correlation records
-# and launch order must link the kernels).
+# and launch order must link the kernels).  The ranks use devices 0 and 1
+# (P3D_GPU_DRIVER_SPREAD), so no warning at all is allowed.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
@@ -23,7 +24,7 @@ nodrv=; [ $job = nodriver ] && nodrv=0
 async=; [ $job = async ] && async=1
 P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
 P3D_FAKE_CUPTI_NO_EXT=$noext P3D_FAKE_ASYNC=$async P3D_CUPTI_DRIVER=$nodrv \
-P3D_FAKE_CUPTI_KINDS="$tmp/$job.kinds" \
+P3D_FAKE_CUPTI_KINDS="$tmp/$job.kinds" P3D_GPU_DRIVER_SPREAD=1 \
 P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
 LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
     timeout 60 "$drv" nccl 2 2> "$tmp/err"
