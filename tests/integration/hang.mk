@@ -22,3 +22,13 @@ TEST_DEPS += $(HANG_SIGDRV)
 hang-matrix: all $(TEST_DEPS)
 	P3D_BUILD=$(abspath $(BUILD)) P3D_SRC=$(CURDIR) HANG_MATRIX=full \
 		sh tests/integration/test_hang_matrix.sh
+
+# LD_PRELOAD counter of trace-file opens (test_hang_fastpath.sh)
+OPEN_COUNT := $(BUILD)/tests/libopen_count.so
+
+$(OPEN_COUNT): tests/integration/open_count.c
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) $(P3D_CFLAGS) -fPIC -shared -o $@ $< \
+		$(P3D_LDFLAGS) -ldl
+
+TEST_DEPS += $(OPEN_COUNT)
