@@ -174,6 +174,28 @@ static long p3d_join_lookup(struct p3d_jgrp *g, uint64_t seq)
     return p3d_map_get(&g->idx, seq);
 }
 
+/* The slot columns from capacity cap to g->cap_rec; f is zero past the
+ * records (so a new record has no slot present). */
+static void p3d_join_regrow(struct p3d_jgrp *g, size_t cap, size_t m)
+{
+    size_t nc = g->cap_rec, n = g->n_rec;
+    int64_t *s = p3d_xmalloc(nc * m * sizeof(*s));
+    int64_t *e = p3d_xmalloc(nc * m * sizeof(*e));
+    uint8_t *f = p3d_xcalloc(nc * m, 1);
+
+    for (size_t sl = 0; sl < m && n; sl++) {
+        memcpy(s + sl * nc, g->s + sl * cap, n * sizeof(*s));
+        memcpy(e + sl * nc, g->e + sl * cap, n * sizeof(*e));
+        memcpy(f + sl * nc, g->f + sl * cap, n);
+    }
+    free(g->s);
+    free(g->e);
+    free(g->f);
+    g->s = s;
+    g->e = e;
+    g->f = f;
+}
+
 static size_t p3d_join_new(struct p3d_jgrp *g, uint64_t seq)
 {
     size_t k = g->n_rec, m = (size_t)g->m, cap = g->cap_rec;
@@ -183,13 +205,9 @@ static size_t p3d_join_new(struct p3d_jgrp *g, uint64_t seq)
         p3d_join_lookup(g, seq); /* builds the map */
     }
     g->cap_rec = p3d_grow((void **)&g->rec, cap, k, sizeof(*g->rec));
-    if (g->cap_rec != cap) {
-        g->s = p3d_xrealloc(g->s, g->cap_rec * m, sizeof(*g->s));
-        g->e = p3d_xrealloc(g->e, g->cap_rec * m, sizeof(*g->e));
-        g->f = p3d_xrealloc(g->f, g->cap_rec * m, 1);
-    }
+    if (g->cap_rec != cap)
+        p3d_join_regrow(g, cap, m);
     memset(&g->rec[k], 0, sizeof(g->rec[k]));
-    memset(g->f + k * m, 0, m);
     g->rec[k].seq = seq;
     g->rec[k].ckey = UINT64_MAX;
     if (!g->sorted)
@@ -228,7 +246,7 @@ static void p3d_join_put(struct p3d_jgrp *g, size_t k, int s, int ti,
                          uint32_t oi, const struct p3d_top *o)
 {
     struct p3d_jrec *r = &g->rec[k];
-    size_t x = k * (size_t)g->m + (size_t)s;
+    size_t x = p3d_jx(g, k, s);
     uint64_t key = (uint64_t)ti << 32 | oi;
 
     if ((g->f[x] & 1) && g->src < 0) {
