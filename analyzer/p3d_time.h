@@ -245,6 +245,12 @@ struct p3d_jgrp {
     uint8_t *f;          /* likewise: 1 present, 2 GPU time */
     struct p3d_map idx;  /* seq -> record, once seqs come out of order */
     int sorted, local, live, mark;
+    int slot, slot_gen;  /* slot of the rank being merged, if gen */
+};
+
+#define P3D_JCHAN_CACHE 16
+struct p3d_jchan { /* a channel looked up lately */
+    int gcomm, src, dst, k;
 };
 
 /*
@@ -274,6 +280,7 @@ struct p3d_join {
     int *rank_tl;         /* [world] timeline of a global rank, -1 */
     int world;
     struct p3d_map chan;  /* (gcomm, src, dst) -> group */
+    struct p3d_jchan cc[P3D_JCHAN_CACHE]; /* the same, recent ones */
     uint8_t *done;        /* [t->n] merged */
     int *touched;
     size_t n_touched, cap_touched;

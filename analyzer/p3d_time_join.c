@@ -40,6 +40,8 @@ void p3d_join_init(struct p3d_join *j, const struct p3d_job *job,
         if (t->tl[i].rank >= 0)
             j->rank_tl[t->tl[i].rank] = i;
     j->done = p3d_xcalloc((size_t)t->n + 1, 1);
+    for (int i = 0; i < P3D_JCHAN_CACHE; i++)
+        j->cc[i].k = -1;
 }
 
 static int p3d_join_tl(const struct p3d_join *j, int rank)
@@ -118,15 +120,20 @@ static int p3d_join_chan(struct p3d_join *j, int gcomm, int src, int dst)
 {
     uint64_t key = p3d_jmix(p3d_jmix(p3d_jmix(3, (uint64_t)gcomm),
                                      (uint64_t)src), (uint64_t)dst);
-    int k = p3d_map_get(&j->chan, key);
+    struct p3d_jchan *c = &j->cc[key % P3D_JCHAN_CACHE];
+    int k;
 
-    if (k >= 0)
-        return k;
-    k = p3d_join_group(j, gcomm, src, dst, 2);
-    j->g[k].tl[0] = p3d_join_tl(j, src);
-    j->g[k].tl[1] = p3d_join_tl(j, dst);
-    p3d_join_local(j, &j->g[k]);
-    p3d_map_put(&j->chan, key, k);
+    if (c->k >= 0 && c->gcomm == gcomm && c->src == src && c->dst == dst)
+        return c->k;
+    k = p3d_map_get(&j->chan, key);
+    if (k < 0) {
+        k = p3d_join_group(j, gcomm, src, dst, 2);
+        j->g[k].tl[0] = p3d_join_tl(j, src);
+        j->g[k].tl[1] = p3d_join_tl(j, dst);
+        p3d_join_local(j, &j->g[k]);
+        p3d_map_put(&j->chan, key, k);
+    }
+    *c = (struct p3d_jchan){gcomm, src, dst, k};
     return k;
 }
 
@@ -286,7 +293,11 @@ static void p3d_join_op(struct p3d_join *j, int ti, uint32_t oi,
         s = send ? 0 : 1;
     } else {
         k = p3d_join_coll(j, o->gcomm);
-        if ((s = p3d_join_slot(j, &j->g[k], ti)) < 0)
+        if (j->g[k].slot_gen != j->gen) { /* once per rank and group */
+            j->g[k].slot = p3d_join_slot(j, &j->g[k], ti);
+            j->g[k].slot_gen = j->gen;
+        }
+        if ((s = j->g[k].slot) < 0)
             return; /* not a member: no slot to put it in */
     }
     if (j->skip_local && j->g[k].local)
