@@ -131,6 +131,7 @@ static void test_instances_fold_when_complete(void **state)
     p3d_join_rank(&f.j, 1);
     assert_int_equal(f.sn.inst, N); /* folded once both are merged */
     assert_int_equal(f.sn.bad, 0);
+    assert_int_equal(f.sn.dup, 0); /* each rank in its own slot */
     assert_false(f.j.g[0].live); /* and freed */
     assert_null(f.j.g[0].rec);
     teardown(&f);
