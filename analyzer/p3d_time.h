@@ -246,6 +246,7 @@ struct p3d_jgrp {
     struct p3d_map idx;  /* seq -> record, once seqs come out of order */
     int sorted, local, live, mark;
     int slot, slot_gen;  /* slot of the rank being merged, if gen */
+    size_t hint;         /* records expected (first allocation) */
 };
 
 #define P3D_JCHAN_CACHE 16

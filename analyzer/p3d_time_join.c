@@ -92,6 +92,23 @@ static const int *p3d_join_members(const struct p3d_join *j, int gcomm,
     return j->job->comms[gcomm].members;
 }
 
+/* Collectives per member of a communicator, from the scan's counts: the
+ * records its group will hold, allocated at once (growing column by
+ * column copies them all each time). */
+static size_t p3d_join_hint(const struct p3d_join *j, int gcomm)
+{
+    const struct p3d_gcomm *c;
+    uint64_t n = 0;
+
+    if (!j->job->comms || gcomm >= j->job->n_comms)
+        return 0;
+    c = &j->job->comms[gcomm];
+    for (int op = 0; op < P3D_OP_COUNT; op++)
+        n += P3D_OP_IS_P2P(op) ? 0 : c->st[op].calls;
+    n /= (uint64_t)(c->n_members > 0 ? c->n_members : 1);
+    return n < (1u << 26) ? (size_t)n + 1 : 0;
+}
+
 /* Group of a collective communicator: a slot per known member (every
  * timeline when the communicator has no member list). */
 static int p3d_join_coll(struct p3d_join *j, int gcomm)
@@ -109,6 +126,7 @@ static int p3d_join_coll(struct p3d_join *j, int gcomm)
         return k;
     m = n > 0 ? n : j->t->n;
     k = p3d_join_group(j, gcomm, -1, -1, m);
+    j->g[k].hint = p3d_join_hint(j, gcomm);
     for (int s = 0; s < m; s++)
         j->g[k].tl[s] = n > 0 ? p3d_join_tl(j, mem[s]) : s;
     p3d_join_local(j, &j->g[k]);
@@ -211,9 +229,11 @@ static size_t p3d_join_new(struct p3d_jgrp *g, uint64_t seq)
         g->sorted = 0;
         p3d_join_lookup(g, seq); /* builds the map */
     }
-    g->cap_rec = p3d_grow((void **)&g->rec, cap, k, sizeof(*g->rec));
-    if (g->cap_rec != cap)
+    if (k == cap) {
+        g->cap_rec = !cap && g->hint > 16 ? g->hint : cap ? 2 * cap : 16;
+        g->rec = p3d_xrealloc(g->rec, g->cap_rec, sizeof(*g->rec));
         p3d_join_regrow(g, cap, m);
+    }
     memset(&g->rec[k], 0, sizeof(g->rec[k]));
     g->rec[k].seq = seq;
     g->rec[k].ckey = UINT64_MAX;
