@@ -169,8 +169,9 @@ void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
                      const struct p3d_jgrp *g, size_t k)
 {
     struct p3d_tl *rt = &t->tl[g->tl[1]], *st = &t->tl[g->tl[0]];
-    int64_t ss = g->s[2 * k], se = g->e[2 * k];
-    int64_t rs = g->s[2 * k + 1], re = g->e[2 * k + 1];
+    size_t xs = p3d_jx(g, k, 0), xr = p3d_jx(g, k, 1);
+    int64_t ss = g->s[xs], se = g->e[xs];
+    int64_t rs = g->s[xr], re = g->e[xr];
     struct p3d_split sp;
     int j;
 

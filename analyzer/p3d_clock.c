@@ -86,7 +86,7 @@ static void p3d_clock_inst(struct p3d_join *j, const struct p3d_jgrp *g,
 
     c->gen++;
     for (int sl = g->m - 1; sl >= 0; sl--) {
-        size_t x = k * (size_t)g->m + (size_t)sl;
+        size_t x = p3d_jx(g, k, sl);
         int h;
         int64_t sh, s, e;
         if (!(g->f[x] & 1))
@@ -123,14 +123,15 @@ static void p3d_clock_pair(struct p3d_join *j, const struct p3d_jgrp *g,
 {
     const struct p3d_time_res *t = j->t;
     struct p3d_cscr *c = j->ctx;
+    size_t xs = p3d_jx(g, k, 0), xr = p3d_jx(g, k, 1);
     int hs, hr;
 
-    if (!(g->f[2 * k] & 1) || !(g->f[2 * k + 1] & 1))
+    if (!(g->f[xs] & 1) || !(g->f[xr] & 1))
         return;
     hs = t->tl[g->tl[0]].host;
     hr = t->tl[g->tl[1]].host;
     p3d_clock_bound(c->lo, c->cnt, t->n_hosts, hs, hr,
-                    g->s[2 * k] + t->hosts[hs].shift - g->e[2 * k + 1] -
+                    g->s[xs] + t->hosts[hs].shift - g->e[xr] -
                         t->hosts[hr].shift);
 }
 
@@ -195,9 +196,11 @@ static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
 int p3d_clock_violates(const struct p3d_time_res *t, const struct p3d_jgrp *g,
                        size_t k)
 {
-    return (g->f[2 * k] & 1) && (g->f[2 * k + 1] & 1) &&
+    size_t xs = p3d_jx(g, k, 0), xr = p3d_jx(g, k, 1);
+
+    return (g->f[xs] & 1) && (g->f[xr] & 1) &&
            t->tl[g->tl[0]].host != t->tl[g->tl[1]].host &&
-           g->e[2 * k + 1] < g->s[2 * k];
+           g->e[xr] < g->s[xs];
 }
 
 static void p3d_clock_check(struct p3d_join *j, const struct p3d_jgrp *g,

@@ -9,6 +9,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,10 +284,27 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
     return p3d_n_errors ? P3D_EXIT_BAD : 0;
 }
 
+/*
+ * Buffers of a few MB (a rank's ops, a group's instances) are allocated
+ * and freed rank after rank.  glibc maps each one afresh by default
+ * (faulting in and zeroing every page again, which costs more than the
+ * analysis of the rank on a VM) and only learns a higher threshold from
+ * the first such free; keep them in the heap instead, and keep freed
+ * memory for the next rank.
+ */
+static void p3d_malloc_tune(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 16 << 20);
+}
+
 int main(int argc, char **argv)
 {
     struct p3d_opts o;
     int ret = 0;
+
+    p3d_malloc_tune();
 
     if (p3d_parse_args(argc, argv, &o) < 0)
         return P3D_EXIT_BAD;

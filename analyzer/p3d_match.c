@@ -250,23 +250,94 @@ static void p3d_on_p2p(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
                 send ? r->dtype : o->dtype);
 }
 
-void p3d_matcher_op(struct p3d_matcher *m, int rank, int comm_rank,
-                    const struct p3d_rec_op *o)
+/* Whether an op is matched at all (checked before taking a lock). */
+static int p3d_match_wanted(int comm_rank, const struct p3d_rec_op *o)
 {
-    struct p3d_shard *sh = p3d_shard_of(m, o->comm_hash);
-    struct p3d_mcomm *c;
-
     if (o->op >= P3D_OP_COUNT || o->seq >= P3D_MAX_SEQ)
-        return;
-    if (P3D_OP_IS_P2P(o->op) && (o->peer < 0 || comm_rank < 0))
-        return;
-    pthread_mutex_lock(&sh->lock);
-    c = p3d_mcomm_get(sh, o->comm_hash);
+        return 0;
+    return !P3D_OP_IS_P2P(o->op) || (o->peer >= 0 && comm_rank >= 0);
+}
+
+/* One op into its shard, whose lock the caller holds. */
+static void p3d_match_locked(struct p3d_shard *sh, int rank, int comm_rank,
+                             const struct p3d_rec_op *o)
+{
+    struct p3d_mcomm *c = p3d_mcomm_get(sh, o->comm_hash);
+
     if (P3D_OP_IS_P2P(o->op))
         p3d_on_p2p(sh, c, rank, comm_rank, o);
     else
         p3d_on_coll(sh, c, rank, o);
+}
+
+void p3d_matcher_op(struct p3d_matcher *m, int rank, int comm_rank,
+                    const struct p3d_rec_op *o)
+{
+    struct p3d_shard *sh = p3d_shard_of(m, o->comm_hash);
+
+    if (!p3d_match_wanted(comm_rank, o))
+        return;
+    pthread_mutex_lock(&sh->lock);
+    p3d_match_locked(sh, rank, comm_rank, o);
     pthread_mutex_unlock(&sh->lock);
+}
+
+void p3d_mbatch_add(struct p3d_mbatch *b, int comm_rank,
+                    const struct p3d_rec_op *o)
+{
+    if (!p3d_match_wanted(comm_rank, o))
+        return;
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 1024;
+        b->o = p3d_xrealloc(b->o, b->cap, sizeof(*b->o));
+        b->crank = p3d_xrealloc(b->crank, b->cap, sizeof(*b->crank));
+        b->idx = p3d_xrealloc(b->idx, b->cap, sizeof(*b->idx));
+    }
+    b->o[b->n] = *o;
+    b->crank[b->n++] = comm_rank;
+}
+
+/* b->idx: the batch's ops grouped by shard, in arrival order within a
+ * shard (a counting sort); start[s]..start[s + 1] is shard s. */
+static void p3d_mbatch_sort(struct p3d_matcher *m, struct p3d_mbatch *b,
+                            uint32_t *start)
+{
+    uint32_t at[P3D_SHARDS];
+
+    memset(start, 0, (P3D_SHARDS + 1) * sizeof(*start));
+    for (size_t i = 0; i < b->n; i++)
+        start[p3d_shard_of(m, b->o[i].comm_hash) - m->shard + 1]++;
+    for (int s = 0; s < P3D_SHARDS; s++)
+        start[s + 1] += start[s];
+    memcpy(at, start, sizeof(at));
+    for (size_t i = 0; i < b->n; i++)
+        b->idx[at[p3d_shard_of(m, b->o[i].comm_hash) - m->shard]++] =
+            (uint32_t)i;
+}
+
+void p3d_matcher_flush(struct p3d_matcher *m, int rank, struct p3d_mbatch *b)
+{
+    uint32_t start[P3D_SHARDS + 1];
+
+    p3d_mbatch_sort(m, b, start);
+    for (int s = 0; s < P3D_SHARDS; s++) {
+        if (start[s] == start[s + 1])
+            continue;
+        pthread_mutex_lock(&m->shard[s].lock);
+        for (uint32_t k = start[s]; k < start[s + 1]; k++)
+            p3d_match_locked(&m->shard[s], rank, b->crank[b->idx[k]],
+                             &b->o[b->idx[k]]);
+        pthread_mutex_unlock(&m->shard[s].lock);
+    }
+    b->n = 0;
+}
+
+void p3d_mbatch_free(struct p3d_mbatch *b)
+{
+    free(b->o);
+    free(b->crank);
+    free(b->idx);
+    memset(b, 0, sizeof(*b));
 }
 
 /* Global rank of comm rank cr of the communicator with this hash. */

@@ -45,6 +45,28 @@ struct p3d_matcher *p3d_matcher_new(void);
  * comm_rank.  Thread-safe. */
 void p3d_matcher_op(struct p3d_matcher *m, int rank, int comm_rank,
                     const struct p3d_rec_op *o);
+/*
+ * A reader thread's batch of op records of one rank: the matcher takes
+ * them a shard at a time, one lock per shard and batch instead of one
+ * per op (two threads scanning neighbouring ranks share communicators,
+ * so per-op locks made the scan slower on two cores than on one).
+ * Ops of one communicator keep their order; the order across
+ * communicators does not matter (see above).
+ */
+struct p3d_mbatch {
+    struct p3d_rec_op *o;
+    int32_t *crank; /* comm rank of each op */
+    uint32_t *idx;  /* the sort by shard */
+    size_t n, cap;
+};
+#define P3D_MBATCH_OPS 4096 /* a caller flushes at this many */
+/* Add an op (copied) of the batch's rank; skips ops never matched. */
+void p3d_mbatch_add(struct p3d_mbatch *b, int comm_rank,
+                    const struct p3d_rec_op *o);
+/* Match the batch's ops (global rank `rank`) and empty it.  Thread-safe. */
+void p3d_matcher_flush(struct p3d_matcher *m, int rank,
+                       struct p3d_mbatch *b);
+void p3d_mbatch_free(struct p3d_mbatch *b);
 /* After the communicators are joined: unmatched sends/recvs, members
  * behind, global ranks for P2P pairs; fills job->match, frees m. */
 void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job);

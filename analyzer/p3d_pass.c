@@ -23,6 +23,18 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
+/*
+ * Loading and the per-rank analysis run in every thread; merging is one
+ * rank at a time in `order`.  A loaded rank waiting for its turn keeps
+ * its loading buffers (ready[k]) and the thread goes on to the next rank
+ * with buffers from the pool; whichever thread finds the rank of the
+ * turn ready merges it (and the ones ready after it), so no thread
+ * waits while another is still loading an earlier rank.  A thread takes
+ * buffers before it takes a rank, so the rank of the turn always has
+ * some: the pool cannot run dry with that rank unloaded.
+ */
+#define P3D_PASS_SPARE 2 /* loaded ranks that may wait beyond the threads */
+
 struct p3d_pass {
     struct p3d_job *job;
     struct p3d_time_res *t;
@@ -30,6 +42,10 @@ struct p3d_pass {
     int which, next, pp;
     int *order; /* timelines in the order they are read and merged */
     int turn;   /* position (in order) of the rank merged next */
+    int merging; /* a thread is merging */
+    struct p3d_tload **ready; /* [n]: loaded, waiting to be merged */
+    struct p3d_tload **pool;  /* free buffers */
+    int n_pool;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -42,7 +58,8 @@ static int p3d_pass_mono(const struct p3d_tl *tl)
     return 1;
 }
 
-static void p3d_pass_rank(struct p3d_pass *p, struct p3d_tload *ld, int k)
+/* Load rank order[k] into ld and analyse it on its own. */
+static void p3d_pass_load(struct p3d_pass *p, struct p3d_tload *ld, int k)
 {
     int i = p->order[k];
     struct p3d_tl *tl = &p->t->tl[i];
@@ -58,26 +75,53 @@ static void p3d_pass_rank(struct p3d_pass *p, struct p3d_tload *ld, int k)
     } else if (p->t->hosts[tl->host].shift) {
         p3d_time_shift_ops(tl, p->t->hosts[tl->host].shift);
     }
-    pthread_mutex_lock(&p->mu);
-    while (p->turn != k)
-        pthread_cond_wait(&p->cv, &p->mu);
-    if (p->join)
-        p3d_join_rank(p->join, i);
-    p->turn++;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    p3d_time_unload(tl, ld);
+}
+
+/* Merge the ranks of the turn that are ready, in order (p->mu held;
+ * released while merging). */
+static void p3d_pass_merge(struct p3d_pass *p)
+{
+    struct p3d_tload *ld;
+
+    if (p->merging)
+        return;
+    p->merging = 1;
+    while (p->turn < p->t->n && (ld = p->ready[p->turn])) {
+        int i = p->order[p->turn];
+        p->ready[p->turn] = NULL;
+        pthread_mutex_unlock(&p->mu);
+        if (p->join)
+            p3d_join_rank(p->join, i);
+        p3d_time_unload(&p->t->tl[i], ld);
+        pthread_mutex_lock(&p->mu);
+        p->pool[p->n_pool++] = ld;
+        p->turn++;
+        pthread_cond_broadcast(&p->cv);
+    }
+    p->merging = 0;
 }
 
 static void *p3d_pass_worker(void *arg)
 {
     struct p3d_pass *p = arg;
-    struct p3d_tload *ld = p3d_tload_new();
-    int k;
 
-    while ((k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->t->n)
-        p3d_pass_rank(p, ld, k);
-    p3d_tload_free(ld);
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        struct p3d_tload *ld;
+        int k;
+        while (!p->n_pool && p->next < p->t->n)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->next >= p->t->n)
+            break;
+        ld = p->pool[--p->n_pool];
+        k = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        p3d_pass_load(p, ld, k);
+        pthread_mutex_lock(&p->mu);
+        p->ready[k] = ld;
+        p3d_pass_merge(p);
+    }
+    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -133,13 +177,33 @@ static void p3d_pass_order(struct p3d_pass *p)
     free(key);
 }
 
+static void p3d_pass_alloc(struct p3d_pass *p, int threads)
+{
+    p->ready = p3d_xcalloc((size_t)p->t->n + 1, sizeof(*p->ready));
+    p->n_pool = threads + (threads > 1 ? P3D_PASS_SPARE : 0);
+    p->pool = p3d_xcalloc((size_t)p->n_pool, sizeof(*p->pool));
+    for (int i = 0; i < p->n_pool; i++)
+        p->pool[i] = p3d_tload_new();
+}
+
+static void p3d_pass_free(struct p3d_pass *p)
+{
+    for (int i = 0; i < p->n_pool; i++)
+        p3d_tload_free(p->pool[i]);
+    free(p->pool);
+    free(p->ready);
+    free(p->order);
+}
+
 /* Ranks in job->threads threads (the scan's count), group by group. */
 static void p3d_pass_run(struct p3d_pass *p)
 {
     pthread_t tid[64];
     int n = 0, want = p->job->threads > 64 ? 64 : p->job->threads;
 
+    want = want < 1 ? 1 : want;
     p3d_pass_order(p);
+    p3d_pass_alloc(p, want);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (; n < want - 1 && n < p->t->n - 1; n++)
@@ -150,7 +214,7 @@ static void p3d_pass_run(struct p3d_pass *p)
         pthread_join(tid[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
-    free(p->order);
+    p3d_pass_free(p);
 }
 
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)

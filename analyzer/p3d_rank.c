@@ -30,12 +30,27 @@ const char *const p3d_op_name[P3D_OP_COUNT] = {
 #undef P3D_X_OPNAME
 };
 
+/* A GPU_OP record as the scan keeps it: op_id and duration. */
+struct p3d_gdur {
+    uint64_t op_id, ns;
+};
+
+/*
+ * A reader thread's buffers, reused from rank to rank (a fresh rank
+ * would fault in and zero megabytes of new memory).  op_ref entries
+ * [0, op_hi) may be set; the rest are zero.
+ */
+struct p3d_scanbuf {
+    uint32_t *op_ref; /* op_id -> (rcomm index + 1) << 4 | op */
+    size_t op_cap, op_hi;
+    struct p3d_gdur *gpu; /* GPU records, resolved at the end */
+    size_t n_gpu, gpu_cap;
+    struct p3d_mbatch mb; /* ops on their way to the matcher */
+};
+
 struct p3d_scan {
     struct p3d_rank *r;
-    uint32_t *op_ref; /* op_id -> (rcomm index + 1) << 4 | op */
-    size_t op_cap;
-    struct p3d_rec_gpu_op *gpu; /* GPU records, resolved at the end */
-    size_t n_gpu, gpu_cap;
+    struct p3d_scanbuf *b;
 };
 
 static struct p3d_rcomm *p3d_rcomm_get(struct p3d_rank *r, uint64_t hash)
@@ -102,6 +117,17 @@ static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
         u->big_ar++;
 }
 
+static void p3d_scan_ref(struct p3d_scanbuf *b, uint64_t op_id,
+                         uint32_t ref)
+{
+    if (op_id >= b->op_cap)
+        b->op_cap = p3d_grow((void **)&b->op_ref, b->op_cap, (size_t)op_id,
+                             sizeof(*b->op_ref));
+    b->op_ref[op_id] = ref;
+    if (op_id >= b->op_hi)
+        b->op_hi = (size_t)op_id + 1;
+}
+
 static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
 {
     struct p3d_rank *r = s->r;
@@ -116,14 +142,14 @@ static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
     c->st[op].bytes += o->bytes;
     c->hist[p3d_hist_bucket(o->bytes)]++;
     p3d_usage_add(&c->use, o);
-    if (r->matcher)
-        p3d_matcher_op(r->matcher, r->rank,
-                       o->comm_rank >= 0 ? o->comm_rank : c->rank, o);
-    if (o->op_id < P3D_MAX_OP_INDEX && o->op_id < r->n_ops + P3D_OP_SLACK) {
-        s->op_cap = p3d_grow((void **)&s->op_ref, s->op_cap,
-                             (size_t)o->op_id, sizeof(*s->op_ref));
-        s->op_ref[o->op_id] = (uint32_t)(c - r->comms + 1) << 4 | op;
+    if (r->matcher) {
+        p3d_mbatch_add(&s->b->mb, o->comm_rank >= 0 ? o->comm_rank : c->rank,
+                       o);
+        if (s->b->mb.n >= P3D_MBATCH_OPS)
+            p3d_matcher_flush(r->matcher, r->rank, &s->b->mb);
     }
+    if (o->op_id < P3D_MAX_OP_INDEX && o->op_id < r->n_ops + P3D_OP_SLACK)
+        p3d_scan_ref(s->b, o->op_id, (uint32_t)(c - r->comms + 1) << 4 | op);
 }
 
 static void p3d_on_str(struct p3d_rank *r, const struct p3d_rec_str *s)
@@ -142,28 +168,38 @@ static void p3d_on_str(struct p3d_rank *r, const struct p3d_rec_str *s)
 
 static void p3d_on_gpu(struct p3d_scan *s, const struct p3d_rec_gpu_op *g)
 {
-    s->gpu_cap = p3d_grow((void **)&s->gpu, s->gpu_cap, s->n_gpu,
-                          sizeof(*s->gpu));
-    s->gpu[s->n_gpu++] = *g;
+    struct p3d_scanbuf *b = s->b;
+
+    if (g->gpu_end < g->gpu_start || !g->gpu_end)
+        return;
+    if (b->n_gpu >= b->gpu_cap)
+        b->gpu_cap = p3d_grow((void **)&b->gpu, b->gpu_cap, b->n_gpu,
+                              sizeof(*b->gpu));
+    b->gpu[b->n_gpu].op_id = g->op_id;
+    b->gpu[b->n_gpu++].ns = g->gpu_end - g->gpu_start;
 }
 
 /* Attribute GPU times to (comm, op); ops may follow their GPU record. */
 static void p3d_resolve_gpu(struct p3d_scan *s)
 {
-    for (size_t i = 0; i < s->n_gpu; i++) {
-        const struct p3d_rec_gpu_op *g = &s->gpu[i];
+    struct p3d_scanbuf *b = s->b;
+
+    for (size_t i = 0; i < b->n_gpu; i++) {
+        uint64_t id = b->gpu[i].op_id;
         uint32_t ref;
         struct p3d_opstat *st;
 
-        if (g->op_id >= s->op_cap || !(ref = s->op_ref[g->op_id]) ||
-            g->gpu_end < g->gpu_start || !g->gpu_end)
+        if (id >= b->op_hi || !(ref = b->op_ref[id]))
             continue;
         st = &s->r->comms[(ref >> 4) - 1].st[ref & 15];
         st->gpu_calls++;
-        st->gpu_ns += g->gpu_end - g->gpu_start;
+        st->gpu_ns += b->gpu[i].ns;
         st->gpu_bytes += st->calls ? st->bytes / st->calls : 0;
         s->r->n_gpu_ops++;
     }
+    b->n_gpu = 0;
+    memset(b->op_ref, 0, b->op_hi * sizeof(*b->op_ref));
+    b->op_hi = 0;
 }
 
 static void p3d_dispatch(struct p3d_scan *s, const struct p3d_rec_hdr *h)
@@ -199,9 +235,10 @@ static void p3d_rank_note_tail(struct p3d_rank *r, const struct p3d_reader *rd)
                  : "not closed cleanly (process killed?)", r->n_records);
 }
 
-int p3d_rank_scan_reader(struct p3d_rank *r, struct p3d_reader *rd)
+static int p3d_rank_scan_buf(struct p3d_rank *r, struct p3d_reader *rd,
+                             struct p3d_scanbuf *b)
 {
-    struct p3d_scan s = {r, NULL, 0, NULL, 0, 0};
+    struct p3d_scan s = {r, b};
     const struct p3d_rec_hdr *h;
     int n;
 
@@ -215,14 +252,32 @@ int p3d_rank_scan_reader(struct p3d_rank *r, struct p3d_reader *rd)
     r->corrupt = n < 0;
     if (n < 0 && rd->bad_off < rd->hdr.data_off + 64 && r->n_records == 0)
         r->failed = 1;
+    if (r->matcher && b->mb.n)
+        p3d_matcher_flush(r->matcher, r->rank, &b->mb);
     p3d_resolve_gpu(&s);
     p3d_rank_note_tail(r, rd);
-    free(s.op_ref);
-    free(s.gpu);
     return r->failed ? -1 : 0;
 }
 
-int p3d_rank_scan(struct p3d_rank *r)
+static void p3d_scanbuf_free(struct p3d_scanbuf *b)
+{
+    free(b->op_ref);
+    free(b->gpu);
+    p3d_mbatch_free(&b->mb);
+}
+
+int p3d_rank_scan_reader(struct p3d_rank *r, struct p3d_reader *rd)
+{
+    struct p3d_scanbuf b;
+    int ret;
+
+    memset(&b, 0, sizeof(b));
+    ret = p3d_rank_scan_buf(r, rd, &b);
+    p3d_scanbuf_free(&b);
+    return ret;
+}
+
+static int p3d_rank_scan_with(struct p3d_rank *r, struct p3d_scanbuf *b)
 {
     struct p3d_reader rd;
     int ret = p3d_reader_open(&rd, r->path);
@@ -232,8 +287,19 @@ int p3d_rank_scan(struct p3d_rank *r)
         snprintf(r->err, sizeof(r->err), "%s", rd.msg);
         return -1;
     }
-    ret = p3d_rank_scan_reader(r, &rd);
+    ret = p3d_rank_scan_buf(r, &rd, b);
     p3d_reader_close(&rd);
+    return ret;
+}
+
+int p3d_rank_scan(struct p3d_rank *r)
+{
+    struct p3d_scanbuf b;
+    int ret;
+
+    memset(&b, 0, sizeof(b));
+    ret = p3d_rank_scan_with(r, &b);
+    p3d_scanbuf_free(&b);
     return ret;
 }
 
@@ -253,11 +319,14 @@ struct p3d_pool {
 static void *p3d_scan_worker(void *arg)
 {
     struct p3d_pool *p = arg;
+    struct p3d_scanbuf b;
     int i;
 
+    memset(&b, 0, sizeof(b));
     while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
            p->job->n_ranks)
-        p3d_rank_scan(&p->job->ranks[i]);
+        p3d_rank_scan_with(&p->job->ranks[i], &b);
+    p3d_scanbuf_free(&b);
     return NULL;
 }
 

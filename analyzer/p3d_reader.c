@@ -339,6 +339,21 @@ static int p3d_check_rec(struct p3d_reader *rd, const struct p3d_rec_hdr *r)
     return 1;
 }
 
+/* The records of nearly every op (an op and its GPU times) inside the
+ * current chunk, not its first: valid without p3d_check_rec's walk. */
+static int p3d_rec_common(const struct p3d_reader *rd,
+                          const struct p3d_rec_hdr *r)
+{
+    unsigned len = r->len;
+
+    if (len % P3D_REC_ALIGN || rd->off == rd->chunk ||
+        rd->off + len > rd->chunk_end)
+        return 0;
+    return (r->tag == P3D_REC_OP && len >= sizeof(struct p3d_rec_op)) ||
+           (r->tag == P3D_REC_GPU_OP &&
+            len >= sizeof(struct p3d_rec_gpu_op));
+}
+
 int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec)
 {
     for (;;) {
@@ -358,6 +373,12 @@ int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec)
             continue;
         }
         r = (const struct p3d_rec_hdr *)p3d_at(rd, rd->off);
+        if (p3d_rec_common(rd, r)) {
+            rd->off += r->len;
+            rd->n_records++;
+            *rec = r;
+            return 1;
+        }
         ok = p3d_check_rec(rd, r);
         if (ok < 0) {
             rd->corrupt = 1;

@@ -241,11 +241,29 @@ struct p3d_jgrp {
     size_t *cur;         /* [m] record expected next from each slot */
     struct p3d_jrec *rec;
     size_t n_rec, cap_rec;
-    int64_t *s, *e;      /* [n_rec * m] */
-    uint8_t *f;          /* [n_rec * m]: 1 present, 2 GPU time */
+    int64_t *s, *e;      /* [m * cap_rec], slot after slot: p3d_jx */
+    uint8_t *f;          /* likewise: 1 present, 2 GPU time */
     struct p3d_map idx;  /* seq -> record, once seqs come out of order */
     int sorted, local, live, mark;
+    int slot, slot_gen;  /* slot of the rank being merged, if gen */
+    size_t hint;         /* records expected (first allocation) */
 };
+
+#define P3D_JCHAN_CACHE 16
+struct p3d_jchan { /* a channel looked up lately */
+    int gcomm, src, dst, k;
+};
+
+/*
+ * Index of slot sl of record k in s, e and f.  Slot-major: a rank fills
+ * one slot of record after record, so its writes are consecutive (with
+ * m slots per record side by side every op took a cache miss in each
+ * array).
+ */
+static inline size_t p3d_jx(const struct p3d_jgrp *g, size_t k, int sl)
+{
+    return (size_t)sl * g->cap_rec + k;
+}
 
 struct p3d_join;
 typedef void (*p3d_jfold)(struct p3d_join *j, const struct p3d_jgrp *g,
@@ -263,6 +281,7 @@ struct p3d_join {
     int *rank_tl;         /* [world] timeline of a global rank, -1 */
     int world;
     struct p3d_map chan;  /* (gcomm, src, dst) -> group */
+    struct p3d_jchan cc[P3D_JCHAN_CACHE]; /* the same, recent ones */
     uint8_t *done;        /* [t->n] merged */
     int *touched;
     size_t n_touched, cap_touched;

@@ -40,6 +40,8 @@ void p3d_join_init(struct p3d_join *j, const struct p3d_job *job,
         if (t->tl[i].rank >= 0)
             j->rank_tl[t->tl[i].rank] = i;
     j->done = p3d_xcalloc((size_t)t->n + 1, 1);
+    for (int i = 0; i < P3D_JCHAN_CACHE; i++)
+        j->cc[i].k = -1;
 }
 
 static int p3d_join_tl(const struct p3d_join *j, int rank)
@@ -90,6 +92,23 @@ static const int *p3d_join_members(const struct p3d_join *j, int gcomm,
     return j->job->comms[gcomm].members;
 }
 
+/* Collectives per member of a communicator, from the scan's counts: the
+ * records its group will hold, allocated at once (growing column by
+ * column copies them all each time). */
+static size_t p3d_join_hint(const struct p3d_join *j, int gcomm)
+{
+    const struct p3d_gcomm *c;
+    uint64_t n = 0;
+
+    if (!j->job->comms || gcomm >= j->job->n_comms)
+        return 0;
+    c = &j->job->comms[gcomm];
+    for (int op = 0; op < P3D_OP_COUNT; op++)
+        n += P3D_OP_IS_P2P(op) ? 0 : c->st[op].calls;
+    n /= (uint64_t)(c->n_members > 0 ? c->n_members : 1);
+    return n < (1u << 26) ? (size_t)n + 1 : 0;
+}
+
 /* Group of a collective communicator: a slot per known member (every
  * timeline when the communicator has no member list). */
 static int p3d_join_coll(struct p3d_join *j, int gcomm)
@@ -107,6 +126,7 @@ static int p3d_join_coll(struct p3d_join *j, int gcomm)
         return k;
     m = n > 0 ? n : j->t->n;
     k = p3d_join_group(j, gcomm, -1, -1, m);
+    j->g[k].hint = p3d_join_hint(j, gcomm);
     for (int s = 0; s < m; s++)
         j->g[k].tl[s] = n > 0 ? p3d_join_tl(j, mem[s]) : s;
     p3d_join_local(j, &j->g[k]);
@@ -118,15 +138,20 @@ static int p3d_join_chan(struct p3d_join *j, int gcomm, int src, int dst)
 {
     uint64_t key = p3d_jmix(p3d_jmix(p3d_jmix(3, (uint64_t)gcomm),
                                      (uint64_t)src), (uint64_t)dst);
-    int k = p3d_map_get(&j->chan, key);
+    struct p3d_jchan *c = &j->cc[key % P3D_JCHAN_CACHE];
+    int k;
 
-    if (k >= 0)
-        return k;
-    k = p3d_join_group(j, gcomm, src, dst, 2);
-    j->g[k].tl[0] = p3d_join_tl(j, src);
-    j->g[k].tl[1] = p3d_join_tl(j, dst);
-    p3d_join_local(j, &j->g[k]);
-    p3d_map_put(&j->chan, key, k);
+    if (c->k >= 0 && c->gcomm == gcomm && c->src == src && c->dst == dst)
+        return c->k;
+    k = p3d_map_get(&j->chan, key);
+    if (k < 0) {
+        k = p3d_join_group(j, gcomm, src, dst, 2);
+        j->g[k].tl[0] = p3d_join_tl(j, src);
+        j->g[k].tl[1] = p3d_join_tl(j, dst);
+        p3d_join_local(j, &j->g[k]);
+        p3d_map_put(&j->chan, key, k);
+    }
+    *c = (struct p3d_jchan){gcomm, src, dst, k};
     return k;
 }
 
@@ -174,6 +199,28 @@ static long p3d_join_lookup(struct p3d_jgrp *g, uint64_t seq)
     return p3d_map_get(&g->idx, seq);
 }
 
+/* The slot columns from capacity cap to g->cap_rec; f is zero past the
+ * records (so a new record has no slot present). */
+static void p3d_join_regrow(struct p3d_jgrp *g, size_t cap, size_t m)
+{
+    size_t nc = g->cap_rec, n = g->n_rec;
+    int64_t *s = p3d_xmalloc(nc * m * sizeof(*s));
+    int64_t *e = p3d_xmalloc(nc * m * sizeof(*e));
+    uint8_t *f = p3d_xcalloc(nc * m, 1);
+
+    for (size_t sl = 0; sl < m && n; sl++) {
+        memcpy(s + sl * nc, g->s + sl * cap, n * sizeof(*s));
+        memcpy(e + sl * nc, g->e + sl * cap, n * sizeof(*e));
+        memcpy(f + sl * nc, g->f + sl * cap, n);
+    }
+    free(g->s);
+    free(g->e);
+    free(g->f);
+    g->s = s;
+    g->e = e;
+    g->f = f;
+}
+
 static size_t p3d_join_new(struct p3d_jgrp *g, uint64_t seq)
 {
     size_t k = g->n_rec, m = (size_t)g->m, cap = g->cap_rec;
@@ -182,14 +229,12 @@ static size_t p3d_join_new(struct p3d_jgrp *g, uint64_t seq)
         g->sorted = 0;
         p3d_join_lookup(g, seq); /* builds the map */
     }
-    g->cap_rec = p3d_grow((void **)&g->rec, cap, k, sizeof(*g->rec));
-    if (g->cap_rec != cap) {
-        g->s = p3d_xrealloc(g->s, g->cap_rec * m, sizeof(*g->s));
-        g->e = p3d_xrealloc(g->e, g->cap_rec * m, sizeof(*g->e));
-        g->f = p3d_xrealloc(g->f, g->cap_rec * m, 1);
+    if (k == cap) {
+        g->cap_rec = !cap && g->hint > 16 ? g->hint : cap ? 2 * cap : 16;
+        g->rec = p3d_xrealloc(g->rec, g->cap_rec, sizeof(*g->rec));
+        p3d_join_regrow(g, cap, m);
     }
     memset(&g->rec[k], 0, sizeof(g->rec[k]));
-    memset(g->f + k * m, 0, m);
     g->rec[k].seq = seq;
     g->rec[k].ckey = UINT64_MAX;
     if (!g->sorted)
@@ -228,7 +273,7 @@ static void p3d_join_put(struct p3d_jgrp *g, size_t k, int s, int ti,
                          uint32_t oi, const struct p3d_top *o)
 {
     struct p3d_jrec *r = &g->rec[k];
-    size_t x = k * (size_t)g->m + (size_t)s;
+    size_t x = p3d_jx(g, k, s);
     uint64_t key = (uint64_t)ti << 32 | oi;
 
     if ((g->f[x] & 1) && g->src < 0) {
@@ -268,7 +313,11 @@ static void p3d_join_op(struct p3d_join *j, int ti, uint32_t oi,
         s = send ? 0 : 1;
     } else {
         k = p3d_join_coll(j, o->gcomm);
-        if ((s = p3d_join_slot(j, &j->g[k], ti)) < 0)
+        if (j->g[k].slot_gen != j->gen) { /* once per rank and group */
+            j->g[k].slot = p3d_join_slot(j, &j->g[k], ti);
+            j->g[k].slot_gen = j->gen;
+        }
+        if ((s = j->g[k].slot) < 0)
             return; /* not a member: no slot to put it in */
     }
     if (j->skip_local && j->g[k].local)

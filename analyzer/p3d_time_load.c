@@ -53,6 +53,8 @@ struct p3d_tload {
     size_t n_gend, cap_gend;
     struct p3d_gpuref *g;
     size_t n_g, cap_g;
+    size_t g_lazy;  /* g[g_lazy..n_g) wait for the join at the end; */
+    size_t n_eager; /* the ones before were put on their op on arrival */
     struct p3d_topx *x; /* [n_ops], load order, then op_id order */
     size_t cap_x;
     uint64_t peak[P3D_MEM_KIND_COUNT];
@@ -94,17 +96,48 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
     tl->n_ops++;
 }
 
-static void p3d_tl_gpu(struct p3d_tload *ld, const struct p3d_rec_gpu_op *g)
+/* GPU times s..e onto op t (one GPU_OP record; an op has one per
+ * kernel).  Returns 1 if taken. */
+static int p3d_tl_put_gpu(struct p3d_top *t, const struct p3d_gpuref *g)
 {
+    if (!g->s)
+        return 0;
+    if (!t->has_gpu || (int64_t)g->s < t->s)
+        t->s = (int64_t)g->s;
+    if (!t->has_gpu || (int64_t)g->e > t->e)
+        t->e = (int64_t)g->e;
+    if (t->e < t->s)
+        t->e = t->s; /* never completed */
+    t->has_gpu = 1;
+    return 1;
+}
+
+/*
+ * A GPU_OP record.  It usually follows its op right away: then it goes
+ * onto the op now, while the op is in the cache.  The first that does
+ * not (it comes before its op, or after others) and all after it wait
+ * for the join at the end (p3d_tl_join), so records are applied in file
+ * order either way.  An op_id recorded twice undoes this (p3d_tl_finish).
+ */
+static void p3d_tl_gpu(struct p3d_tl *tl, struct p3d_tload *ld,
+                       const struct p3d_rec_gpu_op *g)
+{
+    struct p3d_gpuref *r;
+
     if (!p3d_tl_sane(g->gpu_start, g->gpu_end))
         return;
     if (ld->n_g >= ld->cap_g)
         ld->cap_g = p3d_grow((void **)&ld->g, ld->cap_g, ld->n_g,
                              sizeof(*ld->g));
-    ld->g[ld->n_g].op_id = g->op_id;
-    ld->g[ld->n_g].s = g->gpu_start;
-    ld->g[ld->n_g].e = g->gpu_end;
-    ld->n_g++;
+    r = &ld->g[ld->n_g++];
+    r->op_id = g->op_id;
+    r->s = g->gpu_start;
+    r->e = g->gpu_end;
+    if (ld->g_lazy == ld->n_g - 1 && tl->n_ops &&
+        ld->x[tl->n_ops - 1].op_id == g->op_id) {
+        ld->n_eager += (size_t)p3d_tl_put_gpu(&tl->ops[tl->n_ops - 1], r);
+        ld->g_lazy = ld->n_g;
+    }
 }
 
 static void p3d_tl_span(struct p3d_tl *tl, struct p3d_tload *ld,
@@ -159,7 +192,7 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
 {
     switch (h->tag) {
     case P3D_REC_OP: p3d_tl_op(job, tl, ld, (const void *)h); break;
-    case P3D_REC_GPU_OP: p3d_tl_gpu(ld, (const void *)h); break;
+    case P3D_REC_GPU_OP: p3d_tl_gpu(tl, ld, (const void *)h); break;
     case P3D_REC_GPU_SPAN: p3d_tl_span(tl, ld, (const void *)h); break;
     case P3D_REC_MEM: p3d_tl_mem(ld, (const void *)h); break;
     case P3D_REC_GROUP: p3d_tl_group(ld, (const void *)h); break;
@@ -197,27 +230,42 @@ static long p3d_tl_find(const struct p3d_tl *tl, const struct p3d_tload *ld,
     return lo && ld->x[lo - 1].op_id == op_id ? (long)ld->x[lo - 1].i : -1;
 }
 
-/* GPU_OP records (one per kernel of an op) onto their ops. */
-static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld)
+/* GPU_OP records g[from..) (one per kernel of an op) onto their ops. */
+static size_t p3d_tl_join(struct p3d_tl *tl, struct p3d_tload *ld,
+                          size_t from)
 {
     size_t n = 0, hint = 0;
 
-    for (size_t i = 0; i < ld->n_g; i++) {
+    for (size_t i = from; i < ld->n_g; i++) {
         long k = p3d_tl_find(tl, ld, ld->g[i].op_id, &hint);
-        struct p3d_top *t;
-        if (k < 0 || !ld->g[i].s)
-            continue;
-        t = &tl->ops[k];
-        if (!t->has_gpu || (int64_t)ld->g[i].s < t->s)
-            t->s = (int64_t)ld->g[i].s;
-        if (!t->has_gpu || (int64_t)ld->g[i].e > t->e)
-            t->e = (int64_t)ld->g[i].e;
-        if (t->e < t->s)
-            t->e = t->s; /* never completed */
-        t->has_gpu = 1;
-        n++;
+        if (k >= 0)
+            n += (size_t)p3d_tl_put_gpu(&tl->ops[k], &ld->g[i]);
     }
     return n;
+}
+
+/* Two ops with one op_id (ld->x in op_id order): a GPU record goes to
+ * the last one read, which an early join could not know. */
+static int p3d_tl_dup_ids(const struct p3d_tl *tl, const struct p3d_tload *ld)
+{
+    for (size_t i = 1; i < tl->n_ops; i++)
+        if (ld->x[i].op_id == ld->x[i - 1].op_id)
+            return 1;
+    return 0;
+}
+
+/* All GPU records onto their ops, in file order. */
+static size_t p3d_tl_join_all(struct p3d_tl *tl, struct p3d_tload *ld)
+{
+    if (!ld->n_eager)
+        return p3d_tl_join(tl, ld, ld->g_lazy);
+    if (!p3d_tl_dup_ids(tl, ld))
+        return ld->n_eager + p3d_tl_join(tl, ld, ld->g_lazy);
+    for (size_t i = 0; i < tl->n_ops; i++) { /* undo the early ones */
+        tl->ops[i].has_gpu = 0;
+        tl->ops[i].s = tl->ops[i].e = 0;
+    }
+    return p3d_tl_join(tl, ld, 0);
 }
 
 static int p3d_topx_cmp(const void *a, const void *b)
@@ -270,7 +318,7 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     int moved;
 
     moved = p3d_tl_order(tl, ld);
-    n_gpu = p3d_tl_join(tl, ld);
+    n_gpu = p3d_tl_join_all(tl, ld);
     if (moved)
         p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
@@ -351,7 +399,7 @@ static void p3d_tl_lend(struct p3d_tl *tl, struct p3d_tload *ld)
     tl->nsp_stream = ld->nsp_stream;
     tl->nsp_cap = ld->nsp_cap;
     ld->nsp_stream = NULL;
-    ld->n_g = ld->n_gend = 0;
+    ld->n_g = ld->n_gend = ld->g_lazy = ld->n_eager = 0;
     ld->c_gi = -2;
     memset(ld->peak, 0, sizeof(ld->peak));
     if (ld->gidx.cap) {

@@ -83,25 +83,26 @@ static void p3d_wait_nxn(const struct p3d_job *job, struct p3d_time_res *t,
     const struct p3d_jrec *r = &g->rec[k];
     int64_t last = INT64_MIN, sum = 0;
     int late = -1, lbl = job->comms[g->gcomm].label;
-    size_t x0 = k * (size_t)g->m;
 
     if (r->n < 2 || r->n != job->comms[g->gcomm].size || r->dup)
         return;
     for (int sl = g->m - 1; sl >= 0; sl--) { /* highest timeline first */
-        if (!(g->f[x0 + sl] & 1))
+        size_t x = p3d_jx(g, k, sl);
+        if (!(g->f[x] & 1))
             continue;
-        if (g->s[x0 + sl] < w->t0)
+        if (g->s[x] < w->t0)
             return;
-        if (g->s[x0 + sl] > last) {
-            last = g->s[x0 + sl];
+        if (g->s[x] > last) {
+            last = g->s[x];
             late = g->tl[sl];
         }
     }
     for (int sl = 0; sl < g->m; sl++) {
+        size_t x = p3d_jx(g, k, sl);
         int64_t d;
-        if (!(g->f[x0 + sl] & 1))
+        if (!(g->f[x] & 1))
             continue;
-        d = last - g->s[x0 + sl];
+        d = last - g->s[x];
         if (p3d_wait_layer(lbl))
             t->tl[g->tl[sl]].suffered_wait += d;
         sum += d;
@@ -122,7 +123,6 @@ static void p3d_wait_inst(struct p3d_join *j, const struct p3d_jgrp *g,
     struct p3d_wctx *w = j->ctx;
     const struct p3d_gcomm *c = &job->comms[g->gcomm];
     const struct p3d_jrec *r = &g->rec[k];
-    size_t x0 = k * (size_t)g->m;
     int64_t d = INT64_MAX;
 
     j->t->n_inst++;
@@ -130,12 +130,12 @@ static void p3d_wait_inst(struct p3d_join *j, const struct p3d_jgrp *g,
     if (r->n != c->size)
         return;
     for (int sl = 0; sl < g->m; sl++) {
-        if (!(g->f[x0 + sl] & 1))
+        size_t x = p3d_jx(g, k, sl);
+        if (!(g->f[x] & 1))
             continue;
-        if (!(g->f[x0 + sl] & 2))
+        if (!(g->f[x] & 2))
             d = 0;
-        d = g->e[x0 + sl] - g->s[x0 + sl] < d ? g->e[x0 + sl] - g->s[x0 + sl]
-                                              : d;
+        d = g->e[x] - g->s[x] < d ? g->e[x] - g->s[x] : d;
     }
     p3d_bw_add(j->t, w, c->label, p3d_bw_bytes(r->op, c->size,
                (double)r->bytes) * p3d_bw_factor(r->op, c->size), d,
@@ -148,16 +148,17 @@ static void p3d_wait_pair(struct p3d_join *j, const struct p3d_jgrp *g,
     const struct p3d_job *job = j->job;
     struct p3d_time_res *t = j->t;
     struct p3d_wctx *w = j->ctx;
-    int64_t ss = g->s[2 * k], rs = g->s[2 * k + 1], re = g->e[2 * k + 1];
+    size_t xs = p3d_jx(g, k, 0), xr = p3d_jx(g, k, 1);
+    int64_t ss = g->s[xs], rs = g->s[xr], re = g->e[xr];
     int64_t d;
 
-    if (!(g->f[2 * k] & 1) || !(g->f[2 * k + 1] & 1))
+    if (!(g->f[xs] & 1) || !(g->f[xr] & 1))
         return;
     if (t->clock_checked)
         t->clock_violations += p3d_clock_violates(t, g, k);
     if (w->bubble)
         p3d_bubble_pair(job, t, g, k);
-    if ((g->f[2 * k] & 2) && (g->f[2 * k + 1] & 2))
+    if ((g->f[xs] & 2) && (g->f[xr] & 2))
         p3d_bw_add(t, w, job->comms[g->gcomm].label,
                    (double)g->rec[k].bytes,
                    p3d_bubble_split(ss, rs, re).transfer, g->rec[k].bytes,

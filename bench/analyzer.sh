@@ -17,7 +17,10 @@
 #   TIME_CAP_S   wall-time cap of one analysis             [900]
 #   ANALYZE_ARGS extra p3d-analyze options                 []
 #   ANALYZE      the p3d-analyze to time        [$BUILD/p3d-analyze]
-#   KEEP=1       keep the last set (for another ANALYZE)
+#                (under make, the Makefile's ANALYZE wins: use
+#                BENCH_ANALYZE, e.g. a build of another commit)
+#   KEEP=1       keep each set, and reuse a set already in SCALE_DIR
+#                (generating 1,024 ranks takes ~30 s and 12 GB)
 set -e
 BUILD=${BUILD:-$(pwd)/build}
 SIZES=${SIZES:-"64 256 1024"}
@@ -26,7 +29,7 @@ D=${SCALE_DIR:-/work/p3d-scale}
 MEM_CAP_MB=${MEM_CAP_MB:-6144}
 TIME_CAP_S=${TIME_CAP_S:-900}
 GEN=$BUILD/bench/p3d-gen-bench
-ANALYZE=${ANALYZE:-$BUILD/p3d-analyze}
+ANALYZE=${BENCH_ANALYZE:-${ANALYZE:-$BUILD/p3d-analyze}}
 [ -x /usr/bin/time ] || { echo "analyzer.sh: /usr/bin/time missing"; exit 2; }
 layout() {
     case $1 in

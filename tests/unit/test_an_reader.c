@@ -168,6 +168,9 @@ static void test_bad_records(void **state)
     expect_bad_rec(P3D_REC_OP, 100, "bad record length 100");
     expect_bad_rec(P3D_REC_OP, 65528, "runs past the end of its chunk");
     expect_bad_rec(P3D_REC_OP, 88, "record 'op' too short (88 bytes, need 96)");
+    expect_bad_rec(P3D_REC_GPU_OP, 24,
+                   "record 'gpu_op' too short (24 bytes, need 32)");
+    expect_bad_rec(P3D_REC_GPU_OP, 36, "bad record length 36");
     expect_bad_rec(0x0077, 16, "unknown required record tag 0x0077");
 }
 

@@ -47,14 +47,15 @@ static void on_inst(struct p3d_join *j, const struct p3d_jgrp *g, size_t k)
 {
     struct seen *sn = j->ctx;
     const struct p3d_jrec *r = &g->rec[k];
+    size_t x0 = p3d_jx(g, k, 0), x1 = p3d_jx(g, k, 1);
 
     sn->inst++;
     sn->dup += r->dup;
     if (r->dup)
         return;
-    if (r->n != 2 || g->m != 2 || !(g->f[2 * k] & 1) ||
-        !(g->f[2 * k + 1] & 1) || g->s[2 * k] != (int64_t)r->seq * 100 ||
-        g->s[2 * k + 1] != (int64_t)r->seq * 100 + 1 ||
+    if (r->n != 2 || g->m != 2 || !(g->f[x0] & 1) ||
+        !(g->f[x1] & 1) || g->s[x0] != (int64_t)r->seq * 100 ||
+        g->s[x1] != (int64_t)r->seq * 100 + 1 ||
         r->ckey != (uint64_t)r->seq || r->hkey >> 32 != 1)
         sn->bad++;
 }
@@ -63,11 +64,13 @@ static void on_pair(struct p3d_join *j, const struct p3d_jgrp *g, size_t k)
 {
     struct seen *sn = j->ctx;
 
+    size_t x0 = p3d_jx(g, k, 0), x1 = p3d_jx(g, k, 1);
+
     sn->pair++;
     sn->bytes += g->rec[k].bytes;
-    if (g->src != 0 || g->dst != 1 || g->f[2 * k] != 3 ||
-        g->f[2 * k + 1] != 3 || g->s[2 * k] != 5 * (int64_t)g->rec[k].seq ||
-        g->s[2 * k + 1] != 5 * (int64_t)g->rec[k].seq + 2)
+    if (g->src != 0 || g->dst != 1 || g->f[x0] != 3 ||
+        g->f[x1] != 3 || g->s[x0] != 5 * (int64_t)g->rec[k].seq ||
+        g->s[x1] != 5 * (int64_t)g->rec[k].seq + 2)
         sn->pbad++;
 }
 
@@ -128,6 +131,7 @@ static void test_instances_fold_when_complete(void **state)
     p3d_join_rank(&f.j, 1);
     assert_int_equal(f.sn.inst, N); /* folded once both are merged */
     assert_int_equal(f.sn.bad, 0);
+    assert_int_equal(f.sn.dup, 0); /* each rank in its own slot */
     assert_false(f.j.g[0].live); /* and freed */
     assert_null(f.j.g[0].rec);
     teardown(&f);
