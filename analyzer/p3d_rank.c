@@ -198,7 +198,8 @@ static void p3d_resolve_gpu(struct p3d_scan *s)
         s->r->n_gpu_ops++;
     }
     b->n_gpu = 0;
-    memset(b->op_ref, 0, b->op_hi * sizeof(*b->op_ref));
+    if (b->op_hi)   /* op_ref is NULL until a rank has had an op */
+        memset(b->op_ref, 0, b->op_hi * sizeof(*b->op_ref));
     b->op_hi = 0;
 }
 
