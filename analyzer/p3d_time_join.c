@@ -249,7 +249,10 @@ static size_t p3d_join_find(struct p3d_jgrp *g, int s, uint64_t seq)
     size_t k = g->cur[s];
     long f;
 
-    if (k >= g->n_rec || g->rec[k].seq != seq) {
+    if (k >= g->n_rec && g->sorted &&
+        (!g->n_rec || g->rec[g->n_rec - 1].seq < seq)) {
+        k = p3d_join_new(g, seq); /* past the last: nothing to look up */
+    } else if (k >= g->n_rec || g->rec[k].seq != seq) {
         f = p3d_join_lookup(g, seq);
         k = f >= 0 ? (size_t)f : p3d_join_new(g, seq);
     }

@@ -3,6 +3,7 @@
  * and Send/Recv pairs are joined across ranks merged one at a time, in
  * or out of seq order, folded exactly once when every member is merged
  * (not before), and what never completes is folded at the end.
+ * Records past the last are appended without a lookup, in seq order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 struct seen {
     int inst, pair, bad, pbad, dup;
     uint64_t bytes;
+    uint64_t order[2 * N + 2]; /* seqs in the order folded */
 };
 
 static void add(struct p3d_tl *tl, int op, uint64_t seq, int peer,
@@ -49,7 +51,7 @@ static void on_inst(struct p3d_join *j, const struct p3d_jgrp *g, size_t k)
     const struct p3d_jrec *r = &g->rec[k];
     size_t x0 = p3d_jx(g, k, 0), x1 = p3d_jx(g, k, 1);
 
-    sn->inst++;
+    sn->order[sn->inst++] = r->seq;
     sn->dup += r->dup;
     if (r->dup)
         return;
@@ -66,7 +68,7 @@ static void on_pair(struct p3d_join *j, const struct p3d_jgrp *g, size_t k)
 
     size_t x0 = p3d_jx(g, k, 0), x1 = p3d_jx(g, k, 1);
 
-    sn->pair++;
+    sn->order[sn->pair++] = g->rec[k].seq;
     sn->bytes += g->rec[k].bytes;
     if (g->src != 0 || g->dst != 1 || g->f[x0] != 3 ||
         g->f[x1] != 3 || g->s[x0] != 5 * (int64_t)g->rec[k].seq ||
@@ -195,6 +197,34 @@ static void test_local_groups_skipped(void **state)
     assert_int_equal(f.sn.inst, 0);
 }
 
+/* Rank 0 appends 0..N-1 (no lookups) then repeats seq 5; rank 1 also
+ * has N: one record each, folded in seq order, the repeat a duplicate. */
+static void test_append_then_earlier_seq(void **state)
+{
+    struct fixture f;
+
+    (void)state;
+    setup(&f);
+    for (int k = 0; k < N; k++)
+        add(&f.tl[0], P3D_OP_ALLREDUCE, (uint64_t)k, -1, k * 100, 8);
+    add(&f.tl[0], P3D_OP_ALLREDUCE, 5, -1, 500, 8);
+    for (int k = 0; k <= N; k++)
+        add(&f.tl[1], P3D_OP_ALLREDUCE, (uint64_t)k, -1, k * 100 + 1, 8);
+    p3d_join_rank(&f.j, 0);
+    assert_int_equal(f.j.g[0].n_rec, N);
+    assert_true(f.j.g[0].sorted);
+    assert_int_equal(f.j.g[0].rec[5].n, 2); /* the repeat found seq 5 */
+    p3d_join_rank(&f.j, 1);
+    assert_int_equal(f.sn.inst, N + 1);
+    for (int k = 0; k <= N; k++)
+        assert_int_equal(f.sn.order[k], k);
+    assert_int_equal(f.sn.dup, 1);
+    assert_int_equal(f.sn.bad, 1); /* seq N: rank 1 alone; the rest as
+                                    * joined */
+    teardown(&f);
+    assert_int_equal(f.sn.inst, N + 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_pairs_and_leftovers),
         cmocka_unit_test(test_duplicate_and_unfinished),
         cmocka_unit_test(test_local_groups_skipped),
+        cmocka_unit_test(test_append_then_earlier_seq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
