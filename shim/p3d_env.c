@@ -150,3 +150,19 @@ const char *p3d_env_test_hostname(void)
 
     return s != NULL && *s != '\0' ? s : NULL;
 }
+
+void p3d_env_hostname(char *buf, size_t n)
+{
+    const char *test = p3d_env_test_hostname();
+
+    if (test)
+        strncpy(buf, test, n - 1);
+    else
+        gethostname(buf, n - 1);
+    buf[n - 1] = '\0';
+}
+
+void p3d_cfg_job_dir(const struct p3d_cfg *cfg, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s", cfg->dir, cfg->job_id);
+}

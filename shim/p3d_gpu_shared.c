@@ -73,16 +73,13 @@ void p3d_gpu_warn_shared(void)
 {
     const struct p3d_cfg *cfg = p3d_core_cfg();
     char dir[P3D_PATH_MAX + P3D_JOB_ID_LEN + 2];
-    char host[P3D_HOST_LEN] = "";
+    char host[P3D_HOST_LEN];
     char bus[32] = "";
 
     if (!gpu_bus_id(bus, sizeof(bus)))
         return;
-    if (p3d_env_test_hostname())
-        snprintf(host, sizeof(host), "%s", p3d_env_test_hostname());
-    else
-        gethostname(host, sizeof(host) - 1);
-    snprintf(dir, sizeof(dir), "%s/%s", cfg->dir, cfg->job_id);
+    p3d_env_hostname(host, sizeof(host));
+    p3d_cfg_job_dir(cfg, dir, sizeof(dir));
     if (!p3d_gpu_shared_claim(dir, host, bus))
         return;
     p3d_warn_once("gpu_shared", "processes of this job share GPU %s on %s; "

@@ -77,6 +77,9 @@ uint64_t p3d_now_real(void);
  */
 int64_t p3d_env_test_clock_offset(void);
 const char *p3d_env_test_hostname(void);
+/* This host's name as the traces record it (the test hook, else
+ * gethostname), cut to fit `n` bytes with its NUL. */
+void p3d_env_hostname(char *buf, size_t n);
 
 /* Kernel thread id of the caller, cached per thread. */
 static inline uint32_t p3d_tid(void)
@@ -206,6 +209,9 @@ void p3d_env_job_id(char *buf, size_t n);
 
 /* Fill *cfg from the environment (no side effects). */
 void p3d_cfg_load(struct p3d_cfg *cfg);
+
+/* The job's trace folder: <P3D_TRACE_DIR>/<job id>. */
+void p3d_cfg_job_dir(const struct p3d_cfg *cfg, char *buf, size_t n);
 
 /*
  * The process configuration, loaded once (pthread_once).  Tests may edit

@@ -270,7 +270,7 @@ static int p3d_writer_create(const struct p3d_cfg *cfg)
     char dir[P3D_PATH_MAX + P3D_JOB_ID_LEN + 2];
     int fd;
 
-    snprintf(dir, sizeof(dir), "%s/%s", cfg->dir, cfg->job_id);
+    p3d_cfg_job_dir(cfg, dir, sizeof(dir));
     snprintf(p3d_w_path, sizeof(p3d_w_path), "%s", dir);
     if (p3d_writer_mkdirs(dir) != 0)
         return -1;
@@ -329,11 +329,7 @@ static void p3d_writer_fill_hdr(struct p3d_file_hdr *h,
     h->ppid = (uint64_t)getppid();
     p3d_writer_anchor(h);
     memcpy(h->job_id, cfg->job_id, strnlen(cfg->job_id, P3D_JOB_ID_LEN - 1));
-    if (p3d_env_test_hostname())
-        strncpy(h->hostname, p3d_env_test_hostname(), P3D_HOST_LEN - 1);
-    else
-        gethostname(h->hostname, P3D_HOST_LEN - 1);
-    h->hostname[P3D_HOST_LEN - 1] = '\0';
+    p3d_env_hostname(h->hostname, sizeof(h->hostname));
     h->nccl_version_compile = NCCL_VERSION_CODE;
 }
 
