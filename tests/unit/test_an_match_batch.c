@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "p3d_match.h"
+#include "test_match_util.h"
 
 #define N_RANKS 4
 #define N_COMMS 24 /* spread over the 64 shards */
@@ -99,29 +100,6 @@ static struct p3d_match_res batched(size_t every)
     return finish(m);
 }
 
-static void same(const struct p3d_match_res *a, const struct p3d_match_res *b)
-{
-    assert_int_equal(a->n_coll, b->n_coll);
-    assert_int_equal(a->n_p2p, b->n_p2p);
-    assert_int_equal(a->n_mismatch, b->n_mismatch);
-    assert_int_equal(a->n_unmatched_p2p, b->n_unmatched_p2p);
-    assert_int_equal(a->n_short, b->n_short);
-    assert_int_equal(a->n_kept, b->n_kept);
-    for (int i = 0; i < a->n_kept; i++) { /* fields: padding differs */
-        const struct p3d_mismatch *x = &a->mm[i], *y = &b->mm[i];
-        assert_int_equal(x->comm, y->comm);
-        assert_int_equal(x->seq, y->seq);
-        assert_int_equal(x->field, y->field);
-        assert_int_equal(x->rank_a, y->rank_a);
-        assert_int_equal(x->rank_b, y->rank_b);
-        assert_int_equal(x->va, y->va);
-        assert_int_equal(x->vb, y->vb);
-        assert_int_equal(x->op, y->op);
-        assert_int_equal(x->p2p_src, y->p2p_src);
-        assert_int_equal(x->p2p_dst, y->p2p_dst);
-    }
-}
-
 static void test_batches_match_single_ops(void **state)
 {
     static const size_t sizes[] = {1, 3, 64, P3D_MBATCH_OPS, 100000};
@@ -135,7 +113,7 @@ static void test_batches_match_single_ops(void **state)
     assert_true(ref.n_unmatched_p2p >= 1);
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         struct p3d_match_res got = batched(sizes[i]);
-        same(&ref, &got);
+        assert_same_match_res(&ref, &got);
     }
 }
 

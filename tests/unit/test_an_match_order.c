@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "p3d_match.h"
+#include "test_match_util.h"
 
 #define CA 0xa1ull /* comm A: global ranks 0..3, comm rank = global */
 #define CB 0xb2ull /* comm B: global ranks 5, 2, 7 at comm ranks 0, 1, 2 */
@@ -138,28 +139,6 @@ static struct p3d_match_res run(const int *perm, int round_robin)
     return res;
 }
 
-static void assert_same_res(const struct p3d_match_res *a,
-                            const struct p3d_match_res *b)
-{
-    assert_int_equal(a->n_coll, b->n_coll);
-    assert_int_equal(a->n_p2p, b->n_p2p);
-    assert_int_equal(a->n_mismatch, b->n_mismatch);
-    assert_int_equal(a->n_kept, b->n_kept);
-    for (int i = 0; i < a->n_kept; i++) {
-        const struct p3d_mismatch *x = &a->mm[i], *y = &b->mm[i];
-        assert_int_equal(x->field, y->field);
-        assert_int_equal(x->comm, y->comm);
-        assert_int_equal(x->seq, y->seq);
-        assert_int_equal(x->rank_a, y->rank_a);
-        assert_int_equal(x->rank_b, y->rank_b);
-        assert_int_equal(x->va, y->va);
-        assert_int_equal(x->vb, y->vb);
-        assert_int_equal(x->op, y->op);
-        assert_int_equal(x->p2p_src, y->p2p_src);
-        assert_int_equal(x->p2p_dst, y->p2p_dst);
-    }
-}
-
 /* comm, seq, field, rank_a, rank_b, va, vb, op; in report order */
 static const struct p3d_mismatch g_want[] = {
     {CA, 4, P3D_MM_OP, 0, 2, BC, AR, BC, -1, -1},
@@ -222,14 +201,14 @@ static void test_every_order_same(void **state)
     first = run(perm, 0);
     do {
         got = run(perm, 0);
-        assert_same_res(&first, &got);
+        assert_same_match_res(&first, &got);
         got = run(perm, 1);
-        assert_same_res(&first, &got);
+        assert_same_match_res(&first, &got);
         n_perm++;
     } while (next_perm(perm, g_n_mem));
     assert_int_equal(n_perm, 720);
     want = want_res();
-    assert_same_res(&want, &first);
+    assert_same_match_res(&want, &first);
 }
 
 struct feeder {
@@ -268,7 +247,7 @@ static void test_threads_same(void **state)
             pthread_join(t[i], NULL);
         memset(&job, 0, sizeof(job));
         p3d_matcher_finish(m, &job);
-        assert_same_res(&want, job.match);
+        assert_same_match_res(&want, job.match);
         free(job.match);
     }
 }

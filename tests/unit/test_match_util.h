@@ -1,0 +1,35 @@
+/*
+ * test_match_util.h - one assertion that two matcher results are the same
+ * (counts and every kept mismatch, field by field: struct padding may
+ * differ), for the tests that compare orders and batchings of one input.
+ */
+#ifndef TEST_MATCH_UTIL_H
+#define TEST_MATCH_UTIL_H
+
+#include "p3d_match.h"
+
+static inline void assert_same_match_res(const struct p3d_match_res *a,
+                                         const struct p3d_match_res *b)
+{
+    assert_int_equal(a->n_coll, b->n_coll);
+    assert_int_equal(a->n_p2p, b->n_p2p);
+    assert_int_equal(a->n_mismatch, b->n_mismatch);
+    assert_int_equal(a->n_unmatched_p2p, b->n_unmatched_p2p);
+    assert_int_equal(a->n_short, b->n_short);
+    assert_int_equal(a->n_kept, b->n_kept);
+    for (int i = 0; i < a->n_kept; i++) {
+        const struct p3d_mismatch *x = &a->mm[i], *y = &b->mm[i];
+        assert_int_equal(x->comm, y->comm);
+        assert_int_equal(x->seq, y->seq);
+        assert_int_equal(x->field, y->field);
+        assert_int_equal(x->rank_a, y->rank_a);
+        assert_int_equal(x->rank_b, y->rank_b);
+        assert_int_equal(x->va, y->va);
+        assert_int_equal(x->vb, y->vb);
+        assert_int_equal(x->op, y->op);
+        assert_int_equal(x->p2p_src, y->p2p_src);
+        assert_int_equal(x->p2p_dst, y->p2p_dst);
+    }
+}
+
+#endif
