@@ -18,6 +18,11 @@
 #                                               [/tmp/p3d-nccl-tests-build]
 #   WORK            logs and traces             [/tmp/p3d-val/nccl]
 #   NT_RANKS [8]  NT_ITERS [20]  NT_MIN [1M]  NT_MAX [64M]  NT_TIMEOUT [150]
+#   NT_SENDRECV_ITERS [100]  NT_SENDRECV_TIMEOUT [300]: nccl-tests times a
+#                   loop of ops from the host, so a fixed ~8 ms of launch and
+#                   stream-synchronisation latency (8 processes time-slicing
+#                   GPU 0) is spread over the loop; at 20 ops that is 5-8% of
+#                   a 1-2 MB send/recv (~5 ms per op), at 100 ops ~1.5%
 #   NT_GENCODE      nvcc -gencode flags          [sm_90]
 #   P3D_LIB         the shim                    [<repo>/build/libp3dtrace.so]
 #   NT_FAKE=1       no GPU: run the real binaries over the CPU test doubles
@@ -38,6 +43,8 @@ WORK=${WORK:-/tmp/p3d-val/nccl}
 FAKE=${NT_FAKE:-0}
 if [ "$FAKE" = 1 ]; then d_n=4 d_it=3 d_max=4M; else d_n=8 d_it=20 d_max=64M; fi
 N=${NT_RANKS:-$d_n}; ITERS=${NT_ITERS:-$d_it}
+if [ "$FAKE" = 1 ]; then d_sr_it=$ITERS; else d_sr_it=100; fi
+SR_ITERS=${NT_SENDRECV_ITERS:-$d_sr_it}
 NT_MIN=${NT_MIN:-1M}; NT_MAX=${NT_MAX:-$d_max}; TMO=${NT_TIMEOUT:-150}
 GENCODE=${NT_GENCODE:--gencode=arch=compute_90,code=sm_90}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -104,10 +111,14 @@ if ! build; then
     tail -20 "$NT_BUILD/build.log" 2>/dev/null
     say "FAIL nccl: build failed (log $NT_BUILD/build.log)"; exit 1
 fi
-say "nccl: nccl-tests built in $(( $(date +%s) - t0 )) s, NCCL $nccl_pkg, $N ranks on GPU 0, -b $NT_MIN -e $NT_MAX -f 2 -n $ITERS -w 1 -c 0"
+say "nccl: nccl-tests built in $(( $(date +%s) - t0 )) s, NCCL $nccl_pkg, $N ranks on GPU 0, -b $NT_MIN -e $NT_MAX -f 2 -n $ITERS (sendrecv $SR_ITERS) -w 1 -c 0"
+
+iters_of() { [ "$1" = sendrecv ] && echo "$SR_ITERS" || echo "$ITERS"; }
+timeout_of() { [ "$1" = sendrecv ] && echo "${NT_SENDRECV_TIMEOUT:-300}" || echo "$TMO"; }
 
 run_test() {  # run_test NAME -> 0 if every rank exited 0
-    local t=$1 d=$WORK/$1 r pids=()
+    local t=$1 d=$WORK/$1 r pids=() n tmo
+    n=$(iters_of "$t"); tmo=$(timeout_of "$t")
     local pre=$P3D_LIB libs=$NT_BUILD/nccl/lib:$CUDA_HOME/lib64
     if [ "$FAKE" = 1 ]; then
         pre="$P3D_LIB $NT_BUILD/cudart_extra.so" libs=$fakes
@@ -118,12 +129,12 @@ run_test() {  # run_test NAME -> 0 if every rank exited 0
             P3D_FAKE_SHM_DIR="$d" \
             P3D_RANK=$r P3D_WORLD_SIZE=$N RANK=$r WORLD_SIZE=$N \
             P3D_MPI_DIR="$d/mpi" P3D_MPI_RANK=$r P3D_MPI_SIZE=$N \
-            P3D_MPI_TIMEOUT=$TMO NCCL_TESTS_DEVICE=0 NCCL_HOSTID=p3dnt$r \
+            P3D_MPI_TIMEOUT=$tmo NCCL_TESTS_DEVICE=0 NCCL_HOSTID=p3dnt$r \
             NCCL_SOCKET_IFNAME=lo NCCL_NVLS_ENABLE=0 \
             TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
             LD_LIBRARY_PATH="$libs:${LD_LIBRARY_PATH:-}" \
-            timeout -k 5 "$TMO" "$NT_BUILD/bin/${t}_perf" -b "$NT_MIN" \
-            -e "$NT_MAX" -f 2 -g 1 -t 1 -n "$ITERS" -w 1 -c 0 \
+            timeout -k 5 "$tmo" "$NT_BUILD/bin/${t}_perf" -b "$NT_MIN" \
+            -e "$NT_MAX" -f 2 -g 1 -t 1 -n "$n" -w 1 -c 0 \
             > "$d/rank$r.log" 2>&1 &
         pids+=($!)
     done
@@ -163,7 +174,7 @@ for t in $tests; do
     fi
     grep -E 'nccl-tests version|Avg bus' "$WORK/$t/rank0.log" | tee -a "$summary"
     python3 "$here/check_nccl_tests.py" --test "$t" --log "$WORK/$t/rank0.log" \
-        --traces "$WORK/$t/traces/job" --nranks "$N" --iters "$ITERS" \
+        --traces "$WORK/$t/traces/job" --nranks "$N" --iters "$(iters_of "$t")" \
         --summary "$summary" || fail=1
     [ -x "$root/build/p3d-analyze" ] &&
         "$root/build/p3d-analyze" "$WORK/$t/traces/job" > "$WORK/$t/report.txt" 2>&1
