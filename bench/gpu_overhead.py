@@ -6,7 +6,10 @@ Runs on the GPU machine (PyTorch 2.11, one GPU shared by all ranks: each
 rank is its own NCCL "host" through NCCL_HOSTID, sockets over lo, no NVLS).
 
     python3 bench/gpu_overhead.py [--pairs 3] [--steps 150] [--nproc 2]
-                                  [--loops tp,ddp] [--out DIR]
+                                  [--loops tp,ddp] [--gpus 1] [--out DIR]
+
+--gpus N puts rank r on GPU r % N; with a GPU per rank the ranks are one
+NCCL host (no NCCL_HOSTID), as in a real job, so NCCL uses NVLink.
 
 Loops (each rank trains on GPU 0, torch.cuda.synchronize per step):
   tp   16 "layers" per step, each a 1024x1024 matmul followed by an
@@ -42,9 +45,10 @@ def worker(loop, steps, out):
     import torch.distributed as dist
     import torch.nn as nn
     rank = int(os.environ["RANK"])
-    torch.cuda.set_device(0)
+    dev = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(dev)
     dist.init_process_group(backend="nccl",
-                            device_id=torch.device("cuda", 0))
+                            device_id=torch.device("cuda", dev))
     torch.manual_seed(rank)
     if loop == "tp":
         w = [torch.randn(1024, 1024, device="cuda") / 32 for _ in range(16)]
@@ -62,7 +66,7 @@ def worker(loop, steps, out):
         for _ in range(6):
             layers += [nn.Linear(1024, 1024), nn.GELU(), nn.LayerNorm(1024)]
         model = nn.Sequential(*layers).cuda()
-        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[0],
+        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[dev],
                                                   bucket_cap_mb=4)
         opt = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
         x = torch.randn(64, 1024, device="cuda")
@@ -87,7 +91,20 @@ def worker(loop, steps, out):
             json.dump({"median_ms": 1e3 * statistics.median(times)}, f)
 
 
-def launch(loop, steps, nproc, traced, out, tag, port, extra=None):
+def rank_env(r, nproc, gpus, port):
+    """Rank r's environment: its own GPU when there are enough, else GPU
+    r % gpus, and ranks sharing a GPU are each their own NCCL host."""
+    env = {"RANK": str(r), "WORLD_SIZE": str(nproc),
+           "LOCAL_RANK": str(r % gpus), "LOCAL_WORLD_SIZE": str(nproc),
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "NCCL_NVLS_ENABLE": "0", "OMP_NUM_THREADS": "1"}
+    if nproc > gpus:
+        env.update({"NCCL_HOSTID": "p3dbench-host-%d" % r,
+                    "NCCL_SOCKET_IFNAME": "lo"})
+    return env
+
+
+def launch(loop, steps, nproc, traced, out, tag, port, extra=None, gpus=1):
     """Start nproc ranks directly (no torchrun); rank 0's median ms."""
     res = os.path.join(out, tag + ".json")
     lib = os.environ.get("P3D_LIB", os.path.join(ROOT, "build",
@@ -96,12 +113,7 @@ def launch(loop, steps, nproc, traced, out, tag, port, extra=None):
     for r in range(nproc):
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
-        env.update({"RANK": str(r), "WORLD_SIZE": str(nproc),
-                    "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "NCCL_HOSTID": "p3dbench-host-%d" % r,
-                    "NCCL_SOCKET_IFNAME": "lo", "NCCL_NVLS_ENABLE": "0",
-                    "OMP_NUM_THREADS": "1"})
+        env.update(rank_env(r, nproc, gpus, port))
         if traced:
             env.update({"LD_PRELOAD": os.path.abspath(lib),
                         "P3D_TRACE_DIR": os.path.join(out, "traces"),
@@ -138,6 +150,7 @@ def main():
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--loops", default="tp,ddp")
+    ap.add_argument("--gpus", type=int, default=1)
     ap.add_argument("--variants", default="")
     ap.add_argument("--out", default="/tmp/p3d-gpu-bench-%d" % os.getpid())
     a = ap.parse_args()
@@ -155,12 +168,12 @@ def main():
                 port += 1
                 tag = "%s-p%d-%s" % (loop, p, "shim" if traced else "plain")
                 got[traced] = launch(loop, a.steps, a.nproc, traced, a.out,
-                                     tag, port)
+                                     tag, port, gpus=a.gpus)
             for name, extra in parse_variants(a.variants):
                 port += 1
                 tag = "%s-p%d-%s" % (loop, p, name)
                 ms = launch(loop, a.steps, a.nproc, True, a.out, tag, port,
-                            extra)
+                            extra, a.gpus)
                 print("gpu %-3s pair %d %s (%s): %.3f ms, %+.2f%% vs plain" %
                       (loop, p, name, extra, ms,
                        100.0 * (ms / got[False] - 1)), flush=True)
@@ -169,9 +182,9 @@ def main():
             plain.append(got[False])
             shim.append(got[True])
             over.append(100.0 * (got[True] / got[False] - 1))
-        print("gpu %-3s %d ranks on 1 GPU, %d pairs x %d steps: plain %.3f ms,"
-              " shim %.3f ms (medians); overhead median %+.2f%% "
-              "(pairs %s)" % (loop, a.nproc, a.pairs, a.steps,
+        print("gpu %-3s %d ranks on %d GPU(s), %d pairs x %d steps: plain "
+              "%.3f ms, shim %.3f ms (medians); overhead median %+.2f%% "
+              "(pairs %s)" % (loop, a.nproc, a.gpus, a.pairs, a.steps,
                               statistics.median(plain),
                               statistics.median(shim),
                               statistics.median(over),

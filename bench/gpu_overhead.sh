@@ -14,7 +14,8 @@
 # "megatron ..."): plain vs shim medians and the overhead of each pair.
 # Environment: PYTHON [python3], P3D_LIB [build/libp3dtrace.so],
 #   PAIRS [3], STEPS [150], NPROC [2], MEGATRON_DIR (see run_tiny_gpt.sh),
-#   MEGA_ITERS [30], OUT [/tmp/p3d-gpu-bench-<time>]
+#   MEGA_ITERS [30], OUT [/tmp/p3d-gpu-bench-<time>], ONE_GPU [1] (0: a
+#   GPU per Megatron rank, for machines with several)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python3}
@@ -38,7 +39,7 @@ log_period_ms() {
 # mega_run NAME LIB GPUS TP PP NMB ITERS SECONDS: the tiny GPT on one GPU,
 # untraced when LIB is empty; log in $out/NAME.log
 mega_run() {
-    ONE_GPU=1 GPUS=$3 TP=$4 PP=$5 NMB=$6 ITERS=$7 P3D_LIB=$2 OUT=$out \
+    ONE_GPU=${ONE_GPU:-1} GPUS=$3 TP=$4 PP=$5 NMB=$6 ITERS=$7 P3D_LIB=$2 OUT=$out \
         NAME=$1 PORT=$((29400 + RANDOM % 100)) timeout "$8" \
         bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
         echo "megatron: $1 run failed (log $out/$1.log)"
@@ -52,7 +53,8 @@ fi
 if [ "${1:-}" = ablate ]; then
     # ABLATE_CFG="GPUS TP PP": ranks (all on GPU 0) and the layout
     set -- ${ABLATE_CFG:-8 4 1}
-    cfg="TP=$2 PP=$3 DP=$(($1 / ($2 * $3))), $1 ranks on 1 GPU"
+    cfg="TP=$2 PP=$3 DP=$(($1 / ($2 * $3))), $1 ranks on"
+    cfg="$cfg $([ "${ONE_GPU:-1}" = 1 ] && echo 1 GPU || echo a GPU each)"
     base=""
     for v in ${ABLATE_VARIANTS:-plain full gpuoff:P3D_GPU_TIMING=off \
              events:P3D_GPU_TIMING=events nodriver:P3D_CUPTI_DRIVER=0 \
