@@ -9,7 +9,6 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,21 +281,6 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
         p3d_error("cannot write '%s'", o->json);
     free(set.jobs);
     return p3d_n_errors ? P3D_EXIT_BAD : 0;
-}
-
-/*
- * Buffers of a few MB (a rank's ops, a group's instances) are allocated
- * and freed rank after rank.  glibc maps each one afresh by default
- * (faulting in and zeroing every page again, which costs more than the
- * analysis of the rank on a VM) and only learns a higher threshold from
- * the first such free; keep them in the heap instead, and keep freed
- * memory for the next rank.
- */
-static void p3d_malloc_tune(void)
-{
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-    mallopt(M_TOP_PAD, 16 << 20);
 }
 
 int main(int argc, char **argv)

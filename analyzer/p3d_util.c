@@ -1,16 +1,33 @@
 /*
  * p3d_util.c - messages, allocation that dies, string escaping.
  *
+ * Heap memory may be backed by transparent huge pages (THP in "madvise"
+ * mode, the common default): the analysis grows about a GiB of arrays,
+ * and faulting that in 4 KiB at a time cost more CPU than the kernel's
+ * copies of the traces (a trap per page, slow in a virtual machine).
+ * After p3d_malloc_tune, every allocation here advises what the heap has
+ * grown by since the last one (glibc's sbrk(0) is a read of a variable),
+ * before the caller touches it; blocks big enough to be mapped on their
+ * own are advised one by one.
+ *
  * Messages follow git's CodingGuidelines (style.md H6.4): lowercase, no
  * final full stop, the subject in single quotes.  A mutex keeps lines from
  * several reader threads whole.
  */
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "p3d_util.h"
+
+#define P3D_HUGE_PAGE ((uintptr_t)2 << 20) /* x86-64, arm64 with 4K pages */
+#define P3D_HUGE_MIN ((size_t)1 << 20)     /* smaller blocks: none */
 
 int p3d_n_errors;
 int p3d_quiet;
@@ -67,12 +84,75 @@ void p3d_note(const char *fmt, ...)
     va_end(ap);
 }
 
+/* The whole huge pages inside a block of n bytes at p may be huge pages
+ * (only pages not touched yet become ones). */
+static void p3d_huge(void *p, size_t n)
+{
+    uintptr_t a = ((uintptr_t)p + P3D_HUGE_PAGE - 1) & ~(P3D_HUGE_PAGE - 1);
+    uintptr_t e = ((uintptr_t)p + n) & ~(P3D_HUGE_PAGE - 1);
+
+    if (n >= P3D_HUGE_MIN && e > a)
+        madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
+static uintptr_t p3d_heap_done; /* the heap is advised up to here; 0 off */
+static uintptr_t p3d_page;
+static pthread_mutex_t p3d_heap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The end of the heap's mapping: the break, page aligned. */
+static uintptr_t p3d_heap_end(void)
+{
+    return ((uintptr_t)sbrk(0) + p3d_page - 1) & ~(p3d_page - 1);
+}
+
+/*
+ * Buffers of a few MB (a rank's ops, a group's instances) are allocated
+ * and freed rank after rank.  glibc maps each one afresh by default
+ * (faulting in and zeroing every page again, which costs more than the
+ * analysis of the rank on a VM) and only learns a higher threshold from
+ * the first such free; keep them in the heap instead, and keep freed
+ * memory for the next rank.  One arena: every thread allocates from the
+ * heap whose growth is advised (the analysis does not allocate per
+ * record, so threads seldom meet in malloc).
+ */
+void p3d_malloc_tune(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 16 << 20);
+    mallopt(M_ARENA_MAX, 1);
+    p3d_page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    __atomic_store_n(&p3d_heap_done, p3d_heap_end(), __ATOMIC_RELAXED);
+}
+
+/* Advise what the heap grew by since the last call (the allocator moved
+ * the break); after a trim, from where it was trimmed to. */
+static void p3d_heap_grown(void)
+{
+    uintptr_t done = __atomic_load_n(&p3d_heap_done, __ATOMIC_RELAXED), end;
+
+    if (!done || p3d_heap_end() == done)
+        return;
+    pthread_mutex_lock(&p3d_heap_lock);
+    end = p3d_heap_end();
+    done = p3d_heap_done;
+    if (done && end > done &&
+        madvise((void *)done, end - done, MADV_HUGEPAGE) != 0 &&
+        errno == EINVAL)
+        end = 0; /* no THP in this kernel: stop trying */
+    if (done)
+        __atomic_store_n(&p3d_heap_done, end, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&p3d_heap_lock);
+}
+
 void *p3d_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
 
     if (!p)
         p3d_die("out of memory (tried to allocate %zu bytes)", n);
+    p3d_heap_grown();
+    p3d_huge(p, n);
     return p;
 }
 
@@ -83,6 +163,9 @@ void *p3d_xcalloc(size_t n, size_t size)
     if (!p)
         p3d_die("out of memory (tried to allocate %zu x %zu bytes)", n,
                 size);
+    p3d_heap_grown();
+    if (n && size && n <= SIZE_MAX / size)
+        p3d_huge(p, n * size);
     return p;
 }
 
@@ -95,6 +178,8 @@ void *p3d_xrealloc(void *p, size_t n, size_t size)
     p = realloc(p, total ? total : 1);
     if (!p)
         p3d_die("out of memory (tried to allocate %zu bytes)", total);
+    p3d_heap_grown();
+    p3d_huge(p, total);
     return p;
 }
 

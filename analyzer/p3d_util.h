@@ -29,6 +29,9 @@ extern int p3d_n_errors;
 /* Set to silence notes (tests). */
 extern int p3d_quiet;
 
+/* p3d-analyze's allocator settings (at start): big buffers stay in one
+ * heap, whose new memory may be backed by huge pages (p3d_util.c). */
+void p3d_malloc_tune(void);
 void *p3d_xmalloc(size_t n);
 void *p3d_xcalloc(size_t n, size_t size);
 void *p3d_xrealloc(void *p, size_t n, size_t size);
