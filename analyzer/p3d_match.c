@@ -159,13 +159,21 @@ static struct p3d_shard *p3d_shard_of(struct p3d_matcher *m, uint64_t hash)
     return &m->shard[x >> 58]; /* top 6 bits: 64 shards */
 }
 
+/* A batch brings a shard its ops in runs on one communicator, and a
+ * member's Send/Recv in runs on one pair: the last one looked up is
+ * checked before the map. */
 static struct p3d_mcomm *p3d_mcomm_get(struct p3d_shard *sh, uint64_t hash)
 {
-    int i = p3d_map_get(&sh->idx, hash);
+    int i;
     struct p3d_mcomm *c;
 
-    if (i >= 0)
+    if (sh->last < sh->n && sh->comms[sh->last].hash == hash)
+        return &sh->comms[sh->last];
+    i = p3d_map_get(&sh->idx, hash);
+    if (i >= 0) {
+        sh->last = (size_t)i;
         return &sh->comms[i];
+    }
     sh->cap = p3d_grow((void **)&sh->comms, sh->cap, sh->n,
                        sizeof(*sh->comms));
     c = &sh->comms[sh->n];
@@ -203,11 +211,17 @@ static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
 static struct p3d_pair *p3d_pair_get(struct p3d_mcomm *c, int src, int dst)
 {
     uint64_t key = (uint64_t)(uint32_t)src << 32 | (uint32_t)dst;
-    int i = p3d_map_get(&c->pair_idx, key);
+    int i;
     struct p3d_pair *p;
 
-    if (i >= 0)
+    if (c->last_pair < c->n_pairs && c->pairs[c->last_pair].src == src &&
+        c->pairs[c->last_pair].dst == dst)
+        return &c->pairs[c->last_pair];
+    i = p3d_map_get(&c->pair_idx, key);
+    if (i >= 0) {
+        c->last_pair = (size_t)i;
         return &c->pairs[i];
+    }
     c->pairs_cap = p3d_grow((void **)&c->pairs, c->pairs_cap, c->n_pairs,
                             sizeof(*c->pairs));
     p = &c->pairs[c->n_pairs];

@@ -83,6 +83,7 @@ struct p3d_mcomm { /* one communicator's instances */
     struct p3d_map pair_idx; /* src << 32 | dst -> pairs index */
     struct p3d_pair *pairs;
     size_t n_pairs, pairs_cap;
+    size_t last_pair;       /* index of the last pair looked up */
 };
 
 #define P3D_SHARDS 64
@@ -92,6 +93,7 @@ struct p3d_shard {
     struct p3d_map idx; /* comm hash -> comms index */
     struct p3d_mcomm *comms;
     size_t n, cap;
+    size_t last;         /* index of the last communicator looked up */
     struct p3d_div *div; /* divergent instances (rare) */
     size_t n_div, div_cap;
     struct p3d_var *var; /* their variants */

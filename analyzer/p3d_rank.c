@@ -51,6 +51,7 @@ struct p3d_scanbuf {
 struct p3d_scan {
     struct p3d_rank *r;
     struct p3d_scanbuf *b;
+    int c_last; /* r->comms index of the last op's communicator */
 };
 
 static struct p3d_rcomm *p3d_rcomm_get(struct p3d_rank *r, uint64_t hash)
@@ -128,6 +129,20 @@ static void p3d_scan_ref(struct p3d_scanbuf *b, uint64_t op_id,
         b->op_hi = (size_t)op_id + 1;
 }
 
+/* Ops come in runs on one communicator: the last one is checked before
+ * the map. */
+static struct p3d_rcomm *p3d_scan_comm(struct p3d_scan *s, uint64_t hash)
+{
+    struct p3d_rank *r = s->r;
+    struct p3d_rcomm *c;
+
+    if (s->c_last < r->n_comms && r->comms[s->c_last].hash == hash)
+        return &r->comms[s->c_last];
+    c = p3d_rcomm_get(r, hash);
+    s->c_last = (int)(c - r->comms);
+    return c;
+}
+
 static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
 {
     struct p3d_rank *r = s->r;
@@ -135,7 +150,7 @@ static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
     unsigned op = o->op < P3D_OP_COUNT ? o->op : 0;
 
     r->n_ops++;
-    c = p3d_rcomm_get(r, o->comm_hash);
+    c = p3d_scan_comm(s, o->comm_hash);
     if (c->rank < 0 && o->comm_rank >= 0)
         c->rank = o->comm_rank;
     c->st[op].calls++;
@@ -239,7 +254,7 @@ static void p3d_rank_note_tail(struct p3d_rank *r, const struct p3d_reader *rd)
 static int p3d_rank_scan_buf(struct p3d_rank *r, struct p3d_reader *rd,
                              struct p3d_scanbuf *b)
 {
-    struct p3d_scan s = {r, b};
+    struct p3d_scan s = {r, b, 0};
     const struct p3d_rec_hdr *h;
     int n;
 
