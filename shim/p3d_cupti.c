@@ -10,8 +10,9 @@
  *
  * Flow: cuptiSubscribe claims CUPTI (it fails if torch.profiler, Nsight or
  * another tool holds it: then the caller falls back to CUDA events);
- * CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION and DRIVER (the
- * API records external correlation attaches to) are enabled;
+ * CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION and the driver
+ * API records of kernel launches (external correlation attaches to API
+ * records) are enabled;
  * buffers come from a fixed pool mapped once.  The hooks push the op's id
  * (or its group's key) as external correlation id around the NCCL call;
  * CUPTI then emits (correlationId -> external id) records, and each NCCL
@@ -61,6 +62,7 @@ struct cupti_api {
     CUptiResult (*GetTimestamp)(uint64_t *);
     CUptiResult (*GetNumDropped)(CUcontext, uint32_t, size_t *);
     CUptiResult (*GetStreamIdEx)(CUcontext, CUstream, uint8_t, uint32_t *);
+    CUptiResult (*EnableDriverApi)(CUpti_CallbackId, uint8_t);
 };
 
 struct cupti_corr {
@@ -157,6 +159,7 @@ static int cupti_resolve(void)
     P3D_CUPTI_SYM(GetTimestamp, "cuptiGetTimestamp");
     P3D_CUPTI_SYM(GetNumDropped, "cuptiActivityGetNumDroppedRecords");
     P3D_CUPTI_SYM(GetStreamIdEx, "cuptiGetStreamIdEx");
+    P3D_CUPTI_SYM(EnableDriverApi, "cuptiActivityEnableDriverApi");
     if (!cu.Subscribe || !cu.Enable || !cu.RegisterCallbacks ||
         !cu.GetNextRecord || !cu.FlushAll || !cu.Push || !cu.Pop ||
         !cu.GetTimestamp)
@@ -340,15 +343,60 @@ static void cupti_busy(CUptiResult r)
 }
 
 /*
- * P3D_CUPTI_DRIVER=0 leaves the driver-API kind off: CUPTI then records
- * no activity per driver call (NCCL kernels are linked to ops by launch
- * order per stream), to measure what that tracing costs a job.
+ * External correlation records accompany API activity records only, and
+ * NCCL launches with cuLaunchKernel* through driver entry points.  The
+ * whole driver-API kind records every driver call of the process (a few
+ * per PyTorch kernel), which cost a host-bound 2-GPU DDP loop ~30% of
+ * its step; so by default only the launch calls are recorded
+ * (cuptiActivityEnableDriverApi; a CUPTI without it gets the whole
+ * kind).  P3D_CUPTI_DRIVER=all records every driver call as before, =0
+ * none: NCCL kernels are then linked to ops by launch order per stream.
  */
-static int cupti_driver_wanted(void)
+static const CUpti_CallbackId cupti_launch_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+#define CUPTI_N_LAUNCH_CBIDS \
+    (sizeof(cupti_launch_cbids) / sizeof(cupti_launch_cbids[0]))
+
+static void cupti_launch_apis(uint8_t on)
+{
+    size_t i;
+
+    for (i = 0; i < CUPTI_N_LAUNCH_CBIDS; i++)
+        cu.EnableDriverApi(cupti_launch_cbids[i], on);
+}
+
+/* 1 when every launch API's records are on. */
+static int cupti_enable_launch_apis(void)
+{
+    size_t i;
+
+    if (!cu.EnableDriverApi)
+        return 0;
+    for (i = 0; i < CUPTI_N_LAUNCH_CBIDS; i++)
+        if (cu.EnableDriverApi(cupti_launch_cbids[i], 1) != CUPTI_SUCCESS) {
+            cupti_launch_apis(0);
+            return 0;
+        }
+    return 1;
+}
+
+static void cupti_enable_driver(void)
 {
     const char *e = getenv(P3D_ENV_CUPTI_DRIVER);
 
-    return e == NULL || strcmp(e, "0") != 0;
+    if (e && strcmp(e, "0") == 0)
+        return;
+    if (!(e && strcmp(e, "all") == 0) && cupti_enable_launch_apis())
+        return;
+    if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
+        p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
+                      "unavailable: NCCL kernels are linked to ops by "
+                      "launch order only");
 }
 
 static int cupti_enable_all(void)
@@ -364,17 +412,7 @@ static int cupti_enable_all(void)
             cupti_busy(r);
             return -1;
         }
-    /*
-     * External correlation records accompany API activity records only,
-     * so the driver API kind must be on: NCCL launches with cuLaunchKernel*
-     * through driver entry points.  Its own records are ignored.  Without
-     * it, launch order per stream still links the kernels.
-     */
-    if (cupti_driver_wanted() &&
-        cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
-        p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
-                      "unavailable: NCCL kernels are linked to ops by "
-                      "launch order only");
+    cupti_enable_driver();
     if (cu.Enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
         cu.Enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS)
         p3d_warn_once("cupti_memcpy", "CUPTI copy tracing unavailable: "
@@ -391,6 +429,8 @@ static void cupti_undo(void)
         cu.Disable(CUPTI_ACTIVITY_KIND_MEMSET);
         cu.Disable(CUPTI_ACTIVITY_KIND_DRIVER);
     }
+    if (cu.EnableDriverApi)
+        cupti_launch_apis(0);
     if (cu.Unsubscribe && cupti_sub)
         cu.Unsubscribe(cupti_sub);
     cupti_sub = NULL;

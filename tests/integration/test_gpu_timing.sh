@@ -13,17 +13,23 @@
 # log knows no op ids: kernels are matched to launch units in order);
 # and with P3D_CUPTI_DRIVER=0 (the shim leaves CUPTI's driver-API kind
 # off, so the fake, like CUPTI, attaches no external correlation records
-# and launch order must link the kernels).  The ranks use devices 0 and 1
+# and launch order must link the kernels).  By default the shim records
+# only the kernel-launch driver APIs (never the whole kind); with
+# P3D_CUPTI_DRIVER=all, or a CUPTI that refuses per-API records
+# (oldcupti), the whole kind; either way ids link the kernels.  The ranks use devices 0 and 1
 # (P3D_GPU_DRIVER_SPREAD), so no warning at all is allowed.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
-for job in ext noext async nodriver; do
+for job in ext noext async nodriver all oldcupti; do
 noext=; [ $job = noext ] && noext=1
 nodrv=; [ $job = nodriver ] && nodrv=0
+[ $job = all ] && nodrv=all
+old=; [ $job = oldcupti ] && old=1
 async=; [ $job = async ] && async=1
 P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
 P3D_FAKE_CUPTI_NO_EXT=$noext P3D_FAKE_ASYNC=$async P3D_CUPTI_DRIVER=$nodrv \
+P3D_FAKE_CUPTI_NO_API_FILTER=$old \
 P3D_FAKE_CUPTI_KINDS="$tmp/$job.kinds" P3D_GPU_DRIVER_SPREAD=1 \
 P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
 LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
@@ -32,12 +38,20 @@ if grep -q "p3dtrace: warning" "$tmp/err"; then
     cat "$tmp/err"; echo "unexpected warning"; exit 1
 fi
 echo "-- $job"
-# CUPTI_ACTIVITY_KIND_DRIVER is 4: on by default, off with P3D_CUPTI_DRIVER=0
-drv_on=$(grep -c "^enable 4$" "$tmp/$job.kinds" || true)
-if [ $job = nodriver ] && [ "$drv_on" != 0 ]; then
-    echo "P3D_CUPTI_DRIVER=0 still enabled the driver-API kind"; exit 1
-elif [ $job != nodriver ] && [ "$drv_on" = 0 ]; then
-    echo "the driver-API kind was not enabled by default"; exit 1
+# CUPTI_ACTIVITY_KIND_DRIVER is 4, cuLaunchKernelEx's callback id 652
+drv_on=0; grep -q "^enable 4$" "$tmp/$job.kinds" && drv_on=1
+ex_on=0; grep -q "^driverapi 652$" "$tmp/$job.kinds" && ex_on=1
+case $job in
+nodriver) want="0 0" ;;
+all|oldcupti) want="1 0" ;;
+*) want="0 1" ;;
+esac
+n_ext=$(grep -c "^ext " "$tmp/$job.kinds" || true)
+case $job in nodriver|noext) [ "$n_ext" = 0 ] ;; async) ;; *) [ "$n_ext" -gt 0 ] ;; esac ||
+    { echo "$job: $n_ext external correlation records"; exit 1; }
+if [ "$drv_on $ex_on" != "$want" ]; then
+    echo "$job: driver kind on $drv_on, cuLaunchKernelEx records on" \
+         "$ex_on; want $want"; exit 1
 fi
 python3 - "$tmp/$job.truth" "$tmp/$job" "$P3D_SRC/tests/tools" $job <<'PY'
 import sys
