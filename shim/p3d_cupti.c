@@ -345,9 +345,9 @@ static void cupti_busy(CUptiResult r)
 /*
  * External correlation records accompany API activity records only, and
  * NCCL launches with cuLaunchKernel* through driver entry points.  The
- * whole driver-API kind records every driver call of the process (a few
- * per PyTorch kernel), which cost a host-bound 2-GPU DDP loop ~30% of
- * its step; so by default only the launch calls are recorded
+ * whole driver-API kind records every driver call of the process, which
+ * cost a host-bound 2-GPU DDP loop ~30% of its step (bench/README.md);
+ * so by default only the launch calls are recorded
  * (cuptiActivityEnableDriverApi; a CUPTI without it gets the whole
  * kind).  P3D_CUPTI_DRIVER=all records every driver call as before, =0
  * none: NCCL kernels are then linked to ops by launch order per stream.
@@ -388,10 +388,14 @@ static int cupti_enable_launch_apis(void)
 static void cupti_enable_driver(void)
 {
     const char *e = getenv(P3D_ENV_CUPTI_DRIVER);
+    int all = e && strcmp(e, "all") == 0;
 
     if (e && strcmp(e, "0") == 0)
         return;
-    if (!(e && strcmp(e, "all") == 0) && cupti_enable_launch_apis())
+    if (e && *e && !all && strcmp(e, "launch") != 0)
+        p3d_warn_once("cupti_driver_env", "%s=%s is not launch, all or 0: "
+                      "using launch", P3D_ENV_CUPTI_DRIVER, e);
+    if (!all && cupti_enable_launch_apis())
         return;
     if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
         p3d_warn_once("cupti_driver", "CUPTI driver API tracing "

@@ -16,15 +16,17 @@
 # and launch order must link the kernels).  By default the shim records
 # only the kernel-launch driver APIs (never the whole kind); with
 # P3D_CUPTI_DRIVER=all, or a CUPTI that refuses per-API records
-# (oldcupti), the whole kind; either way ids link the kernels.  The ranks use devices 0 and 1
+# (oldcupti), the whole kind; either way ids link the kernels.  A value
+# it does not know (bogus) is warned about once and taken as launch.  The ranks use devices 0 and 1
 # (P3D_GPU_DRIVER_SPREAD), so no warning at all is allowed.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
-for job in ext noext async nodriver all oldcupti; do
+for job in ext noext async nodriver all oldcupti bogus; do
 noext=; [ $job = noext ] && noext=1
 nodrv=; [ $job = nodriver ] && nodrv=0
 [ $job = all ] && nodrv=all
+[ $job = bogus ] && nodrv=yes
 old=; [ $job = oldcupti ] && old=1
 async=; [ $job = async ] && async=1
 P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
@@ -34,7 +36,11 @@ P3D_FAKE_CUPTI_KINDS="$tmp/$job.kinds" P3D_GPU_DRIVER_SPREAD=1 \
 P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
 LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
     timeout 60 "$drv" nccl 2 2> "$tmp/err"
-if grep -q "p3dtrace: warning" "$tmp/err"; then
+if [ $job = bogus ]; then
+    n=$(grep -c "P3D_CUPTI_DRIVER=yes is not launch, all or 0: using launch" \
+        "$tmp/err" || true)
+    [ "$n" = 2 ] || { cat "$tmp/err"; echo "bogus: want one warning per rank"; exit 1; }
+elif grep -q "p3dtrace: warning" "$tmp/err"; then
     cat "$tmp/err"; echo "unexpected warning"; exit 1
 fi
 echo "-- $job"
