@@ -229,6 +229,10 @@ static void cupti_nccl_op(uint64_t ext, uint64_t start, uint64_t end)
         p3d_gpu_op_write(P3D_GPU_SRC_CUPTI, g.op_id[i], start, end);
 }
 
+/* How NCCL kernels were linked (under cupti_lock), noted in the trace. */
+static uint64_t cupti_n_by_id, cupti_n_by_order, cupti_n_unlinked;
+static const char *cupti_driver_mode = "off";
+
 static void cupti_kernel(const CUpti_ActivityKernel10 *k)
 {
     uint64_t s = p3d_clock_to_host(&cupti_clock, k->start);
@@ -246,13 +250,16 @@ static void cupti_kernel(const CUpti_ActivityKernel10 *k)
     if (c->corr == k->correlationId && c->ext) {
         p3d_cupti_order_linked(k->streamId, c->ext);
         cupti_nccl_op(c->ext, s, e);
+        cupti_n_by_id++;
         return;
     }
     if (p3d_cupti_order_match(k->streamId, &key)) {
         cupti_nccl_op(key, s, e);     /* launched from NCCL's own thread */
+        cupti_n_by_order++;
         return;
     }
     /* Not linked to an op (e.g. replayed from a CUDA graph). */
+    cupti_n_unlinked++;
     {
         struct p3d_span_open one = {k->streamId, s, e, e - s, 1,
                                     (uint16_t)k->deviceId, P3D_SPAN_NCCL, 1};
@@ -395,12 +402,16 @@ static void cupti_enable_driver(void)
     if (e && *e && !all && strcmp(e, "launch") != 0)
         p3d_warn_once("cupti_driver_env", "%s=%s is not launch, all or 0: "
                       "using launch", P3D_ENV_CUPTI_DRIVER, e);
+    cupti_driver_mode = "launch";
     if (!all && cupti_enable_launch_apis())
         return;
-    if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
+    cupti_driver_mode = "all";
+    if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS) {
+        cupti_driver_mode = "off";
         p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
                       "unavailable: NCCL kernels are linked to ops by "
                       "launch order only");
+    }
 }
 
 static int cupti_enable_all(void)
@@ -547,5 +558,10 @@ void p3d_cupti_fini(void)
     cu.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&cupti_lock);
     p3d_span_flush(&cupti_spans);
+    p3d_note("cupti: driver records %s; NCCL kernels linked by correlation "
+             "id %llu, by launch order %llu, to no op %llu",
+             cupti_driver_mode, (unsigned long long)cupti_n_by_id,
+             (unsigned long long)cupti_n_by_order,
+             (unsigned long long)cupti_n_unlinked);
     pthread_mutex_unlock(&cupti_lock);
 }

@@ -60,6 +60,7 @@ if [ "$drv_on $ex_on" != "$want" ]; then
          "$ex_on; want $want"; exit 1
 fi
 python3 - "$tmp/$job.truth" "$tmp/$job" "$P3D_SRC/tests/tools" $job <<'PY'
+import re
 import sys
 sys.path.insert(0, sys.argv[3])
 import p3d_trace
@@ -135,6 +136,29 @@ for rank, t in sorted(traces.items()):
         fail.append("rank %d: merged span longer than 10 ms" % rank)
     if not any(r["type"] == "clock_sync" for r in recs):
         fail.append("rank %d: no clock_sync" % rank)
+    # The shim's own account of how it linked the NCCL kernels.
+    job = sys.argv[4]
+    notes = [r["text"] for r in recs if r["type"] == "note"
+             and r["text"].startswith("cupti:")]
+    want_mode = {"nodriver": "off", "all": "all",
+                 "oldcupti": "all"}.get(job, "launch")
+    by_id_expected = job not in ("noext", "nodriver", "async")
+    if len(notes) != 1:
+        fail.append("rank %d: %d cupti notes" % (rank, len(notes)))
+    else:
+        m = re.match(r"cupti: driver records (\w+); NCCL kernels linked by "
+                     r"correlation id (\d+), by launch order (\d+), to no "
+                     r"op (\d+)", notes[0])
+        mode, by_id, by_order, none = (m.group(1), int(m.group(2)),
+                                       int(m.group(3)), int(m.group(4))) \
+            if m else ("?", -1, -1, -1)
+        ok = (mode == want_mode and none == 0 and
+              by_id + by_order == len(kern) - 100 and
+              (by_order == 0 if by_id_expected else by_id == 0))
+        if not ok:
+            fail.append("rank %d: %s (want driver records %s, linked by %s)"
+                        % (rank, notes[0], want_mode,
+                           "id" if by_id_expected else "order"))
 if fail:
     sys.exit("FAIL: " + "; ".join(fail))
 PY
