@@ -157,12 +157,16 @@ static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
     fprintf(f, "    PP Late Sender %.3f ms, Late Receiver %.3f ms\n",
             t->late_sender_ms, t->late_receiver_ms);
     fprintf(f, "  stragglers (waiting each caused %s):",
-            t->strag_p2p ? "as Late Sender/Receiver on pipeline send/recv"
+            t->strag_by == P3D_STRAG_P2P
+                ? "as Late Sender/Receiver on pipeline send/recv"
+            : t->strag_by == P3D_STRAG_STEP
+                ? "its peers at the step's collectives; no TP/CP group "
+                  "or pipeline"
                 : "its TP/CP group peers");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s rank %d %.3f ms", i ? "," : "", t->strag[i].rank,
                 t->strag[i].caused_ms);
-        if (!t->strag_p2p)
+        if (t->strag_by != P3D_STRAG_P2P)
             fprintf(f, " (last %" PRId64 " times)", t->strag[i].late_count);
     }
     fputc('\n', f);
