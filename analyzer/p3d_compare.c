@@ -144,6 +144,9 @@ void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
     int k;
 
     buf[0] = 0;
+    p3d_hang_brief(job, miss, sizeof(miss));
+    if (miss[0])
+        p3d_cobs(buf, n, &len, "%s", miss);
     k = p3d_missing_ranks(job, miss, sizeof(miss));
     if (k)
         p3d_cobs(buf, n, &len, "%d of %d ranks missing (%s)", k,

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "p3d_compare.h"
+#include "p3d_hang.h"
 #include "p3d_html_parts.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
@@ -122,6 +123,20 @@ static void p3d_find_match(FILE *f, const struct p3d_job *job)
     }
 }
 
+/* A hang first: everything after it describes the run up to the hang. */
+static void p3d_find_hang(FILE *f, const struct p3d_job *job)
+{
+    char b[160], t[320];
+
+    p3d_hang_brief(job, b, sizeof(b));
+    if (!b[0])
+        return;
+    snprintf(t, sizeof(t), "%s; %d rank(s) wait inside NCCL (the text "
+             "report, p3d-analyze DIR, has the chain of waits and the "
+             "root's call site)", b, job->hang->n_waiting);
+    p3d_find_li(f, "Hang:", t);
+}
+
 static void p3d_find_ranks(FILE *f, const struct p3d_job *job)
 {
     char miss[256];
@@ -141,6 +156,7 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
 {
     fputs("<section id=\"findings\"><h2>Findings</h2>\n<ul class=\"findings\">"
           "\n", f);
+    p3d_find_hang(f, job);
     p3d_find_layout(f, job);
     p3d_find_iters(f, s);
     p3d_find_time(f, job, s);

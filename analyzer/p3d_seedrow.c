@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "p3d_hang.h"
 #include "p3d_report.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
@@ -213,6 +214,7 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
 {
     const struct p3d_layout *l = &job->layout;
     char mem[32] = "n/a", obs[400], mb[16] = "n/a", tok[32] = "n/a";
+    char hang[160];
 
     if (t->peak_mem)
         p3d_fmt_bytes(mem, sizeof(mem), (double)t->peak_mem);
@@ -221,13 +223,14 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
     if (t->tokens_per_s > 0)
         snprintf(tok, sizeof(tok), "%.0f", t->tokens_per_s);
     p3d_tr_obs(obs, sizeof(obs), t);
+    p3d_hang_brief(job, hang, sizeof(hang));
     fprintf(f, "\nseed table row:\n| config | TP | PP | CP | DP | "
                "micro-batches | max mem/rank | step time | tokens/s | "
-               "observations |\n");
-    fprintf(f, "| %s | %d | %d | %d | %d | %s | %s | %.1f ms | %s | %s |\n",
+               "observations |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| %s | %d | %d | %d | %d | %s | %s | %.1f ms | %s | %s%s%s |\n",
             job->job_id, l->size[P3D_AX_TP], l->size[P3D_AX_PP],
             l->size[P3D_AX_CP], l->size[P3D_AX_DP], mb, mem, t->step_ms,
-            tok, obs);
+            tok, hang, hang[0] ? "; " : "", obs);
 }
 
 void p3d_time_report(FILE *f, const struct p3d_job *job)
@@ -237,6 +240,12 @@ void p3d_time_report(FILE *f, const struct p3d_job *job)
     if (!t)
         return;
     fprintf(f, "\ntime:\n");
+    if (job->hang && job->hang->detected)
+        fprintf(f, "  the job hung (see the hang analysis): what follows "
+                   "comes from what the ranks recorded before it, and a "
+                   "job that hung in its first step has no full "
+                   "iteration (a repeating micro-batch may be taken for "
+                   "one)\n");
     if (!t->n_iter) {
         fprintf(f, "  no repeating op pattern found: no iterations, step "
                    "time or bubble\n");

@@ -48,6 +48,29 @@ t = json.load(open(f"{d}/mism/truth.json"))
 assert t["ranks"][2]["mismatch_op"] is not None
 print(f"truth: hang, kill, straggler (x{ratio:.2f}), mismatch as injected")
 PY
+# Every summary of a hung or killed job says so: the seed row of the
+# text report, the --compare row and the HTML findings; a healthy job's
+# row does not.
+A=$P3D_BUILD/p3d-analyze
+for j in hang:"HUNG: root rank 5 (" kill:"HUNG: root rank 3 (killed)" \
+         strag:; do
+    name=${j%%:*} want=${j#*:}
+    "$A" --html "$SIM_OUT/$name.html" "$SIM_OUT/$name" > "$SIM_OUT/$name.txt" 2>&1
+    "$A" --compare "$SIM_OUT/$name" > "$SIM_OUT/$name.cmp" 2>&1
+    for f in txt cmp html; do
+        if [ -z "$want" ]; then
+            ! grep -q "HUNG" "$SIM_OUT/$name.$f" || {
+                echo "FAIL $name: a healthy job's $f summary says HUNG"
+                fail=1; }
+        else
+            grep -qF "$want" "$SIM_OUT/$name.$f" || {
+                echo "FAIL $name: '$want' not in the $f summary"; fail=1; }
+        fi
+    done
+    [ -z "$want" ] || grep -q "^  the job hung" "$SIM_OUT/$name.txt" || {
+        echo "FAIL $name: the time section does not say the job hung"
+        fail=1; }
+done
 if [ $fail -eq 0 ] && [ "$skew" -eq 77 ]; then
     echo "note: skew run not verified: the shim lacks the P3D_TEST_* hooks"
 fi
