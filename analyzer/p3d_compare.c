@@ -5,14 +5,15 @@
  * Numbers come from the time analysis (p3d_time.h) when it found
  * iterations, else from the views' own estimate (p3d_html_sum.c).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "p3d_compare.h"
-#include "p3d_hang.h"
 #include "p3d_discover.h"
+#include "p3d_hang.h"
 #include "p3d_layout.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
@@ -313,6 +314,7 @@ static int p3d_compare_dir(char *dir, p3d_analyse_fn fn, void *ctx,
         free(set.jobs);
         return -1;
     }
+    p3d_discover_say(&set, 0, dir);
     fn(&set.jobs[set.n - 1], ctx);
     p3d_vjob_sum(&set.jobs[set.n - 1], NULL, &s);
     p3d_compare_row(&set.jobs[set.n - 1], &s, name, row);
@@ -335,7 +337,7 @@ int p3d_compare_run(char **dirs, int n, const char *json, p3d_analyse_fn fn,
     if (json)
         js = strcmp(json, "-") ? fopen(json, "w") : stdout;
     if (json && !js)
-        p3d_die("cannot write '%s'", json);
+        p3d_die("cannot write '%s': %s", json, strerror(errno));
     if (js != stdout)
         p3d_compare_md_head(stdout);
     if (js)
@@ -352,6 +354,6 @@ int p3d_compare_run(char **dirs, int n, const char *json, p3d_analyse_fn fn,
     if (js)
         fputs("]\n", js);
     if (js && js != stdout && fclose(js))
-        p3d_error("cannot write '%s'", json);
+        p3d_error("cannot write '%s': %s", json, strerror(errno));
     return p3d_n_errors ? P3D_EXIT_BAD : 0;
 }

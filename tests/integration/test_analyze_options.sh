@@ -99,4 +99,12 @@ usage isdir 2 "$E --json: cannot write '$O': Is a directory" \
     --json "$O" "$J"
 usage compare-nodir 2 "$E --json: cannot write '$T/no/r': No such file" \
     --compare --json "$T/no/r" "$J"
+
+# 7. --compare on a folder holding two jobs says which one it compares,
+# as the plain run does
+mkdir -p "$T/twojobs"
+"$G" --tp 2 --dp 2 --job jobA --start 1700000000 --suffix .a "$T/twojobs" &&
+"$G" --tp 2 --dp 2 --job jobB --start 1700009000 --suffix .b "$T/twojobs" || exit 1
+usage compare-two 0 "warning: --compare: '$T/twojobs' holds traces of 2 jobs; comparing the newest, job 'jobB'" \
+    --compare "$T/twojobs"
 [ $fails -eq 0 ]
