@@ -304,8 +304,12 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
         p3d_ho_wait(f, job, &res->wait[i]);
     if (res->n_waiting > 0) {
         fprintf(f, "    rank %d's wait:\n", res->wait[0].rank);
-        p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
-                     "      ");
+        if (res->wait[0].op == P3D_HANG_OP_INIT || res->wait[0].inferred)
+            fprintf(f, "      call site: not recorded for communicator "
+                    "creation (stacks are taken for NCCL ops)\n");
+        else
+            p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
+                         "      ");
     }
     p3d_ho_frontiers(f, job);
     p3d_ho_others(f, job);

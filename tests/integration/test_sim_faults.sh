@@ -71,6 +71,19 @@ for j in hang:"HUNG: root rank 5 (" kill:"HUNG: root rank 3 (killed)" \
         echo "FAIL $name: the time section does not say the job hung"
         fail=1; }
 done
+# A rank that never creates the DP communicator: the others wait in its
+# creation, where no stack is taken; the watchdog and the analyzer say
+# so instead of blaming P3D_STACKS.
+P3D_HANG_TIMEOUT=1 P3D_QUIET= "$SIM" --out "$SIM_OUT" --job-id inithang \
+    --shim "$SHIM" --tp 2 --dp 2 -m 2 --hang 1:dp:1 --timeout 3 \
+    > /dev/null 2> "$SIM_OUT/inithang.err"
+"$A" "$SIM_OUT/inithang" > "$SIM_OUT/inithang.txt" 2>&1
+for f in err txt; do
+    grep -q "call site: not recorded for communicator creation" \
+        "$SIM_OUT/inithang.$f" || {
+        echo "FAIL inithang: the $f report does not say why no call site"
+        fail=1; }
+done
 if [ $fail -eq 0 ] && [ "$skew" -eq 77 ]; then
     echo "note: skew run not verified: the shim lacks the P3D_TEST_* hooks"
 fi
