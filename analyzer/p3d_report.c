@@ -71,6 +71,12 @@ static void p3d_report_job(FILE *f, const struct p3d_job *job)
             job->job_id, p3d_job_ranks_found(job), job->world_size, when);
     if (p3d_missing_ranks(job, miss, sizeof(miss)))
         fprintf(f, "  missing ranks: %s\n", miss);
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        if (r->err[0] || r->warn[0])
+            fprintf(f, "  rank %d: %s\n", r->rank, r->err[0] ? r->err
+                                                           : r->warn);
+    }
 }
 
 static void p3d_report_layout(FILE *f, const struct p3d_job *job)

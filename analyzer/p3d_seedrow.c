@@ -12,19 +12,42 @@
 #include "p3d_util.h"
 
 static const char *const p3d_src_text[] = {
-    "host call times only (no GPU times in the traces): NCCL times are "
+    "host call times only (no GPU times): NCCL times are "
     "enqueue-to-return on the host",
     "NCCL kernel spans attributed to ops by stream and order (no GPU_OP "
     "records)",
     "GPU kernel times (GPU_OP)"};
 
+/* Some ranks have better op times than others (a damaged file): name
+ * them, since the job is timed at the worst rank's source. */
+static void p3d_tr_mixed_src(FILE *f, const struct p3d_time_res *t,
+                             int worst, int best)
+{
+    int n = 0;
+
+    fprintf(f, "  op times differ between ranks: %s for", p3d_src_text[best]);
+    for (int i = 0; i < t->n; i++)
+        n += t->tl[i].n_ops && t->tl[i].src == best;
+    fprintf(f, " %d rank(s); rank(s)", n);
+    for (int i = 0, k = 0; i < t->n; i++)
+        if (t->tl[i].n_ops && t->tl[i].src == worst)
+            fprintf(f, "%s %d", k++ ? "," : "", t->tl[i].rank);
+    fprintf(f, " have less (a damaged or cut file?); the job is timed as "
+               "below\n");
+}
+
 static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
 {
-    int src = P3D_TSRC_GPU;
+    int src = P3D_TSRC_GPU, best = P3D_TSRC_HOST;
 
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_ops && t->tl[i].src < src)
             src = t->tl[i].src;
+    for (int i = 0; i < t->n; i++)
+        if (t->tl[i].n_ops && t->tl[i].src > best)
+            best = t->tl[i].src;
+    if (best != src)
+        p3d_tr_mixed_src(f, t, src, best);
     fprintf(f, "  op times: %s", p3d_src_text[src]);
     if (src == P3D_TSRC_SPAN) {
         size_t n = 0, g = 0;

@@ -71,6 +71,20 @@ for j in hang:"HUNG: root rank 5 (" kill:"HUNG: root rank 3 (killed)" \
         echo "FAIL $name: the time section does not say the job hung"
         fail=1; }
 done
+# One rank's file cut short, before its first GPU record: the report
+# names the damage and says that rank's op times are worse than the
+# others' instead of claiming the traces have no GPU times.
+mkdir -p "$SIM_OUT/cut"
+cp "$SIM_OUT"/strag/rank-*.p3d "$SIM_OUT/cut/"
+first=$("$A" --dump "$SIM_OUT/cut/rank-00002.p3d" 2>/dev/null |
+        sed -n 's/^gpu_op offset=\([0-9]*\) .*/\1/p' | head -1)
+truncate -s "${first:-0}" "$SIM_OUT/cut/rank-00002.p3d"
+"$A" "$SIM_OUT/cut" > "$SIM_OUT/cut.txt" 2>/dev/null
+grep -q "^  rank 2: .*rank-00002.p3d'" "$SIM_OUT/cut.txt" &&
+grep -q "^  op times differ between ranks: GPU kernel times (GPU_OP) for 7 rank(s); rank(s) 2 have less" \
+    "$SIM_OUT/cut.txt" || {
+    echo "FAIL cut: rank 2's damage or its host-only times not reported"
+    grep -n "rank 2:\|op times" "$SIM_OUT/cut.txt"; fail=1; }
 # A rank that never creates the DP communicator: the others wait in its
 # creation, where no stack is taken; the watchdog and the analyzer say
 # so instead of blaming P3D_STACKS.
