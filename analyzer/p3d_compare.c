@@ -130,8 +130,7 @@ static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
     if (t->dominates && t->top_lbl >= 0 && t->top_lbl < P3D_LBL_COUNT)
         p3d_cobs(buf, n, len, "NCCL dominates (mostly %s)",
                  p3d_label_name[t->top_lbl]);
-    if (t->n_strag >= 2 && t->strag[0].caused_ms > 0 &&
-        t->strag[0].caused_ms >= 1.5 * t->strag[1].caused_ms)
+    if (p3d_time_straggler(t) >= 0)
         p3d_cobs(buf, n, len, "straggler rank %d", t->strag[0].rank);
     if (t->n_hosts > 1)
         p3d_cobs(buf, n, len, "clocks of %d hosts aligned", t->n_hosts);

@@ -92,11 +92,16 @@ static void p3d_find_tres(FILE *f, const struct p3d_time_res *t)
     }
     if (t->n_strag > 0) {
         size_t n = 0;
+        int s = p3d_time_straggler(t);
+
+        n = (size_t)snprintf(b, sizeof(b), s >= 0 ? "rank %d stands out; "
+                             : "none stands out (no rank caused 1.5x the "
+                               "waiting of the next); ", s);
         for (int k = 0; k < t->n_strag && k < 3 && n < sizeof(b); k++)
             n += (size_t)snprintf(b + n, sizeof(b) - n, "%srank %d caused "
                                   "%.3f ms of waiting", k ? ", " : "",
                                   t->strag[k].rank, t->strag[k].caused_ms);
-        p3d_find_li(f, "Stragglers:", b);
+        p3d_find_li(f, s >= 0 ? "Straggler:" : "Stragglers:", b);
     }
 }
 

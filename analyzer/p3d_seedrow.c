@@ -196,20 +196,10 @@ static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
     fputc('\n', f);
 }
 
-/* A straggler is worth naming when it caused clearly the most waiting. */
-static int p3d_tr_straggler(const struct p3d_time_res *t)
-{
-    if (t->n_strag < 2 || t->strag[0].caused_ms <= 0)
-        return -1;
-    if (t->strag[0].caused_ms < 1.5 * t->strag[1].caused_ms)
-        return -1;
-    return t->strag[0].rank;
-}
-
 static void p3d_tr_obs(char *b, size_t n, const struct p3d_time_res *t)
 {
     size_t k = 0;
-    int s = p3d_tr_straggler(t);
+    int s = p3d_time_straggler(t);
 
     b[0] = '\0';
     if (t->no_verdict)

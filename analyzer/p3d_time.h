@@ -308,4 +308,10 @@ void p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j, int bubble);
 void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j);
 void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
                      const struct p3d_jgrp *g, size_t k);
+/*
+ * The straggler worth naming: the rank that caused clearly the most
+ * waiting (at least 1.5x the next), or -1 (p3d_wait.c).
+ */
+int p3d_time_straggler(const struct p3d_time_res *t);
+
 #endif

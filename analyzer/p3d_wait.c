@@ -246,6 +246,14 @@ static void p3d_wait_rank_list(struct p3d_time_res *t)
     qsort(t->strag, (size_t)t->n_strag, sizeof(*t->strag), p3d_strag_cmp);
 }
 
+int p3d_time_straggler(const struct p3d_time_res *t)
+{
+    if (t->n_strag < 2 || t->strag[0].caused_ms <= 0 ||
+        t->strag[0].caused_ms < 1.5 * t->strag[1].caused_ms)
+        return -1;
+    return t->strag[0].rank;
+}
+
 /* After pass 2 (p3d_wait_begin's folds): late ranks, stragglers,
  * bandwidths. */
 void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j)

@@ -62,6 +62,9 @@ for j in hang:"HUNG: root rank 5 (" kill:"HUNG: root rank 3 (killed)" \
             ! grep -q "HUNG" "$SIM_OUT/$name.$f" || {
                 echo "FAIL $name: a healthy job's $f summary says HUNG"
                 fail=1; }
+        elif [ $f = txt ] && ! grep -q "^seed table row" "$SIM_OUT/$name.txt"
+        then
+            : # no iteration found before the hang: no row to check
         else
             grep -qF "$want" "$SIM_OUT/$name.$f" || {
                 echo "FAIL $name: '$want' not in the $f summary"; fail=1; }
@@ -71,6 +74,8 @@ for j in hang:"HUNG: root rank 5 (" kill:"HUNG: root rank 3 (killed)" \
         echo "FAIL $name: the time section does not say the job hung"
         fail=1; }
 done
+grep -q "Straggler:</b> rank 1 stands out" "$SIM_OUT/strag.html" || {
+    echo "FAIL strag: the HTML findings do not name rank 1"; fail=1; }
 # One rank's file cut short, before its first GPU record: the report
 # names the damage and says that rank's op times are worse than the
 # others' instead of claiming the traces have no GPU times.
