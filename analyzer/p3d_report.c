@@ -159,7 +159,10 @@ static void p3d_report_comms(FILE *f, const struct p3d_job *job)
 {
     char m[160], lb[128], b[32];
 
-    fprintf(f, "\ncommunicators (%d):\n", job->n_comms);
+    fprintf(f, "\ncommunicators (%d; gpu = the members' kernel times "
+               "summed, so algbw/busbw include time spent waiting for "
+               "peers; the time section's busbw by group is the transfer "
+               "alone):\n", job->n_comms);
     for (int i = 0; i < job->n_comms; i++) {
         const struct p3d_gcomm *g = &job->comms[i];
         p3d_fmt_ranks(m, sizeof(m), g->members, g->n_members);

@@ -107,7 +107,7 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
         if (t->f_lbl[l] >= 0.0005)
             fprintf(f, " %s %.1f%%", p3d_label_name[l], 100 * t->f_lbl[l]);
     fprintf(f, "\n    busbw by group (GB/s; time = the shortest member's "
-               "kernel):");
+               "kernel, i.e. the transfer without waiting):");
     if (t->best_busbw <= 0)
         fprintf(f, " none (no GPU times)");
     for (int l = 0; l < P3D_LBL_COUNT; l++)
