@@ -78,9 +78,12 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
 static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
 {
     fprintf(f, "  iterations: %d found", t->n_iter);
-    if (t->warm)
+    if (t->warm == 1)
         fprintf(f, "; warm-up iteration 0 took %.3f ms (excluded)",
                 t->warm_ms);
+    else if (t->warm > 1)
+        fprintf(f, "; warm-up iterations 0-%d took %.3f ms on average "
+                   "(excluded)", t->warm - 1, t->warm_ms);
     fprintf(f, "\n  step time: %.3f ms median over %d steady iterations "
                "(%.3f .. %.3f)\n", t->step_ms, t->n_iter - t->warm,
             t->step_min_ms, t->step_max_ms);
