@@ -97,6 +97,25 @@ static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
         fprintf(f, "  throughput: %.2f samples/s\n", t->samples_per_s);
 }
 
+/* Exposed PP time is largely the bubble: say how much, so the verdict
+ * is not read as slow transfers. */
+static void p3d_tr_pp_share(FILE *f, const struct p3d_time_res *t)
+{
+    double pp = t->f_lbl[P3D_LBL_PP];
+
+    if (t->measured >= 0.5 * pp)
+        fprintf(f, "    PP is %.1f%% of the step and the pipeline bubble "
+                   "%.1f%% (below): exposed PP time is mostly stages "
+                   "waiting on the schedule, which more micro-batches or "
+                   "interleaving shrink, not slow transfers\n",
+                100 * pp, 100 * t->measured);
+    else
+        fprintf(f, "    PP is %.1f%% of the step, of which the pipeline "
+                   "bubble (stages waiting on the schedule, below) is "
+                   "%.1f%%; the rest is transfer\n", 100 * pp,
+                100 * t->measured);
+}
+
 static void p3d_tr_where(FILE *f, const struct p3d_job *job,
                          const struct p3d_time_res *t)
 {
@@ -123,6 +142,8 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
         fprintf(f, "; best single op %.2f GB/s on %s",
                 t->best_busbw, p3d_label_name[t->best_lbl]);
     fprintf(f, "\n  verdict: %s\n", t->why);
+    if (t->pp > 1 && t->stages && t->f_lbl[P3D_LBL_PP] >= 0.005)
+        p3d_tr_pp_share(f, t);
     (void)job;
 }
 
@@ -150,6 +171,12 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                                                            "line" : "nowhere",
             100 * t->theory, 100 * t->measured,
             100 * (t->measured - t->theory));
+    if (t->measured < t->theory - 0.02)
+        fprintf(f, "    below theory: only time without compute waiting "
+                   "on a PP receive counts as bubble; stages that wait on "
+                   "a step-level collective instead (gradients, grad norm: "
+                   "see the wait states) or a job bound by communication "
+                   "rather than compute show less\n");
     if (t->m_src == 1 && t->m_cmd && t->m_cmd != t->m)
         fprintf(f, "    note: the command line says m=%d (global batch / "
                    "(micro-batch x DP)), the schedule shows %d\n", t->m_cmd,
