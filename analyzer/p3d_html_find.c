@@ -120,10 +120,20 @@ static void p3d_find_match(FILE *f, const struct p3d_job *job)
     p3d_find_li(f, "Cross-rank matching:", t);
     for (int i = 0; i < m->n_kept && i < 5; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
-        snprintf(t, sizeof(t), "comm 0x%016" PRIx64 " seq %" PRIu64
+        int gi = p3d_map_get(&job->comm_idx, x->comm);
+        const char *lab = gi >= 0 ? p3d_label_name[job->comms[gi].label]
+                                  : "?";
+
+        if (x->field >= P3D_MM_UNMATCHED) {
+            const char *k = p3d_mm_other_text(x, lab, t, sizeof(t));
+            p3d_find_li(f, k[0] == 'i' ? "Incomplete:" : "Unmatched:", t);
+            continue;
+        }
+        snprintf(t, sizeof(t), "comm 0x%016" PRIx64 " (%s) seq %" PRIu64
                  ": %s differs between rank %d (%" PRId64 ") and rank %d (%"
-                 PRId64 ")", x->comm, x->seq, p3d_mm_field_name[x->field],
-                 x->rank_a, x->va, x->rank_b, x->vb);
+                 PRId64 ")", x->comm, lab, x->seq,
+                 p3d_mm_field_name[x->field], x->rank_a, x->va, x->rank_b,
+                 x->vb);
         p3d_find_li(f, "Mismatch:", t);
     }
 }
