@@ -10,6 +10,7 @@
  * job's first rank started, on the clock of p3d_vclock_shift (host
  * offsets from the time analysis when it ran).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,7 +281,8 @@ static int p3d_chrome_close(struct p3d_cw *w, const char *path)
     fputs("\n]}\n", w->f);
     size = w->f == stdout ? -1 : ftell(w->f);
     if (w->f != stdout ? fclose(w->f) != 0 : fflush(w->f) != 0)
-        return p3d_error("cannot write '%s'", path);
+        return p3d_error("cannot write '%s': %s", path,
+                         strerror(errno));
     if (w->n_dropped)
         p3d_warning("--chrome: %" PRIu64 " events nested deeper than %d "
                     "levels or in more than %d lanes were left out",
@@ -303,7 +305,8 @@ int p3d_chrome_write(const char *path, const struct p3d_job *job,
         return -1;
     w.f = strcmp(path, "-") ? fopen(path, "w") : stdout;
     if (!w.f)
-        return p3d_error("cannot write '%s'", path);
+        return p3d_error("cannot write '%s': %s", path,
+                         strerror(errno));
     p3d_chrome_head(&w);
     p3d_chrome_pass1(&w, sel);
     for (int i = 0; i < job->n_ranks; i++)

@@ -5,14 +5,15 @@
  * Numbers come from the time analysis (p3d_time.h) when it found
  * iterations, else from the views' own estimate (p3d_html_sum.c).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "p3d_compare.h"
-#include "p3d_hang.h"
 #include "p3d_discover.h"
+#include "p3d_hang.h"
 #include "p3d_layout.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
@@ -129,8 +130,7 @@ static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
     if (t->dominates && t->top_lbl >= 0 && t->top_lbl < P3D_LBL_COUNT)
         p3d_cobs(buf, n, len, "NCCL dominates (mostly %s)",
                  p3d_label_name[t->top_lbl]);
-    if (t->n_strag >= 2 && t->strag[0].caused_ms > 0 &&
-        t->strag[0].caused_ms >= 1.5 * t->strag[1].caused_ms)
+    if (p3d_time_straggler(t) >= 0)
         p3d_cobs(buf, n, len, "straggler rank %d", t->strag[0].rank);
     if (t->n_hosts > 1)
         p3d_cobs(buf, n, len, "clocks of %d hosts aligned", t->n_hosts);
@@ -144,6 +144,9 @@ void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
     int k;
 
     buf[0] = 0;
+    p3d_hang_brief(job, miss, sizeof(miss));
+    if (miss[0])
+        p3d_cobs(buf, n, &len, "%s", miss);
     k = p3d_missing_ranks(job, miss, sizeof(miss));
     if (k)
         p3d_cobs(buf, n, &len, "%d of %d ranks missing (%s)", k,
@@ -310,6 +313,7 @@ static int p3d_compare_dir(char *dir, p3d_analyse_fn fn, void *ctx,
         free(set.jobs);
         return -1;
     }
+    p3d_discover_say(&set, 0, dir);
     fn(&set.jobs[set.n - 1], ctx);
     p3d_vjob_sum(&set.jobs[set.n - 1], NULL, &s);
     p3d_compare_row(&set.jobs[set.n - 1], &s, name, row);
@@ -332,7 +336,7 @@ int p3d_compare_run(char **dirs, int n, const char *json, p3d_analyse_fn fn,
     if (json)
         js = strcmp(json, "-") ? fopen(json, "w") : stdout;
     if (json && !js)
-        p3d_die("cannot write '%s'", json);
+        p3d_die("cannot write '%s': %s", json, strerror(errno));
     if (js != stdout)
         p3d_compare_md_head(stdout);
     if (js)
@@ -349,6 +353,6 @@ int p3d_compare_run(char **dirs, int n, const char *json, p3d_analyse_fn fn,
     if (js)
         fputs("]\n", js);
     if (js && js != stdout && fclose(js))
-        p3d_error("cannot write '%s'", json);
+        p3d_error("cannot write '%s': %s", json, strerror(errno));
     return p3d_n_errors ? P3D_EXIT_BAD : 0;
 }

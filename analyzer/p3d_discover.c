@@ -287,3 +287,24 @@ int p3d_discover(char **paths, int n, struct p3d_jobset *set)
     free(w.c);
     return ret;
 }
+
+void p3d_discover_say(const struct p3d_jobset *set, int all,
+                      const char *dir)
+{
+    const struct p3d_job *j = &set->jobs[set->n - 1];
+    char when[64];
+
+    if (set->n < 2)
+        return;
+    p3d_job_started(j, when, sizeof(when));
+    if (dir)
+        p3d_warning("--compare: '%s' holds traces of %d jobs; comparing "
+                    "the newest, job '%s' started %s (give each run its "
+                    "own folder)", dir, set->n, j->job_id, when);
+    else if (all)
+        p3d_note("found %d jobs; analysing each (oldest first)", set->n);
+    else
+        p3d_warning("found traces of %d jobs; analysing the newest, job "
+                    "'%s' started %s (use --all for every job)", set->n,
+                    j->job_id, when);
+}

@@ -19,6 +19,14 @@ struct p3d_jobset {
  */
 int p3d_discover(char **paths, int n, struct p3d_jobset *set);
 
+/*
+ * Say that set holds several jobs and which is analysed: the newest
+ * (a warning naming it, and --all), or with all every one (a note).
+ * dir: the --compare folder the set came from (NULL for the plain run).
+ */
+void p3d_discover_say(const struct p3d_jobset *set, int all,
+                      const char *dir);
+
 /* Seconds between two files' starts that make them separate runs. */
 #define P3D_RUN_GAP_S 600
 

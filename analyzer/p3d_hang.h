@@ -114,5 +114,10 @@ void p3d_hang_free(struct p3d_job *job);
 /* The "hang" section of the text report, and the JSON member. */
 void p3d_hang_report(FILE *f, const struct p3d_job *job);
 void p3d_hang_json(FILE *f, const struct p3d_job *job);
+/*
+ * One phrase for table rows and findings ("HUNG: root rank 6 (killed)"),
+ * or "" when the analysis found no hang.
+ */
+void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n);
 
 #endif /* P3D_HANG_H */

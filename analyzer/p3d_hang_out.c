@@ -241,6 +241,39 @@ static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
     free(r);
 }
 
+static const char *p3d_ho_state_word(int s)
+{
+    switch (s) {
+    case P3D_HS_NOT_IN_NCCL: return "stopped outside NCCL";
+    case P3D_HS_KILLED: return "killed";
+    case P3D_HS_EXITED: return "exited early";
+    case P3D_HS_NO_TRACE: return "no trace";
+    case P3D_HS_STUCK: return "stuck in NCCL";
+    case P3D_HS_CYCLE: return "circular wait";
+    default: return p3d_hang_state_name[s];
+    }
+}
+
+void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n)
+{
+    const struct p3d_hang_res *res = job->hang;
+    size_t k;
+
+    buf[0] = 0;
+    if (res == NULL || !res->detected || n < 2)
+        return;
+    k = (size_t)snprintf(buf, n, "HUNG: root rank");
+    for (int i = 0; i < res->n_roots && i < 4 && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s %d (%s)", i ? "," : "",
+                              res->roots[i].rank,
+                              p3d_ho_state_word(res->roots[i].state));
+    if (res->n_roots > 4 && k < n)
+        k += (size_t)snprintf(buf + k, n - k, " and %d more",
+                              res->n_roots - 4);
+    if (!res->n_roots && k < n)
+        snprintf(buf + k, n - k, " not found");
+}
+
 void p3d_hang_report(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_hang_res *res = job->hang;
@@ -271,8 +304,12 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
         p3d_ho_wait(f, job, &res->wait[i]);
     if (res->n_waiting > 0) {
         fprintf(f, "    rank %d's wait:\n", res->wait[0].rank);
-        p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
-                     "      ");
+        if (res->wait[0].op == P3D_HANG_OP_INIT || res->wait[0].inferred)
+            fprintf(f, "      call site: not recorded for communicator "
+                    "creation (stacks are taken for NCCL ops)\n");
+        else
+            p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
+                         "      ");
     }
     p3d_ho_frontiers(f, job);
     p3d_ho_others(f, job);

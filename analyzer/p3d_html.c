@@ -4,6 +4,7 @@
  * can be mailed, archived and opened anywhere.  Sections: job, findings,
  * coordinate map, timeline, time per rank, memory, communicators.
  */
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -127,7 +128,8 @@ int p3d_html_write(const char *path, const struct p3d_job *job,
     struct p3d_vjob s;
 
     if (!f)
-        return p3d_error("cannot write '%s'", path);
+        return p3d_error("cannot write '%s': %s", path,
+                         strerror(errno));
     p3d_vjob_sum(job, sel, &s);
     p3d_html_head(f, job);
     p3d_html_findings(f, job, &s);
@@ -140,6 +142,7 @@ int p3d_html_write(const char *path, const struct p3d_job *job,
           "</body></html>\n", f);
     p3d_vjob_free(&s);
     if (f != stdout ? fclose(f) != 0 : fflush(f) != 0)
-        return p3d_error("cannot write '%s'", path);
+        return p3d_error("cannot write '%s': %s", path,
+                         strerror(errno));
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "p3d_compare.h"
+#include "p3d_hang.h"
 #include "p3d_html_parts.h"
 #include "p3d_match.h"
 #include "p3d_report.h"
@@ -91,11 +92,16 @@ static void p3d_find_tres(FILE *f, const struct p3d_time_res *t)
     }
     if (t->n_strag > 0) {
         size_t n = 0;
+        int s = p3d_time_straggler(t);
+
+        n = (size_t)snprintf(b, sizeof(b), s >= 0 ? "rank %d stands out; "
+                             : "none stands out (no rank caused 1.5x the "
+                               "waiting of the next); ", s);
         for (int k = 0; k < t->n_strag && k < 3 && n < sizeof(b); k++)
             n += (size_t)snprintf(b + n, sizeof(b) - n, "%srank %d caused "
                                   "%.3f ms of waiting", k ? ", " : "",
                                   t->strag[k].rank, t->strag[k].caused_ms);
-        p3d_find_li(f, "Stragglers:", b);
+        p3d_find_li(f, s >= 0 ? "Straggler:" : "Stragglers:", b);
     }
 }
 
@@ -114,12 +120,36 @@ static void p3d_find_match(FILE *f, const struct p3d_job *job)
     p3d_find_li(f, "Cross-rank matching:", t);
     for (int i = 0; i < m->n_kept && i < 5; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
-        snprintf(t, sizeof(t), "comm 0x%016" PRIx64 " seq %" PRIu64
+        int gi = p3d_map_get(&job->comm_idx, x->comm);
+        const char *lab = gi >= 0 ? p3d_label_name[job->comms[gi].label]
+                                  : "?";
+
+        if (x->field >= P3D_MM_UNMATCHED) {
+            const char *k = p3d_mm_other_text(x, lab, t, sizeof(t));
+            p3d_find_li(f, k[0] == 'i' ? "Incomplete:" : "Unmatched:", t);
+            continue;
+        }
+        snprintf(t, sizeof(t), "comm 0x%016" PRIx64 " (%s) seq %" PRIu64
                  ": %s differs between rank %d (%" PRId64 ") and rank %d (%"
-                 PRId64 ")", x->comm, x->seq, p3d_mm_field_name[x->field],
-                 x->rank_a, x->va, x->rank_b, x->vb);
+                 PRId64 ")", x->comm, lab, x->seq,
+                 p3d_mm_field_name[x->field], x->rank_a, x->va, x->rank_b,
+                 x->vb);
         p3d_find_li(f, "Mismatch:", t);
     }
+}
+
+/* A hang first: everything after it describes the run up to the hang. */
+static void p3d_find_hang(FILE *f, const struct p3d_job *job)
+{
+    char b[160], t[320];
+
+    p3d_hang_brief(job, b, sizeof(b));
+    if (!b[0])
+        return;
+    snprintf(t, sizeof(t), "%s; %d rank(s) wait inside NCCL (the text "
+             "report, p3d-analyze DIR, has the chain of waits and the "
+             "root's call site)", b, job->hang->n_waiting);
+    p3d_find_li(f, "Hang:", t);
 }
 
 static void p3d_find_ranks(FILE *f, const struct p3d_job *job)
@@ -141,6 +171,7 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
 {
     fputs("<section id=\"findings\"><h2>Findings</h2>\n<ul class=\"findings\">"
           "\n", f);
+    p3d_find_hang(f, job);
     p3d_find_layout(f, job);
     p3d_find_iters(f, s);
     p3d_find_time(f, job, s);

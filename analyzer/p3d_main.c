@@ -7,11 +7,14 @@
  * Exit status: 0 on success (problems found in a job are reported, not
  * errors), 2 on bad usage or unreadable input.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,8 +37,16 @@ struct p3d_opts {
     const char *json, *layout;
     /* views (issue 8) */
     const char *chrome, *html;
+    const char *window, *ranks; /* the specs as given, for messages */
     int compare;
     struct p3d_vsel sel;
+};
+
+/* The outputs written so far, removed again when a run fails. */
+struct p3d_outs {
+    FILE *js;    /* --json, opened at the first job that passed */
+    int multi;   /* --json holds an array (--all, several jobs) */
+    int n_views; /* jobs whose --chrome/--html files were written */
 };
 
 static void p3d_usage(FILE *f)
@@ -72,6 +83,43 @@ static void p3d_usage(FILE *f)
         "  -h, --help        this text\n");
 }
 
+static int p3d_parse_threads(const char *s, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < 1 || v > INT_MAX)
+        return p3d_error("bad --threads '%s': expected a whole number, 1 "
+                         "or more", s);
+    *out = (int)v;
+    return 0;
+}
+
+/* Options that mean nothing together: a usage error, not silence. */
+static int p3d_check_combos(const struct p3d_opts *o)
+{
+    const char *view = o->chrome ? "--chrome" : o->html ? "--html" : NULL;
+    const char *dumped = o->compare ? "--compare" : o->json ? "--json"
+                         : view;
+
+    if (o->dump && dumped)
+        return p3d_error("--dump does not combine with %s (--dump only "
+                         "prints the records of trace files as text)",
+                         dumped);
+    if (o->compare && view)
+        return p3d_error("%s does not combine with --compare (it prints "
+                         "one table row per run); run p3d-analyze %s FILE "
+                         "DIR for one run's views", view, view);
+    if ((o->window || o->ranks) && !view && !o->dump)
+        p3d_warning("%s only %s what --chrome and --html draw; ignored "
+                    "without them", o->window ? "--window" : "--ranks",
+                    o->window && o->ranks ? "and --ranks choose" :
+                    "chooses");
+    return 0;
+}
+
 static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
 {
     static const struct option lo[] = {
@@ -103,14 +151,25 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
         case 'l': o->layout = optarg; break;
         case 'a': o->all = 1; break;
         case 'd': o->dump = 1; break;
-        case 't': o->threads = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
+        case 't':
+            if (p3d_parse_threads(optarg, &o->threads))
+                return -1;
+            break;
         case 'm': o->match = 0; break;
         case 'q': p3d_quiet = 1; break;
         case 'h': p3d_usage(stdout); exit(0);
         case 'C': o->chrome = optarg; break;
         case 'H': o->html = optarg; break;
-        case 'W': if (p3d_vsel_window(&o->sel, optarg)) return -1; break;
-        case 'R': if (p3d_vsel_ranks(&o->sel, optarg)) return -1; break;
+        case 'W':
+            o->window = optarg;
+            if (p3d_vsel_window(&o->sel, optarg))
+                return -1;
+            break;
+        case 'R':
+            o->ranks = optarg;
+            if (p3d_vsel_ranks(&o->sel, optarg))
+                return -1;
+            break;
         case 'P': o->compare = 1; break;
         default: p3d_usage(stderr); return -1;
         }
@@ -120,7 +179,55 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
         p3d_usage(stderr);
         return -1;
     }
+    return p3d_check_combos(o);
+}
+
+/* 0 if path can be written, else the errno saying why not. */
+static int p3d_out_errno(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    struct stat st;
+
+    if (!stat(path, &st))
+        return S_ISDIR(st.st_mode) ? EISDIR
+               : access(path, W_OK) ? errno : 0;
+    if (errno != ENOENT)
+        return errno;
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s",
+                 slash == path ? 1 : (int)(slash - path), path);
+    return access(dir, W_OK | X_OK) ? errno : 0;
+}
+
+/*
+ * Whether an output file can be written, checked before any work so that
+ * a long analysis does not end in "cannot write".  "-" is stdout.
+ */
+static int p3d_check_out(const char *opt, const char *path)
+{
+    int e;
+
+    if (!path || !strcmp(path, "-"))
+        return 0;
+    if (!*path)
+        return p3d_error("%s: empty file name", opt);
+    e = p3d_out_errno(path);
+    if (e)
+        return p3d_error("%s: cannot write '%s': %s", opt, path,
+                         strerror(e));
     return 0;
+}
+
+static int p3d_check_outs(const struct p3d_opts *o)
+{
+    int bad = p3d_check_out("--json", o->json) < 0;
+
+    bad |= p3d_check_out("--chrome", o->chrome) < 0;
+    bad |= p3d_check_out("--html", o->html) < 0;
+    return bad ? -1 : 0;
 }
 
 static void p3d_print_rank_msgs(struct p3d_job *job)
@@ -144,7 +251,7 @@ static void p3d_print_rank_msgs(struct p3d_job *job)
                     "(ranks %s)", job->job_id, n, job->world_size, miss);
 }
 
-static void p3d_set_layout(struct p3d_job *job, const struct p3d_opts *o)
+static int p3d_set_layout(struct p3d_job *job, const struct p3d_opts *o)
 {
     struct p3d_layout user;
 
@@ -157,10 +264,11 @@ static void p3d_set_layout(struct p3d_job *job, const struct p3d_opts *o)
                      &job->layout);
     job->hint_fits = job->hint.valid && !job->layout.contradicted;
     if (!o->layout)
-        return;
+        return 0;
     if (p3d_layout_parse(&user, o->layout, job->world_size) < 0)
-        exit(P3D_EXIT_BAD);
+        return -1;
     p3d_layout_infer(job, &user, 1, &job->layout);
+    return 0;
 }
 
 static void p3d_world(struct p3d_job *job)
@@ -170,7 +278,8 @@ static void p3d_world(struct p3d_job *job)
             job->world_size = job->ranks[i].rank + 1;
 }
 
-static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
+/* Returns -1 (message printed) when --layout does not fit the job. */
+static int p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
 {
     struct p3d_matcher *m = o->match ? p3d_matcher_new() : NULL;
 
@@ -182,28 +291,17 @@ static void p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
     p3d_comm_join(job);
     for (int i = 0; i < job->n_ranks; i++)
         job->have_gpu |= job->ranks[i].n_gpu_ops > 0;
-    p3d_set_layout(job, o);
+    if (p3d_set_layout(job, o) < 0) {
+        if (m)
+            p3d_matcher_finish(m, job); /* frees m */
+        return -1;
+    }
     p3d_label_all(job);
     if (m)
         p3d_matcher_finish(m, job);
     p3d_time_job(job); /* p3d_time.h: clocks, steps, bubble, waits */
     p3d_hang_analyze(job);  /* issue 7 */
-}
-
-static void p3d_say_jobs(const struct p3d_jobset *set, int all)
-{
-    const struct p3d_job *j = &set->jobs[set->n - 1];
-    char when[64];
-
-    if (set->n < 2)
-        return;
-    p3d_job_started(j, when, sizeof(when));
-    if (all)
-        p3d_note("found %d jobs; analysing each (oldest first)", set->n);
-    else
-        p3d_warning("found traces of %d jobs; analysing the newest, job "
-                    "'%s' started %s (use --all for every job)", set->n,
-                    j->job_id, when);
+    return 0;
 }
 
 static FILE *p3d_open_json(const char *path)
@@ -216,12 +314,21 @@ static FILE *p3d_open_json(const char *path)
         return stdout;
     f = fopen(path, "w");
     if (!f)
-        p3d_die("cannot write '%s'", path);
+        p3d_die("--json: cannot write '%s': %s", path, strerror(errno));
     return f;
 }
 
-/* --chrome and --html of one job (the k-th analysed: FILE-k after the
- * first when --all gives several). */
+/* The k-th analysed job's --chrome or --html file: FILE-k after the
+ * first when --all gives several. */
+static void p3d_view_path(char *buf, size_t n, const char *out, int k)
+{
+    if (k)
+        snprintf(buf, n, "%s-%d", out, k);
+    else
+        snprintf(buf, n, "%s", out);
+}
+
+/* --chrome and --html of one job (the k-th analysed). */
 static void p3d_views(struct p3d_job *job, const struct p3d_opts *o, int k)
 {
     char path[4096];
@@ -230,10 +337,7 @@ static void p3d_views(struct p3d_job *job, const struct p3d_opts *o, int k)
     for (int v = 0; v < 2; v++) {
         if (!out[v])
             continue;
-        if (k)
-            snprintf(path, sizeof(path), "%s-%d", out[v], k);
-        else
-            snprintf(path, sizeof(path), "%s", out[v]);
+        p3d_view_path(path, sizeof(path), out[v], k);
         if (v == 0)
             p3d_chrome_write(path, job, &o->sel);
         else
@@ -241,44 +345,153 @@ static void p3d_views(struct p3d_job *job, const struct p3d_opts *o, int k)
     }
 }
 
+/* "ranks 0-7" (or "rank 0") of a job of n ranks, into buf. */
+static void p3d_rank_range(char *buf, size_t len, int n)
+{
+    if (n <= 1)
+        snprintf(buf, len, "rank 0");
+    else
+        snprintf(buf, len, "ranks 0-%d", n - 1);
+}
+
+/* --ranks against the job: none of its ranks is an error. */
+static int p3d_check_ranks(const struct p3d_job *job,
+                           const struct p3d_opts *o)
+{
+    int drawn = 0, outside = 0;
+    char range[64];
+
+    for (int i = 0; i < job->n_ranks; i++)
+        drawn += !job->ranks[i].failed &&
+                 p3d_vsel_has(&o->sel, job->ranks[i].rank);
+    for (int i = 0; i < o->sel.n_ranks; i++)
+        outside += o->sel.ranks[i] >= job->world_size;
+    p3d_rank_range(range, sizeof(range), job->world_size);
+    if (outside == o->sel.n_ranks)
+        return p3d_error("--ranks %s: job '%s' has no such rank (it has "
+                         "%s)", o->ranks, job->job_id, range);
+    if (!drawn)
+        return p3d_error("--ranks %s: none of these ranks of job '%s' has "
+                         "a readable trace", o->ranks, job->job_id);
+    if (outside)
+        p3d_warning("--ranks %s: %d of the ranks given are not in job '%s' "
+                    "(it has %s)", o->ranks, outside, job->job_id, range);
+    return 0;
+}
+
+/*
+ * The views' selection against an analysed job, before anything of it is
+ * written.  Returns -1 (message printed) when it selects nothing.
+ */
+static int p3d_check_sel(const struct p3d_job *job, const struct p3d_opts *o)
+{
+    struct p3d_vwin w;
+
+    if (!o->chrome && !o->html)
+        return 0;
+    if (o->ranks && p3d_check_ranks(job, o) < 0)
+        return -1;
+    if (o->sel.iter_a >= 0)
+        return p3d_vsel_resolve(job, &o->sel, &w);
+    return 0;
+}
+
+/* A failed run leaves no output file behind (stdout aside). */
+static void p3d_remove_outs(const struct p3d_opts *o, struct p3d_outs *out)
+{
+    const char *v[2] = {o->chrome, o->html};
+    char path[4096];
+
+    if (out->js && out->js != stdout) {
+        fclose(out->js);
+        unlink(o->json);
+    }
+    out->js = NULL;
+    for (int k = 0; k < out->n_views; k++)
+        for (int i = 0; i < 2; i++) {
+            if (!v[i] || !strcmp(v[i], "-"))
+                continue;
+            p3d_view_path(path, sizeof(path), v[i], k);
+            unlink(path);
+        }
+}
+
+/* Analyse one job (the k-th) and write its outputs. */
+static int p3d_run_job(struct p3d_job *job, const struct p3d_opts *o,
+                       struct p3d_outs *out, int k, int last)
+{
+    if (p3d_analyse(job, o) < 0 || p3d_check_sel(job, o) < 0)
+        return -1;
+    if (o->json && !out->js) {
+        out->js = p3d_open_json(o->json);
+        if (out->multi)
+            fputs("[\n", out->js);
+    }
+    if (out->js != stdout)
+        p3d_report_text(stdout, job);
+    if (out->js)
+        p3d_json_write(out->js, job);
+    if (out->js && out->multi)
+        fputs(last ? "]\n" : ",\n", out->js);
+    p3d_views(job, o, k);
+    out->n_views = k + 1;
+    return 0;
+}
+
+/* --compare's analysis of one run; --layout not fitting it ends the
+ * program, as p3d_compare_run has no way to skip a run. */
 static void p3d_compare_one(struct p3d_job *job, void *ctx)
 {
-    p3d_analyse(job, ctx);
+    if (p3d_analyse(job, ctx) < 0)
+        exit(P3D_EXIT_BAD);
+}
+
+/* "no readable trace files found under 'a', 'b'" */
+static void p3d_no_traces(char **paths, int n)
+{
+    char list[1024];
+    size_t len = 0;
+
+    list[0] = 0;
+    for (int i = 0; i < n && len + 16 < sizeof(list); i++) {
+        int w = snprintf(list + len, sizeof(list) - len, "%s'%s'",
+                         i ? ", " : "", paths[i]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    p3d_error("no readable trace files found under %s", list);
 }
 
 static int p3d_run(struct p3d_opts *o, char **paths, int n)
 {
     struct p3d_jobset set;
-    FILE *js;
-    int first;
+    struct p3d_outs out;
+    int first, failed = 0;
 
     p3d_discover(paths, n, &set);
     if (!set.n) {
-        p3d_error("no readable trace files found");
+        p3d_no_traces(paths, n);
+        free(set.jobs);
         return P3D_EXIT_BAD;
     }
-    p3d_say_jobs(&set, o->all);
-    js = p3d_open_json(o->json);
+    p3d_discover_say(&set, o->all, NULL);
     first = o->all ? 0 : set.n - 1;
-    if (js && o->all && set.n > 1)
-        fputs("[\n", js);
-    for (int i = first; i < set.n; i++) {
-        p3d_analyse(&set.jobs[i], o);
-        if (js != stdout)
-            p3d_report_text(stdout, &set.jobs[i]);
-        if (js)
-            p3d_json_write(js, &set.jobs[i]);
-        if (js && o->all && set.n > 1)
-            fputs(i + 1 < set.n ? ",\n" : "]\n", js);
-        p3d_views(&set.jobs[i], o, i - first);
+    memset(&out, 0, sizeof(out));
+    out.multi = o->all && set.n > 1;
+    for (int i = first; i < set.n && !failed; i++) {
+        failed = p3d_run_job(&set.jobs[i], o, &out, i - first,
+                             i + 1 == set.n) < 0;
         p3d_time_free(&set.jobs[i]);
         p3d_hang_free(&set.jobs[i]);
         p3d_job_free(&set.jobs[i]);
     }
-    for (int i = 0; i < first; i++)
-        p3d_job_free(&set.jobs[i]);
-    if (js && js != stdout && fclose(js))
-        p3d_error("cannot write '%s'", o->json);
+    for (int i = 0; i < set.n; i++)
+        if (set.jobs[i].ranks) /* not analysed */
+            p3d_job_free(&set.jobs[i]);
+    if (failed)
+        p3d_remove_outs(o, &out);
+    if (out.js && out.js != stdout && fclose(out.js))
+        p3d_error("--json: cannot write '%s': %s", o->json,
+                  strerror(errno));
     free(set.jobs);
     return p3d_n_errors ? P3D_EXIT_BAD : 0;
 }
@@ -293,6 +506,8 @@ int main(int argc, char **argv)
     if (p3d_parse_args(argc, argv, &o) < 0)
         return P3D_EXIT_BAD;
     if (o.layout && p3d_layout_parse(&(struct p3d_layout){0}, o.layout, 0))
+        return P3D_EXIT_BAD;
+    if (p3d_check_outs(&o) < 0)
         return P3D_EXIT_BAD;
     if (o.compare)
         ret = p3d_compare_run(argv + optind, argc - optind, o.json,

@@ -71,6 +71,12 @@ static void p3d_report_job(FILE *f, const struct p3d_job *job)
             job->job_id, p3d_job_ranks_found(job), job->world_size, when);
     if (p3d_missing_ranks(job, miss, sizeof(miss)))
         fprintf(f, "  missing ranks: %s\n", miss);
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        if (r->err[0] || r->warn[0])
+            fprintf(f, "  rank %d: %s\n", r->rank, r->err[0] ? r->err
+                                                           : r->warn);
+    }
 }
 
 static void p3d_report_layout(FILE *f, const struct p3d_job *job)
@@ -153,7 +159,10 @@ static void p3d_report_comms(FILE *f, const struct p3d_job *job)
 {
     char m[160], lb[128], b[32];
 
-    fprintf(f, "\ncommunicators (%d):\n", job->n_comms);
+    fprintf(f, "\ncommunicators (%d; gpu = the members' kernel times "
+               "summed, so algbw/busbw include time spent waiting for "
+               "peers; the time section's busbw by group is the transfer "
+               "alone):\n", job->n_comms);
     for (int i = 0; i < job->n_comms; i++) {
         const struct p3d_gcomm *g = &job->comms[i];
         p3d_fmt_ranks(m, sizeof(m), g->members, g->n_members);
@@ -273,18 +282,28 @@ static void p3d_report_mm(FILE *f, const struct p3d_mismatch *x, int n,
     fprintf(f, " ha%s %" PRId64 "\n", n > 1 ? "ve" : "s", x->vb);
 }
 
+const char *p3d_mm_other_text(const struct p3d_mismatch *x,
+                              const char *lab, char *buf, size_t n)
+{
+    if (x->field == P3D_MM_ISSUED) {
+        snprintf(buf, n, "comm 0x%016" PRIx64 " (%s): rank %d issued %"
+                 PRId64 " collectives, rank %d issued %" PRId64, x->comm,
+                 lab, x->rank_b, x->vb, x->rank_a, x->va);
+        return "incomplete";
+    }
+    snprintf(buf, n, "comm 0x%016" PRIx64 " (%s) %d -> %d: %" PRId64
+             " sends never received, %" PRId64 " receives never sent",
+             x->comm, lab, x->rank_a, x->rank_b, x->va, x->vb);
+    return "unmatched";
+}
+
 static void p3d_report_other(FILE *f, const struct p3d_mismatch *x,
                              const char *lab)
 {
-    if (x->field == P3D_MM_ISSUED)
-        fprintf(f, "  incomplete: comm 0x%016" PRIx64 " (%s): rank %d "
-                "issued %" PRId64 " collectives, rank %d issued %" PRId64
-                "\n", x->comm, lab, x->rank_b, x->vb, x->rank_a, x->va);
-    else
-        fprintf(f, "  unmatched: comm 0x%016" PRIx64 " (%s) %d -> %d: %"
-                PRId64 " sends never received, %" PRId64 " receives "
-                "never sent\n", x->comm, lab, x->rank_a, x->rank_b, x->va,
-                x->vb);
+    char b[256];
+    const char *kind = p3d_mm_other_text(x, lab, b, sizeof(b));
+
+    fprintf(f, "  %s: %s\n", kind, b);
 }
 
 static void p3d_report_match(FILE *f, const struct p3d_job *job)

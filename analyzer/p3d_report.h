@@ -18,4 +18,12 @@ void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count);
 /* Ranks of the world that have no trace file, as text; 0 if none. */
 int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n);
 
+/*
+ * An "issued" or "unmatched" entry of the matcher as words (buf) and its
+ * kind ("incomplete" / "unmatched"), shared by the text and HTML reports.
+ */
+struct p3d_mismatch;
+const char *p3d_mm_other_text(const struct p3d_mismatch *x,
+                              const char *lab, char *buf, size_t n);
+
 #endif /* P3D_REPORT_H */

@@ -6,24 +6,48 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "p3d_hang.h"
 #include "p3d_report.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
 static const char *const p3d_src_text[] = {
-    "host call times only (no GPU times in the traces): NCCL times are "
+    "host call times only (no GPU times): NCCL times are "
     "enqueue-to-return on the host",
     "NCCL kernel spans attributed to ops by stream and order (no GPU_OP "
     "records)",
     "GPU kernel times (GPU_OP)"};
 
+/* Some ranks have better op times than others (a damaged file): name
+ * them, since the job is timed at the worst rank's source. */
+static void p3d_tr_mixed_src(FILE *f, const struct p3d_time_res *t,
+                             int worst, int best)
+{
+    int n = 0;
+
+    fprintf(f, "  op times differ between ranks: %s for", p3d_src_text[best]);
+    for (int i = 0; i < t->n; i++)
+        n += t->tl[i].n_ops && t->tl[i].src == best;
+    fprintf(f, " %d rank(s); rank(s)", n);
+    for (int i = 0, k = 0; i < t->n; i++)
+        if (t->tl[i].n_ops && t->tl[i].src == worst)
+            fprintf(f, "%s %d", k++ ? "," : "", t->tl[i].rank);
+    fprintf(f, " have less (a damaged or cut file?); the job is timed as "
+               "below\n");
+}
+
 static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
 {
-    int src = P3D_TSRC_GPU;
+    int src = P3D_TSRC_GPU, best = P3D_TSRC_HOST;
 
     for (int i = 0; i < t->n; i++)
         if (t->tl[i].n_ops && t->tl[i].src < src)
             src = t->tl[i].src;
+    for (int i = 0; i < t->n; i++)
+        if (t->tl[i].n_ops && t->tl[i].src > best)
+            best = t->tl[i].src;
+    if (best != src)
+        p3d_tr_mixed_src(f, t, src, best);
     fprintf(f, "  op times: %s", p3d_src_text[src]);
     if (src == P3D_TSRC_SPAN) {
         size_t n = 0, g = 0;
@@ -54,9 +78,12 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
 static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
 {
     fprintf(f, "  iterations: %d found", t->n_iter);
-    if (t->warm)
+    if (t->warm == 1)
         fprintf(f, "; warm-up iteration 0 took %.3f ms (excluded)",
                 t->warm_ms);
+    else if (t->warm > 1)
+        fprintf(f, "; warm-up iterations 0-%d took %.3f ms on average "
+                   "(excluded)", t->warm - 1, t->warm_ms);
     fprintf(f, "\n  step time: %.3f ms median over %d steady iterations "
                "(%.3f .. %.3f)\n", t->step_ms, t->n_iter - t->warm,
             t->step_min_ms, t->step_max_ms);
@@ -68,6 +95,25 @@ static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
                    "sequence %d)\n", t->tokens_per_s, t->gbs, t->seq_len);
     else if (t->samples_per_s > 0)
         fprintf(f, "  throughput: %.2f samples/s\n", t->samples_per_s);
+}
+
+/* Exposed PP time is largely the bubble: say how much, so the verdict
+ * is not read as slow transfers. */
+static void p3d_tr_pp_share(FILE *f, const struct p3d_time_res *t)
+{
+    double pp = t->f_lbl[P3D_LBL_PP];
+
+    if (t->measured >= 0.5 * pp)
+        fprintf(f, "    PP is %.1f%% of the step and the pipeline bubble "
+                   "%.1f%% (below): exposed PP time is mostly stages "
+                   "waiting on the schedule, which more micro-batches or "
+                   "interleaving shrink, not slow transfers\n",
+                100 * pp, 100 * t->measured);
+    else
+        fprintf(f, "    PP is %.1f%% of the step, of which the pipeline "
+                   "bubble (stages waiting on the schedule, below) is "
+                   "%.1f%%; the rest is transfer\n", 100 * pp,
+                100 * t->measured);
 }
 
 static void p3d_tr_where(FILE *f, const struct p3d_job *job,
@@ -83,7 +129,7 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
         if (t->f_lbl[l] >= 0.0005)
             fprintf(f, " %s %.1f%%", p3d_label_name[l], 100 * t->f_lbl[l]);
     fprintf(f, "\n    busbw by group (GB/s; time = the shortest member's "
-               "kernel):");
+               "kernel, i.e. the transfer without waiting):");
     if (t->best_busbw <= 0)
         fprintf(f, " none (no GPU times)");
     for (int l = 0; l < P3D_LBL_COUNT; l++)
@@ -96,6 +142,8 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
         fprintf(f, "; best single op %.2f GB/s on %s",
                 t->best_busbw, p3d_label_name[t->best_lbl]);
     fprintf(f, "\n  verdict: %s\n", t->why);
+    if (t->pp > 1 && t->stages && t->f_lbl[P3D_LBL_PP] >= 0.005)
+        p3d_tr_pp_share(f, t);
     (void)job;
 }
 
@@ -123,6 +171,12 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                                                            "line" : "nowhere",
             100 * t->theory, 100 * t->measured,
             100 * (t->measured - t->theory));
+    if (t->measured < t->theory - 0.02)
+        fprintf(f, "    below theory: only time without compute waiting "
+                   "on a PP receive counts as bubble; stages that wait on "
+                   "a step-level collective instead (gradients, grad norm: "
+                   "see the wait states) or a job bound by communication "
+                   "rather than compute show less\n");
     if (t->m_src == 1 && t->m_cmd && t->m_cmd != t->m)
         fprintf(f, "    note: the command line says m=%d (global batch / "
                    "(micro-batch x DP)), the schedule shows %d\n", t->m_cmd,
@@ -157,31 +211,25 @@ static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
     fprintf(f, "    PP Late Sender %.3f ms, Late Receiver %.3f ms\n",
             t->late_sender_ms, t->late_receiver_ms);
     fprintf(f, "  stragglers (waiting each caused %s):",
-            t->strag_p2p ? "as Late Sender/Receiver on pipeline send/recv"
+            t->strag_by == P3D_STRAG_P2P
+                ? "as Late Sender/Receiver on pipeline send/recv"
+            : t->strag_by == P3D_STRAG_STEP
+                ? "its peers at the step's collectives; no TP/CP group "
+                  "or pipeline"
                 : "its TP/CP group peers");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s rank %d %.3f ms", i ? "," : "", t->strag[i].rank,
                 t->strag[i].caused_ms);
-        if (!t->strag_p2p)
+        if (t->strag_by != P3D_STRAG_P2P)
             fprintf(f, " (last %" PRId64 " times)", t->strag[i].late_count);
     }
     fputc('\n', f);
 }
 
-/* A straggler is worth naming when it caused clearly the most waiting. */
-static int p3d_tr_straggler(const struct p3d_time_res *t)
-{
-    if (t->n_strag < 2 || t->strag[0].caused_ms <= 0)
-        return -1;
-    if (t->strag[0].caused_ms < 1.5 * t->strag[1].caused_ms)
-        return -1;
-    return t->strag[0].rank;
-}
-
 static void p3d_tr_obs(char *b, size_t n, const struct p3d_time_res *t)
 {
     size_t k = 0;
-    int s = p3d_tr_straggler(t);
+    int s = p3d_time_straggler(t);
 
     b[0] = '\0';
     if (t->no_verdict)
@@ -209,6 +257,7 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
 {
     const struct p3d_layout *l = &job->layout;
     char mem[32] = "n/a", obs[400], mb[16] = "n/a", tok[32] = "n/a";
+    char hang[160];
 
     if (t->peak_mem)
         p3d_fmt_bytes(mem, sizeof(mem), (double)t->peak_mem);
@@ -217,13 +266,14 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
     if (t->tokens_per_s > 0)
         snprintf(tok, sizeof(tok), "%.0f", t->tokens_per_s);
     p3d_tr_obs(obs, sizeof(obs), t);
+    p3d_hang_brief(job, hang, sizeof(hang));
     fprintf(f, "\nseed table row:\n| config | TP | PP | CP | DP | "
                "micro-batches | max mem/rank | step time | tokens/s | "
-               "observations |\n");
-    fprintf(f, "| %s | %d | %d | %d | %d | %s | %s | %.1f ms | %s | %s |\n",
+               "observations |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| %s | %d | %d | %d | %d | %s | %s | %.1f ms | %s | %s%s%s |\n",
             job->job_id, l->size[P3D_AX_TP], l->size[P3D_AX_PP],
             l->size[P3D_AX_CP], l->size[P3D_AX_DP], mb, mem, t->step_ms,
-            tok, obs);
+            tok, hang, hang[0] ? "; " : "", obs);
 }
 
 void p3d_time_report(FILE *f, const struct p3d_job *job)
@@ -233,6 +283,12 @@ void p3d_time_report(FILE *f, const struct p3d_job *job)
     if (!t)
         return;
     fprintf(f, "\ntime:\n");
+    if (job->hang && job->hang->detected)
+        fprintf(f, "  the job hung (see the hang analysis): what follows "
+                   "comes from what the ranks recorded before it, and a "
+                   "job that hung in its first step has no full "
+                   "iteration (a repeating micro-batch may be taken for "
+                   "one)\n");
     if (!t->n_iter) {
         fprintf(f, "  no repeating op pattern found: no iterations, step "
                    "time or bubble\n");

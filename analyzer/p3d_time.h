@@ -93,6 +93,7 @@ struct p3d_tl { /* one rank */
     int it_mono;           /* it_t ascends (windows found by bisection) */
     int64_t caused_wait, suffered_wait, late_count; /* layer groups */
     int64_t caused_p2p; /* Late Sender / Late Receiver on pipeline P2P */
+    int64_t caused_step, suffered_step, late_step; /* other collectives */
 };
 
 struct p3d_thost {
@@ -109,6 +110,9 @@ struct p3d_tstage {
     double bubble_frac, late_frac, transfer_frac, fill_frac, steady_frac;
     double busy_frac;
 };
+
+/* What stragglers are ranked by (p3d_wait_rank_list). */
+enum { P3D_STRAG_LAYER, P3D_STRAG_P2P, P3D_STRAG_STEP };
 
 struct p3d_tstrag {
     int rank;
@@ -139,7 +143,7 @@ struct p3d_time_res {
     double busbw[P3D_LBL_COUNT], best_busbw;
     int best_lbl;
     struct p3d_tstrag *strag; /* sorted by caused */
-    int n_strag, strag_p2p;   /* strag_p2p: ranked by pipeline waits */
+    int n_strag, strag_by;    /* P3D_STRAG_*: which waits rank them */
     uint64_t n_inst, n_p2p;
     double late_sender_ms, late_receiver_ms;
     double nxn_ms[P3D_LBL_COUNT]; /* wait at NxN per label, steady */
@@ -304,4 +308,10 @@ void p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j, int bubble);
 void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j);
 void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
                      const struct p3d_jgrp *g, size_t k);
+/*
+ * The straggler worth naming: the rank that caused clearly the most
+ * waiting (at least 1.5x the next), or -1 (p3d_wait.c).
+ */
+int p3d_time_straggler(const struct p3d_time_res *t);
+
 #endif

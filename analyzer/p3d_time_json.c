@@ -173,7 +173,9 @@ static void p3d_tj_wait(FILE *f, const struct p3d_time_res *t)
                     n++ ? ", " : "", p3d_label_name[l], t->nxn_ms[l],
                     t->late_rank[l]);
     fprintf(f, "}, \"stragglers_by\": \"%s\", \"stragglers\": [",
-            t->strag_p2p ? "pipeline_p2p" : "layer_groups");
+            t->strag_by == P3D_STRAG_P2P    ? "pipeline_p2p"
+            : t->strag_by == P3D_STRAG_STEP ? "step_collectives"
+                                            : "layer_groups");
     for (int i = 0; i < t->n_strag; i++)
         fprintf(f, "%s{\"rank\": %d, \"caused_ms\": %.6g, \"suffered_ms\": "
                    "%.6g, \"late_count\": %" PRId64 ", \"p2p_caused_ms\": "

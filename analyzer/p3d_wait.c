@@ -105,11 +105,16 @@ static void p3d_wait_nxn(const struct p3d_job *job, struct p3d_time_res *t,
         d = last - g->s[x];
         if (p3d_wait_layer(lbl))
             t->tl[g->tl[sl]].suffered_wait += d;
+        else
+            t->tl[g->tl[sl]].suffered_step += d;
         sum += d;
     }
     if (p3d_wait_layer(lbl)) {
         t->tl[late].caused_wait += sum;
         t->tl[late].late_count++;
+    } else {
+        t->tl[late].caused_step += sum;
+        t->tl[late].late_step++;
     }
     t->nxn_ms[lbl] += (double)sum / 1e6;
     w->late_n[lbl * t->n + late]++;
@@ -204,26 +209,49 @@ static int p3d_strag_cmp(const void *a, const void *b)
 /*
  * Rank by waiting caused in layer groups, where the slow member of a
  * group is seen directly; pipeline waits pass a slow rank's delay on to
- * every rank of its stage, so they rank only jobs without layer groups.
+ * every rank of its stage, so they rank only jobs without layer groups;
+ * a job with neither (pure data parallel) has only its step-level
+ * collectives, where with no pipeline the last to arrive is the slow one.
  */
-static void p3d_wait_rank_list(struct p3d_time_res *t)
+static int p3d_wait_strag_by(const struct p3d_time_res *t)
 {
     int64_t layer = 0;
 
     for (int i = 0; i < t->n; i++)
         layer += t->tl[i].caused_wait;
+    if (layer)
+        return P3D_STRAG_LAYER;
+    return t->n_p2p ? P3D_STRAG_P2P : P3D_STRAG_STEP;
+}
+
+static void p3d_wait_rank_list(struct p3d_time_res *t)
+{
     t->strag = p3d_xcalloc((size_t)t->n + 1, sizeof(*t->strag));
-    t->strag_p2p = !layer;
+    t->strag_by = p3d_wait_strag_by(t);
     for (int i = 0; i < t->n; i++) {
+        const struct p3d_tl *l = &t->tl[i];
         struct p3d_tstrag *s = &t->strag[t->n_strag++];
-        s->rank = t->tl[i].rank;
-        s->p2p_ms = (double)t->tl[i].caused_p2p / 1e6;
-        s->caused_ms = (double)(layer ? t->tl[i].caused_wait
-                                      : t->tl[i].caused_p2p) / 1e6;
-        s->suffered_ms = (double)t->tl[i].suffered_wait / 1e6;
-        s->late_count = t->tl[i].late_count;
+        int step = t->strag_by == P3D_STRAG_STEP;
+
+        s->rank = l->rank;
+        s->p2p_ms = (double)l->caused_p2p / 1e6;
+        s->caused_ms = (double)(t->strag_by == P3D_STRAG_LAYER
+                                    ? l->caused_wait
+                                    : step ? l->caused_step
+                                           : l->caused_p2p) / 1e6;
+        s->suffered_ms =
+            (double)(step ? l->suffered_step : l->suffered_wait) / 1e6;
+        s->late_count = step ? l->late_step : l->late_count;
     }
     qsort(t->strag, (size_t)t->n_strag, sizeof(*t->strag), p3d_strag_cmp);
+}
+
+int p3d_time_straggler(const struct p3d_time_res *t)
+{
+    if (t->n_strag < 2 || t->strag[0].caused_ms <= 0 ||
+        t->strag[0].caused_ms < 1.5 * t->strag[1].caused_ms)
+        return -1;
+    return t->strag[0].rank;
 }
 
 /* After pass 2 (p3d_wait_begin's folds): late ranks, stragglers,

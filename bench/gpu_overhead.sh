@@ -9,6 +9,8 @@
 #                                         # Megatron 4/1/2, ~6 min
 #   bash bench/gpu_overhead.sh ablate-tp  # the same for the 8-rank TP loop
 #                                         # (4 s per step there: ~25 min)
+#   bash bench/gpu_overhead.sh perproc    # a rank per GPU (2+ GPUs): the
+#                                         # DDP loop, shim settings, ~4 min
 #
 # Prints one summary line per comparison ("gpu tp ...", "gpu ddp ...",
 # "megatron ..."): plain vs shim medians and the overhead of each pair.
@@ -49,6 +51,17 @@ if [ "${1:-}" = ablate-tp ]; then
     variants="$variants;nodriver:P3D_CUPTI_DRIVER=0"
     exec "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs 1 \
         --steps "${STEPS:-40}" --nproc 8 --loops tp --variants "$variants"
+fi
+if [ "${1:-}" = perproc ]; then
+    # PERPROC_GPUS [all visible], LOOPS [ddp], PAIRS [3], STEPS [800],
+    # VARIANTS: traced runs with other settings added to every pair
+    ng=${PERPROC_GPUS:-$(nvidia-smi -L | wc -l)}
+    [ "$ng" -ge 2 ] || { echo "gpu_overhead perproc: needs 2+ GPUs"; exit 1; }
+    v="all:P3D_CUPTI_DRIVER=all;nodriver:P3D_CUPTI_DRIVER=0"
+    v="$v;gpuoff:P3D_GPU_TIMING=off;nostacks:P3D_STACKS=0"
+    exec "$py" "$root/bench/gpu_overhead.py" --out "$out" \
+        --pairs "${PAIRS:-3}" --steps "${STEPS:-800}" --nproc "$ng" \
+        --gpus "$ng" --loops "${LOOPS:-ddp}" --variants "${VARIANTS:-$v}"
 fi
 if [ "${1:-}" = ablate ]; then
     # ABLATE_CFG="GPUS TP PP": ranks (all on GPU 0) and the layout

@@ -155,6 +155,21 @@ void p3d_warn_once(const char *key, const char *fmt, ...)
     p3d_warn_note(line + sizeof(prefix) - 1, n - sizeof(prefix));
 }
 
+/* A line for the trace only (facts for whoever reads it, not warnings). */
+void p3d_note(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    int k;
+
+    va_start(ap, fmt);
+    k = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        p3d_warn_note(line, (size_t)k < sizeof(line) ? (size_t)k
+                                                     : sizeof(line) - 1);
+}
+
 void p3d_core_fini(void)
 {
     static int done;

@@ -10,8 +10,9 @@
  *
  * Flow: cuptiSubscribe claims CUPTI (it fails if torch.profiler, Nsight or
  * another tool holds it: then the caller falls back to CUDA events);
- * CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION and DRIVER (the
- * API records external correlation attaches to) are enabled;
+ * CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION and the driver
+ * API records of kernel launches (external correlation attaches to API
+ * records) are enabled;
  * buffers come from a fixed pool mapped once.  The hooks push the op's id
  * (or its group's key) as external correlation id around the NCCL call;
  * CUPTI then emits (correlationId -> external id) records, and each NCCL
@@ -61,6 +62,7 @@ struct cupti_api {
     CUptiResult (*GetTimestamp)(uint64_t *);
     CUptiResult (*GetNumDropped)(CUcontext, uint32_t, size_t *);
     CUptiResult (*GetStreamIdEx)(CUcontext, CUstream, uint8_t, uint32_t *);
+    CUptiResult (*EnableDriverApi)(CUpti_CallbackId, uint8_t);
 };
 
 struct cupti_corr {
@@ -157,6 +159,7 @@ static int cupti_resolve(void)
     P3D_CUPTI_SYM(GetTimestamp, "cuptiGetTimestamp");
     P3D_CUPTI_SYM(GetNumDropped, "cuptiActivityGetNumDroppedRecords");
     P3D_CUPTI_SYM(GetStreamIdEx, "cuptiGetStreamIdEx");
+    P3D_CUPTI_SYM(EnableDriverApi, "cuptiActivityEnableDriverApi");
     if (!cu.Subscribe || !cu.Enable || !cu.RegisterCallbacks ||
         !cu.GetNextRecord || !cu.FlushAll || !cu.Push || !cu.Pop ||
         !cu.GetTimestamp)
@@ -226,6 +229,10 @@ static void cupti_nccl_op(uint64_t ext, uint64_t start, uint64_t end)
         p3d_gpu_op_write(P3D_GPU_SRC_CUPTI, g.op_id[i], start, end);
 }
 
+/* How NCCL kernels were linked (under cupti_lock), noted in the trace. */
+static uint64_t cupti_n_by_id, cupti_n_by_order, cupti_n_unlinked;
+static const char *cupti_driver_mode = "off";
+
 static void cupti_kernel(const CUpti_ActivityKernel10 *k)
 {
     uint64_t s = p3d_clock_to_host(&cupti_clock, k->start);
@@ -243,13 +250,16 @@ static void cupti_kernel(const CUpti_ActivityKernel10 *k)
     if (c->corr == k->correlationId && c->ext) {
         p3d_cupti_order_linked(k->streamId, c->ext);
         cupti_nccl_op(c->ext, s, e);
+        cupti_n_by_id++;
         return;
     }
     if (p3d_cupti_order_match(k->streamId, &key)) {
         cupti_nccl_op(key, s, e);     /* launched from NCCL's own thread */
+        cupti_n_by_order++;
         return;
     }
     /* Not linked to an op (e.g. replayed from a CUDA graph). */
+    cupti_n_unlinked++;
     {
         struct p3d_span_open one = {k->streamId, s, e, e - s, 1,
                                     (uint16_t)k->deviceId, P3D_SPAN_NCCL, 1};
@@ -340,15 +350,68 @@ static void cupti_busy(CUptiResult r)
 }
 
 /*
- * P3D_CUPTI_DRIVER=0 leaves the driver-API kind off: CUPTI then records
- * no activity per driver call (NCCL kernels are linked to ops by launch
- * order per stream), to measure what that tracing costs a job.
+ * External correlation records accompany API activity records only, and
+ * NCCL launches with cuLaunchKernel* through driver entry points.  The
+ * whole driver-API kind records every driver call of the process, which
+ * cost a host-bound 2-GPU DDP loop ~30% of its step (bench/README.md);
+ * so by default only the launch calls are recorded
+ * (cuptiActivityEnableDriverApi; a CUPTI without it gets the whole
+ * kind).  P3D_CUPTI_DRIVER=all records every driver call as before, =0
+ * none: NCCL kernels are then linked to ops by launch order per stream.
  */
-static int cupti_driver_wanted(void)
+static const CUpti_CallbackId cupti_launch_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+#define CUPTI_N_LAUNCH_CBIDS \
+    (sizeof(cupti_launch_cbids) / sizeof(cupti_launch_cbids[0]))
+
+static void cupti_launch_apis(uint8_t on)
+{
+    size_t i;
+
+    for (i = 0; i < CUPTI_N_LAUNCH_CBIDS; i++)
+        cu.EnableDriverApi(cupti_launch_cbids[i], on);
+}
+
+/* 1 when every launch API's records are on. */
+static int cupti_enable_launch_apis(void)
+{
+    size_t i;
+
+    if (!cu.EnableDriverApi)
+        return 0;
+    for (i = 0; i < CUPTI_N_LAUNCH_CBIDS; i++)
+        if (cu.EnableDriverApi(cupti_launch_cbids[i], 1) != CUPTI_SUCCESS) {
+            cupti_launch_apis(0);
+            return 0;
+        }
+    return 1;
+}
+
+static void cupti_enable_driver(void)
 {
     const char *e = getenv(P3D_ENV_CUPTI_DRIVER);
+    int all = e && strcmp(e, "all") == 0;
 
-    return e == NULL || strcmp(e, "0") != 0;
+    if (e && strcmp(e, "0") == 0)
+        return;
+    if (e && *e && !all && strcmp(e, "launch") != 0)
+        p3d_warn_once("cupti_driver_env", "%s=%s is not launch, all or 0: "
+                      "using launch", P3D_ENV_CUPTI_DRIVER, e);
+    cupti_driver_mode = "launch";
+    if (!all && cupti_enable_launch_apis())
+        return;
+    cupti_driver_mode = "all";
+    if (cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS) {
+        cupti_driver_mode = "off";
+        p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
+                      "unavailable: NCCL kernels are linked to ops by "
+                      "launch order only");
+    }
 }
 
 static int cupti_enable_all(void)
@@ -364,17 +427,7 @@ static int cupti_enable_all(void)
             cupti_busy(r);
             return -1;
         }
-    /*
-     * External correlation records accompany API activity records only,
-     * so the driver API kind must be on: NCCL launches with cuLaunchKernel*
-     * through driver entry points.  Its own records are ignored.  Without
-     * it, launch order per stream still links the kernels.
-     */
-    if (cupti_driver_wanted() &&
-        cu.Enable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS)
-        p3d_warn_once("cupti_driver", "CUPTI driver API tracing "
-                      "unavailable: NCCL kernels are linked to ops by "
-                      "launch order only");
+    cupti_enable_driver();
     if (cu.Enable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS ||
         cu.Enable(CUPTI_ACTIVITY_KIND_MEMSET) != CUPTI_SUCCESS)
         p3d_warn_once("cupti_memcpy", "CUPTI copy tracing unavailable: "
@@ -391,6 +444,8 @@ static void cupti_undo(void)
         cu.Disable(CUPTI_ACTIVITY_KIND_MEMSET);
         cu.Disable(CUPTI_ACTIVITY_KIND_DRIVER);
     }
+    if (cu.EnableDriverApi)
+        cupti_launch_apis(0);
     if (cu.Unsubscribe && cupti_sub)
         cu.Unsubscribe(cupti_sub);
     cupti_sub = NULL;
@@ -503,5 +558,10 @@ void p3d_cupti_fini(void)
     cu.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&cupti_lock);
     p3d_span_flush(&cupti_spans);
+    p3d_note("cupti: driver records %s; NCCL kernels linked by correlation "
+             "id %llu, by launch order %llu, to no op %llu",
+             cupti_driver_mode, (unsigned long long)cupti_n_by_id,
+             (unsigned long long)cupti_n_by_order,
+             (unsigned long long)cupti_n_unlinked);
     pthread_mutex_unlock(&cupti_lock);
 }

@@ -35,8 +35,9 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s);
  * (p3d_gpu_shared.c): creates the marker `job_dir`/.gpu-HOST-BUS; 1 only
  * for the one process that finds it made by another process of the job
  * and then makes the ".warned" marker, 0 otherwise (first user, already
- * said, or no writable folder).  A marker older than
- * P3D_GPU_MARKER_STALE_S is a previous run's and is replaced.
+ * said, or no writable folder).  A marker whose writer (its pid, same
+ * host) has exited, or without a pid and older than
+ * P3D_GPU_MARKER_STALE_S, is a previous run's and is replaced.
  */
 #define P3D_GPU_MARKER_STALE_S 600
 int p3d_gpu_shared_claim(const char *job_dir, const char *host,

@@ -8,11 +8,13 @@
  *
  * No process knows the others' devices, and CUDA_VISIBLE_DEVICES may
  * number them differently in each, so every process leaves a marker named
- * after its host and its GPU's PCI bus id in the job folder: the second
- * process to reach the same marker shares that GPU.
+ * after its host and its GPU's PCI bus id in the job folder, holding its
+ * pid: the second process to reach the marker of a live process shares
+ * that GPU (a rerun into the same folder finds its writer gone).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,23 +28,59 @@
 
 #define P3D_GPU_MARKER_LEN (P3D_PATH_MAX + 2 * P3D_JOB_ID_LEN + 64)
 
-/* 0 if this call made `path`, EEXIST if it was there (and fresh), else
- * another errno. */
+/* The pid written into a marker; 0 if none can be read (yet). */
+static long marker_owner(const char *path)
+{
+    char buf[24];
+    long pid = 0;
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+        pid = pid * 10 + (buf[i] - '0');
+    return pid;
+}
+
+/*
+ * A previous run's marker: its writer has exited (markers are per host,
+ * so its pid is ours to ask), or it names no writer and is old.  A live
+ * writer keeps it however old, as a long job's first rank does.
+ */
+static int marker_stale(const char *path, const struct stat *st)
+{
+    long pid = marker_owner(path);
+
+    if (pid > 0)
+        return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return time(NULL) - st->st_mtime > P3D_GPU_MARKER_STALE_S;
+}
+
+/* 0 if this call made `path` (holding our pid), EEXIST if another live
+ * process's was there, else another errno. */
 static int marker_make(const char *path)
 {
     struct stat st;
+    char pid[24];
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                   0644);
 
     if (fd >= 0) {
+        int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+
+        if (write(fd, pid, (size_t)n) != n) {
+            /* an empty marker still marks; it goes stale by age */
+        }
         close(fd);
         return 0;
     }
     if (errno != EEXIST)
         return errno;
     if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-        time(NULL) - st.st_mtime > P3D_GPU_MARKER_STALE_S &&
-        unlink(path) == 0)
+        marker_stale(path, &st) && unlink(path) == 0)
         return marker_make(path);
     return EEXIST;
 }

@@ -143,6 +143,7 @@ static inline uint64_t p3d_next_op_id(void)
  * when a trace file is open.  Safe from any thread.
  */
 void p3d_warn_once(const char *key, const char *fmt, ...) P3D_PRINTF(2, 3);
+void p3d_note(const char *fmt, ...) P3D_PRINTF(1, 2);
 
 /*
  * Find the real definition of `name` in the process: dlsym(RTLD_NEXT),

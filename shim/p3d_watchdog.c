@@ -162,11 +162,18 @@ static void p3d_wd_put_op(char *buf, size_t cap, size_t *len,
 
 /* One line per frame of the op's call-site stack (dladdr names). */
 static void p3d_wd_put_stack(char *buf, size_t cap, size_t *len,
-                             uint32_t stack_id)
+                             const struct p3d_inflight_op *o)
 {
     uint64_t pc[P3D_STACK_FRAMES];
-    int n = p3d_stack_get(stack_id, pc, P3D_STACK_FRAMES);
+    int n = p3d_stack_get(o->stack_id, pc, P3D_STACK_FRAMES);
+    uint32_t stack_id = o->stack_id;
 
+    if (n == 0 && o->op == P3D_INFLIGHT_INIT) {
+        p3d_wd_put(buf, cap, len, "p3dtrace:   call site: not recorded "
+                   "for communicator creation (stacks are taken for NCCL "
+                   "ops)\n");
+        return;
+    }
     if (n == 0) {
         p3d_wd_put(buf, cap, len, "p3dtrace:   call site: not recorded "
                    "(%s=0 or no unwinder)\n", P3D_ENV_STACKS);
@@ -229,7 +236,7 @@ size_t p3d_watchdog_format(char *buf, size_t cap,
         p3d_wd_put(buf, cap, &len, "p3dtrace:   (no GPU completion times: "
                    "ops that returned are not tracked, completion "
                    "unknown)\n");
-    p3d_wd_put_stack(buf, cap, &len, o->stack_id);
+    p3d_wd_put_stack(buf, cap, &len, o);
     return len;
 }
 

@@ -52,6 +52,7 @@ static CUpti_BuffersCallbackRequestFunc fk_request;
 static CUpti_BuffersCallbackCompleteFunc fk_complete;
 static int fk_subscribed;
 static uint64_t fk_enabled;          /* bit per CUpti_ActivityKind < 64 */
+static int fk_launch_api_on;         /* cuLaunchKernelEx records enabled */
 static uint32_t fk_corr;
 static uint8_t *fk_buf;
 static size_t fk_size, fk_used;
@@ -169,6 +170,8 @@ static void fk_log(int is_nccl, uint64_t ext, uint64_t s, uint64_t e,
         return;
 }
 
+static void fk_log_kind(const char *what, int id);
+
 /* The listener: [external correlation record] + kernel record. */
 static void fk_listener(const char *name, void *stream, uint64_t start,
                         uint64_t end, int is_nccl)
@@ -184,11 +187,15 @@ static void fk_listener(const char *name, void *stream, uint64_t start,
     pthread_mutex_lock(&fk_lock);
     fk_log(is_nccl, ext, start, end, name);
     fk_corr++;
-    /* As in CUPTI: only next to API records (driver/runtime kinds). */
+    /*
+     * As in CUPTI: only next to API records (driver/runtime kinds, or the
+     * launch API the fake NCCL stands for, cuLaunchKernelEx, alone).
+     */
     with_ext = ext && !fk_env_on("P3D_FAKE_CUPTI_NO_EXT") &&
                ((fk_enabled >> CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) & 1) &&
                ((fk_enabled >> CUPTI_ACTIVITY_KIND_DRIVER) & 1 ||
-                (fk_enabled >> CUPTI_ACTIVITY_KIND_RUNTIME) & 1);
+                (fk_enabled >> CUPTI_ACTIVITY_KIND_RUNTIME) & 1 ||
+                fk_launch_api_on);
     p = fk_room(ks + (with_ext ? xs : 0), &full, &fsize, &fvalid);
     if (p && with_ext) {
         CUpti_ActivityExternalCorrelation *x = (void *)p;
@@ -199,6 +206,7 @@ static void fk_listener(const char *name, void *stream, uint64_t start,
         x->externalId = ext;
         x->correlationId = fk_corr;
         p += xs;
+        fk_log_kind("ext", (int)fk_corr);
     }
     if (p) {
         k = (void *)p;
@@ -263,22 +271,40 @@ FAKE_API CUptiResult cuptiActivityRegisterCallbacks(
     return CUPTI_SUCCESS;
 }
 
-static void fk_log_kind(CUpti_ActivityKind kind)
+static void fk_log_kind(const char *what, int id)
 {
     const char *path = getenv("P3D_FAKE_CUPTI_KINDS");
     FILE *f = path && *path ? fopen(path, "a") : NULL;
 
     if (f) {
-        fprintf(f, "enable %d\n", (int)kind);
+        fprintf(f, "%s %d\n", what, id);
         fclose(f);
     }
+}
+
+/*
+ * Per-API driver records; P3D_FAKE_CUPTI_NO_API_FILTER=1 plays a CUPTI
+ * that refuses them (the shim must then enable the whole driver kind).
+ */
+FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid,
+                                                  uint8_t enable)
+{
+    if (fk_env_on("P3D_FAKE_CUPTI_NO_API_FILTER"))
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    fk_log_kind(enable ? "driverapi" : "driverapi-off", (int)cbid);
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
+        pthread_mutex_lock(&fk_lock);
+        fk_launch_api_on = enable != 0;
+        pthread_mutex_unlock(&fk_lock);
+    }
+    return CUPTI_SUCCESS;
 }
 
 FAKE_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 {
     if ((unsigned)kind >= 64)
         return CUPTI_ERROR_INVALID_KIND;
-    fk_log_kind(kind);
+    fk_log_kind("enable", (int)kind);
     pthread_mutex_lock(&fk_lock);
     fk_enabled |= 1ull << kind;
     pthread_mutex_unlock(&fk_lock);

@@ -164,6 +164,18 @@ reap() {  # reap PID... -> 0 if all exit 0; on a failure end the others
     return $rc
 }
 
+cupti_notes() {  # how the shim linked NCCL kernels, summed over ranks
+    local f
+    for f in "$1"/rank-*.p3d; do
+        "$root/build/p3d-analyze" --dump "$f" 2> /dev/null |
+            sed -n 's/.*text="cupti: driver records \([a-z]*\); NCCL kernels linked by correlation id \([0-9]*\), by launch order \([0-9]*\), to no op \([0-9]*\)".*/\1 \2 \3 \4/p'
+    done | awk '{ n++; m[$1]++; a += $2; b += $3; c += $4 }
+        END { for (k in m) modes = modes " " k "(" m[k] ")"
+              printf "cupti notes of %d ranks: driver records%s; NCCL " \
+                  "kernels linked by correlation id %d, by launch order " \
+                  "%d, to no op %d\n", n, modes, a, b, c }'
+}
+
 fail=0
 for t in $tests; do
     t1=$(date +%s)
@@ -178,6 +190,7 @@ for t in $tests; do
         --summary "$summary" || fail=1
     [ -x "$root/build/p3d-analyze" ] &&
         "$root/build/p3d-analyze" "$WORK/$t/traces/job" > "$WORK/$t/report.txt" 2>&1
+    cupti_notes "$WORK/$t/traces/job" | sed "s/^/INFO nccl $t: /" | tee -a "$summary"
     say "nccl $t: $(( $(date +%s) - t1 )) s"
 done
 say "nccl: $([ $fail -eq 0 ] && echo PASS || echo FAIL) ($(( $(date +%s) - t0 )) s)"

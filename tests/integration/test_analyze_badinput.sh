@@ -30,6 +30,9 @@ R3="'[^']*/rank-00003.p3d'"
 case_ truncated "--truncate 3" 0 \
     "^p3d-analyze: warning: $R3: truncated tail; using [0-9]+ records$" \
     "^job 'genjob': 8 of 8 ranks"
+grep -Eq "^  rank 3: $R3: truncated tail; using [0-9]+ records$" "$T/out" ||
+    { echo "FAIL truncated: the report does not name rank 3's damage"
+      fails=$((fails+1)); }
 case_ killed "--killed 3" 0 \
     "^p3d-analyze: warning: $R3: not closed cleanly \(process killed\?\); using [0-9]+ records$" \
     "unmatched: comm 0x[0-9a-f]{16} \(PP\) 7 -> 3: [1-9][0-9]* sends never received"

@@ -3,7 +3,9 @@
 # of gpu_driver nccl.  Both ranks on device 0 with CUPTI chosen by default:
 # exactly one line for the job, naming the GPU's bus id.  Not when the
 # ranks use devices 0 and 1, not with P3D_GPU_TIMING=events, and not when
-# cupti was asked for explicitly.
+# cupti was asked for explicitly.  A rerun into the same job folder
+# (markers of exited processes left there) says it again when shared and
+# stays quiet when not.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
@@ -28,4 +30,6 @@ expect "2 ranks on device 0, auto" "$(run shared "" auto)" 1
 expect "2 ranks on devices 0 and 1, auto" "$(run apart 1 auto)" 0
 expect "2 ranks on device 0, events" "$(run events "" events)" 0
 expect "2 ranks on device 0, cupti asked for" "$(run asked "" cupti)" 0
+expect "rerun of the shared job, same folder" "$(run shared "" auto)" 1
+expect "rerun of the apart job, same folder" "$(run apart 1 auto)" 0
 exit $fail

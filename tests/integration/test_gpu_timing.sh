@@ -13,33 +13,54 @@
 # log knows no op ids: kernels are matched to launch units in order);
 # and with P3D_CUPTI_DRIVER=0 (the shim leaves CUPTI's driver-API kind
 # off, so the fake, like CUPTI, attaches no external correlation records
-# and launch order must link the kernels).  The ranks use devices 0 and 1
+# and launch order must link the kernels).  By default the shim records
+# only the kernel-launch driver APIs (never the whole kind); with
+# P3D_CUPTI_DRIVER=all, or a CUPTI that refuses per-API records
+# (oldcupti), the whole kind; either way ids link the kernels.  A value
+# it does not know (bogus) is warned about once and taken as launch.  The ranks use devices 0 and 1
 # (P3D_GPU_DRIVER_SPREAD), so no warning at all is allowed.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
-for job in ext noext async nodriver; do
+for job in ext noext async nodriver all oldcupti bogus; do
 noext=; [ $job = noext ] && noext=1
 nodrv=; [ $job = nodriver ] && nodrv=0
+[ $job = all ] && nodrv=all
+[ $job = bogus ] && nodrv=yes
+old=; [ $job = oldcupti ] && old=1
 async=; [ $job = async ] && async=1
 P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
 P3D_FAKE_CUPTI_NO_EXT=$noext P3D_FAKE_ASYNC=$async P3D_CUPTI_DRIVER=$nodrv \
+P3D_FAKE_CUPTI_NO_API_FILTER=$old \
 P3D_FAKE_CUPTI_KINDS="$tmp/$job.kinds" P3D_GPU_DRIVER_SPREAD=1 \
 P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
 LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
     timeout 60 "$drv" nccl 2 2> "$tmp/err"
-if grep -q "p3dtrace: warning" "$tmp/err"; then
+if [ $job = bogus ]; then
+    n=$(grep -c "P3D_CUPTI_DRIVER=yes is not launch, all or 0: using launch" \
+        "$tmp/err" || true)
+    [ "$n" = 2 ] || { cat "$tmp/err"; echo "bogus: want one warning per rank"; exit 1; }
+elif grep -q "p3dtrace: warning" "$tmp/err"; then
     cat "$tmp/err"; echo "unexpected warning"; exit 1
 fi
 echo "-- $job"
-# CUPTI_ACTIVITY_KIND_DRIVER is 4: on by default, off with P3D_CUPTI_DRIVER=0
-drv_on=$(grep -c "^enable 4$" "$tmp/$job.kinds" || true)
-if [ $job = nodriver ] && [ "$drv_on" != 0 ]; then
-    echo "P3D_CUPTI_DRIVER=0 still enabled the driver-API kind"; exit 1
-elif [ $job != nodriver ] && [ "$drv_on" = 0 ]; then
-    echo "the driver-API kind was not enabled by default"; exit 1
+# CUPTI_ACTIVITY_KIND_DRIVER is 4, cuLaunchKernelEx's callback id 652
+drv_on=0; grep -q "^enable 4$" "$tmp/$job.kinds" && drv_on=1
+ex_on=0; grep -q "^driverapi 652$" "$tmp/$job.kinds" && ex_on=1
+case $job in
+nodriver) want="0 0" ;;
+all|oldcupti) want="1 0" ;;
+*) want="0 1" ;;
+esac
+n_ext=$(grep -c "^ext " "$tmp/$job.kinds" || true)
+case $job in nodriver|noext) [ "$n_ext" = 0 ] ;; async) ;; *) [ "$n_ext" -gt 0 ] ;; esac ||
+    { echo "$job: $n_ext external correlation records"; exit 1; }
+if [ "$drv_on $ex_on" != "$want" ]; then
+    echo "$job: driver kind on $drv_on, cuLaunchKernelEx records on" \
+         "$ex_on; want $want"; exit 1
 fi
 python3 - "$tmp/$job.truth" "$tmp/$job" "$P3D_SRC/tests/tools" $job <<'PY'
+import re
 import sys
 sys.path.insert(0, sys.argv[3])
 import p3d_trace
@@ -115,6 +136,29 @@ for rank, t in sorted(traces.items()):
         fail.append("rank %d: merged span longer than 10 ms" % rank)
     if not any(r["type"] == "clock_sync" for r in recs):
         fail.append("rank %d: no clock_sync" % rank)
+    # The shim's own account of how it linked the NCCL kernels.
+    job = sys.argv[4]
+    notes = [r["text"] for r in recs if r["type"] == "note"
+             and r["text"].startswith("cupti:")]
+    want_mode = {"nodriver": "off", "all": "all",
+                 "oldcupti": "all"}.get(job, "launch")
+    by_id_expected = job not in ("noext", "nodriver", "async")
+    if len(notes) != 1:
+        fail.append("rank %d: %d cupti notes" % (rank, len(notes)))
+    else:
+        m = re.match(r"cupti: driver records (\w+); NCCL kernels linked by "
+                     r"correlation id (\d+), by launch order (\d+), to no "
+                     r"op (\d+)", notes[0])
+        mode, by_id, by_order, none = (m.group(1), int(m.group(2)),
+                                       int(m.group(3)), int(m.group(4))) \
+            if m else ("?", -1, -1, -1)
+        ok = (mode == want_mode and none == 0 and
+              by_id + by_order == len(kern) - 100 and
+              (by_order == 0 if by_id_expected else by_id == 0))
+        if not ok:
+            fail.append("rank %d: %s (want driver records %s, linked by %s)"
+                        % (rank, notes[0], want_mode,
+                           "id" if by_id_expected else "order"))
 if fail:
     sys.exit("FAIL: " + "; ".join(fail))
 PY

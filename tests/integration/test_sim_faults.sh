@@ -48,6 +48,66 @@ t = json.load(open(f"{d}/mism/truth.json"))
 assert t["ranks"][2]["mismatch_op"] is not None
 print(f"truth: hang, kill, straggler (x{ratio:.2f}), mismatch as injected")
 PY
+# Every summary of a hung or killed job says so: the seed row of the
+# text report, the --compare row and the HTML findings; a healthy job's
+# row does not.
+A=$P3D_BUILD/p3d-analyze
+for j in hang:"HUNG: root rank 5 (" kill:"HUNG: root rank 3 (killed)" \
+         strag:; do
+    name=${j%%:*} want=${j#*:}
+    "$A" --html "$SIM_OUT/$name.html" "$SIM_OUT/$name" > "$SIM_OUT/$name.txt" 2>&1
+    "$A" --compare "$SIM_OUT/$name" > "$SIM_OUT/$name.cmp" 2>&1
+    for f in txt cmp html; do
+        if [ -z "$want" ]; then
+            ! grep -q "HUNG" "$SIM_OUT/$name.$f" || {
+                echo "FAIL $name: a healthy job's $f summary says HUNG"
+                fail=1; }
+        elif [ $f = txt ] && ! grep -q "^seed table row" "$SIM_OUT/$name.txt"
+        then
+            : # no iteration found before the hang: no row to check
+        else
+            grep -qF "$want" "$SIM_OUT/$name.$f" || {
+                echo "FAIL $name: '$want' not in the $f summary"; fail=1; }
+        fi
+    done
+    [ -z "$want" ] || grep -q "^  the job hung" "$SIM_OUT/$name.txt" || {
+        echo "FAIL $name: the time section does not say the job hung"
+        fail=1; }
+done
+# the HTML words the matcher's findings as the text report does: ranks
+# behind on a communicator are "incomplete", not a mismatch
+grep -q "Incomplete:</b> comm 0x[0-9a-f]* ([A-Z-]*): rank [0-9] issued" \
+    "$SIM_OUT/hang.html" && ! grep -q "issued differs" "$SIM_OUT/hang.html" || {
+    echo "FAIL hang: the HTML calls ranks behind a mismatch"; fail=1; }
+grep -q "Straggler:</b> rank 1 stands out" "$SIM_OUT/strag.html" || {
+    echo "FAIL strag: the HTML findings do not name rank 1"; fail=1; }
+# One rank's file cut short, before its first GPU record: the report
+# names the damage and says that rank's op times are worse than the
+# others' instead of claiming the traces have no GPU times.
+mkdir -p "$SIM_OUT/cut"
+cp "$SIM_OUT"/strag/rank-*.p3d "$SIM_OUT/cut/"
+first=$("$A" --dump "$SIM_OUT/cut/rank-00002.p3d" 2>/dev/null |
+        sed -n 's/^gpu_op offset=\([0-9]*\) .*/\1/p' | head -1)
+truncate -s "${first:-0}" "$SIM_OUT/cut/rank-00002.p3d"
+"$A" "$SIM_OUT/cut" > "$SIM_OUT/cut.txt" 2>/dev/null
+grep -q "^  rank 2: .*rank-00002.p3d'" "$SIM_OUT/cut.txt" &&
+grep -q "^  op times differ between ranks: GPU kernel times (GPU_OP) for 7 rank(s); rank(s) 2 have less" \
+    "$SIM_OUT/cut.txt" || {
+    echo "FAIL cut: rank 2's damage or its host-only times not reported"
+    grep -n "rank 2:\|op times" "$SIM_OUT/cut.txt"; fail=1; }
+# A rank that never creates the DP communicator: the others wait in its
+# creation, where no stack is taken; the watchdog and the analyzer say
+# so instead of blaming P3D_STACKS.
+P3D_HANG_TIMEOUT=1 P3D_QUIET= "$SIM" --out "$SIM_OUT" --job-id inithang \
+    --shim "$SHIM" --tp 2 --dp 2 -m 2 --hang 1:dp:1 --timeout 3 \
+    > /dev/null 2> "$SIM_OUT/inithang.err"
+"$A" "$SIM_OUT/inithang" > "$SIM_OUT/inithang.txt" 2>&1
+for f in err txt; do
+    grep -q "call site: not recorded for communicator creation" \
+        "$SIM_OUT/inithang.$f" || {
+        echo "FAIL inithang: the $f report does not say why no call site"
+        fail=1; }
+done
 if [ $fail -eq 0 ] && [ "$skew" -eq 77 ]; then
     echo "note: skew run not verified: the shim lacks the P3D_TEST_* hooks"
 fi

@@ -59,4 +59,22 @@ assert groups("moe", "ep") == [[0, 1], [2, 3], [4, 5], [6, 7]]
 assert groups("moe", "epdp") == [[0, 2], [1, 3], [4, 6], [5, 7]]
 print("truth: Megatron groups as in megatron.md section 6")
 PY
+# A rerun removes only its own leftovers; a job id that is not one folder
+# is refused before anything is touched.
+mkdir -p "$SIM_OUT/rerun"
+echo keep > "$SIM_OUT/rerun/notes.txt"
+echo old > "$SIM_OUT/rerun/rank-00007.p3d"
+echo keep > "$SIM_OUT/outside.txt"
+sim_run rerun --tp 2 --dp 2 -m 2
+[ -f "$SIM_OUT/rerun/notes.txt" ] && [ -f "$SIM_OUT/rerun/truth.json" ] &&
+    [ ! -f "$SIM_OUT/rerun/rank-00007.p3d" ] || {
+    echo "FAIL rerun: the user's file or the new truth.json is gone"; fail=1; }
+for bad in . .. a/b; do
+    "$SIM" --out "$SIM_OUT" --job-id "$bad" --shim "$SHIM" --quiet \
+        > /dev/null 2> "$SIM_OUT/bad.err"
+    rc=$?
+    [ $rc = 2 ] && grep -q "must name one folder" "$SIM_OUT/bad.err" &&
+        [ -f "$SIM_OUT/outside.txt" ] || {
+        echo "FAIL --job-id '$bad': exit $rc"; cat "$SIM_OUT/bad.err"; fail=1; }
+done
 exit $fail

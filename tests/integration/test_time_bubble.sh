@@ -22,4 +22,21 @@ grep -q "^| pp4m8 | 1 | 4 | 1 | 1 | 8 |" "$T/pp4m8.txt" || {
     echo "FAIL pp4m8: no seed table row"
     fails=$((fails + 1))
 }
+# The verdict says how much of the exposed PP time is the bubble; a
+# measured bubble at theory needs no "below theory" explanation.
+grep -q "^    PP is [0-9.]*% of the step and the pipeline bubble [0-9.]*%" \
+    "$T/pp4m8.txt" || {
+    echo "FAIL pp4m8: the verdict does not relate PP time to the bubble"
+    fails=$((fails + 1))
+}
+# "below theory" is explained exactly where the measured bubble is more
+# than 2 points under it (cool-down stages wait on the step's collectives)
+for n in pp2m4 pp2m8 pp2m16 pp4m4 pp4m8 pp4m16 vpp; do
+    below=$(sed -n 's/.*(excess \([-+0-9.]*\) points).*/\1/p' "$T/$n.txt" |
+            awk '{ print ($1 < -2) ? 1 : 0 }')
+    said=0; grep -q "^    below theory:" "$T/$n.txt" && said=1
+    [ "$below" = "$said" ] || {
+        echo "FAIL $n: excess below -2 points: $below, explained: $said"
+        fails=$((fails + 1)); }
+done
 time_done

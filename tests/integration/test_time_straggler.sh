@@ -1,8 +1,9 @@
 #!/bin/sh
 # Wait states: a rank whose compute is injected 100 % slower must be the
 # first straggler (waiting caused to others in its TP group), in a job
-# with DP replicas, in one without, and in a pipeline without TP groups
-# (Late Sender / Late Receiver on the pipeline send/recv).  A loaded
+# with DP replicas, in one without, in a pipeline without TP groups
+# (Late Sender / Late Receiver on the pipeline send/recv), and in a
+# data-parallel-only job (waiting caused at the step's collectives).  A loaded
 # 2-core CI box delays ranks by milliseconds (rank start-up, wake-ups):
 # at load 10 that noise made a peer cause 0.6-1.1x the straggler's waiting
 # with 2+4 ms per micro-batch over 2 layers, so the injected delay is 8+16
@@ -24,6 +25,19 @@ time_run strag2 --tp 2 --pp 2 --straggler 2:100 $C &&
 time_run ppstrag --pp 4 -m 8 --straggler 2:100 --fwd-ms 4 --bwd-ms 8 \
     --layers 1 &&
     time_check ppstrag straggler bubble=0.02
+# data parallel only (the seed's experiment A): no layer group and no
+# pipeline, so ranked by the waiting caused at the step's collectives
+# shellcheck disable=SC2086
+time_run dpstrag --dp 4 --straggler 3:100 $C &&
+    time_check dpstrag straggler
+grep -q '"stragglers_by": "step_collectives"' "$T/dpstrag.json" || {
+    echo "FAIL dpstrag: stragglers not ranked by the step's collectives"
+    fails=$((fails + 1))
+}
+grep -q "straggler rank 3" "$T/dpstrag.txt" || {
+    echo "FAIL dpstrag: the seed row does not name the straggler"
+    fails=$((fails + 1))
+}
 grep -q "busiest stage (sets the pace): 2" "$T/ppstrag.txt" || {
     echo "FAIL ppstrag: stage 2 is not the busiest"
     fails=$((fails + 1))

@@ -228,6 +228,13 @@ static int sim_check(struct sim_cfg *c)
         return -1;
     if (!c->job_id[0])
         snprintf(c->job_id, sizeof(c->job_id), "sim-%ld", (long)getpid());
+    if (!strcmp(c->job_id, ".") || !strcmp(c->job_id, "..") ||
+        strchr(c->job_id, '/')) {
+        fprintf(stderr, "p3d-sim: error: --job-id '%s' must name one "
+                        "folder inside --out (no '/', not . or ..)\n",
+                c->job_id);
+        return -1;
+    }
     return 0;
 }
 

@@ -6,6 +6,7 @@
  * others are terminated after a grace period, and after --timeout the
  * whole job is (SIGTERM, then SIGKILL a second later).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <signal.h>
@@ -44,6 +45,14 @@ static int sim_mkdirs(const char *path)
     return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* What a run leaves in its job folder; nothing else there is touched. */
+static int sim_is_ours(const char *name)
+{
+    return !strcmp(name, "truth.json") ||
+           (!strncmp(name, "rank-", 5) && strstr(name, ".p3d")) ||
+           !strncmp(name, ".gpu-", 5);
+}
+
 static int sim_rm_one(const char *p, const struct stat *st, int flag,
                       struct FTW *f)
 {
@@ -58,14 +67,24 @@ static void sim_rm_rf(const char *path)
     nftw(path, sim_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Old traces of the same job id would mix with ours. */
+/* Old traces of the same job id would mix with ours: remove them (and
+ * only them). */
 static void sim_clean_job(const char *jobdir)
 {
-    struct stat st;
+    char path[PATH_MAX + 300];
+    struct dirent *e;
+    DIR *d = opendir(jobdir);
 
-    if (stat(jobdir, &st) == 0)
-        sim_rm_rf(jobdir);
-    sim_mkdirs(jobdir);
+    if (d == NULL) {
+        sim_mkdirs(jobdir);
+        return;
+    }
+    while ((e = readdir(d)) != NULL)
+        if (sim_is_ours(e->d_name) &&
+            snprintf(path, sizeof(path), "%s/%s", jobdir, e->d_name) <
+                (int)sizeof(path))
+            remove(path);
+    closedir(d);
 }
 
 static void sim_setenv_int(const char *k, long long v)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -70,6 +71,35 @@ static void test_stale_marker_replaced(void **state)
     assert_int_equal(p3d_gpu_shared_claim(dir, "node1", "0000:18:00.0"), 1);
 }
 
+/* Markers of an exited process (a rerun into the same folder) do not
+ * count, however fresh; a live process's count however old. */
+static void test_marker_of_exited_process_replaced(void **state)
+{
+    char path[160];
+    struct timeval old[2] = {{0, 0}, {0, 0}};
+    pid_t child = fork();
+    FILE *f;
+
+    (void)state;
+    assert_true(child >= 0);
+    if (child == 0) {
+        p3d_gpu_shared_claim(dir, "node1", "0000:18:00.0");
+        p3d_gpu_shared_claim(dir, "node1", "0000:18:00.0"); /* .warned */
+        _exit(0);
+    }
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    assert_int_equal(p3d_gpu_shared_claim(dir, "node1", "0000:18:00.0"), 0);
+    assert_int_equal(p3d_gpu_shared_claim(dir, "node1", "0000:18:00.0"), 1);
+    snprintf(path, sizeof(path), "%s/.gpu-node1-0000:2a:00.0", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%ld\n", (long)getppid());
+    fclose(f);
+    old[0].tv_sec = old[1].tv_sec = time(NULL) - 2 * P3D_GPU_MARKER_STALE_S;
+    assert_int_equal(utimes(path, old), 0);
+    assert_int_equal(p3d_gpu_shared_claim(dir, "node1", "0000:2a:00.0"), 1);
+}
+
 static void test_no_folder_no_claim(void **state)
 {
     (void)state;
@@ -88,6 +118,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stale_marker_replaced, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_marker_of_exited_process_replaced,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_folder_no_claim, setup,
                                         teardown),
     };
