@@ -114,6 +114,7 @@ static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
                           size_t *len)
 {
     char g[96];
+    int strag = p3d_time_straggler(t);
 
     p3d_cobs_tgroups(t, g, sizeof(g));
     p3d_cobs(buf, n, len, "exposed NCCL %.0f%% of step%s%s%s",
@@ -130,8 +131,8 @@ static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
     if (t->dominates && t->top_lbl >= 0 && t->top_lbl < P3D_LBL_COUNT)
         p3d_cobs(buf, n, len, "NCCL dominates (mostly %s)",
                  p3d_label_name[t->top_lbl]);
-    if (p3d_time_straggler(t) >= 0)
-        p3d_cobs(buf, n, len, "straggler rank %d", t->strag[0].rank);
+    if (strag >= 0)
+        p3d_cobs(buf, n, len, "straggler rank %d", strag);
     if (t->n_hosts > 1)
         p3d_cobs(buf, n, len, "clocks of %d hosts aligned", t->n_hosts);
 }
@@ -139,14 +140,14 @@ static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
 void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
                      char *buf, size_t n)
 {
-    char miss[128];
+    char miss[128], hang[160];
     size_t len = 0;
     int k;
 
     buf[0] = 0;
-    p3d_hang_brief(job, miss, sizeof(miss));
-    if (miss[0])
-        p3d_cobs(buf, n, &len, "%s", miss);
+    p3d_hang_brief(job, hang, sizeof(hang));
+    if (hang[0])
+        p3d_cobs(buf, n, &len, "%s", hang);
     k = p3d_missing_ranks(job, miss, sizeof(miss));
     if (k)
         p3d_cobs(buf, n, &len, "%d of %d ranks missing (%s)", k,

@@ -41,11 +41,10 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
     int src = P3D_TSRC_GPU, best = P3D_TSRC_HOST;
 
     for (int i = 0; i < t->n; i++)
-        if (t->tl[i].n_ops && t->tl[i].src < src)
-            src = t->tl[i].src;
-    for (int i = 0; i < t->n; i++)
-        if (t->tl[i].n_ops && t->tl[i].src > best)
-            best = t->tl[i].src;
+        if (t->tl[i].n_ops) {
+            src = t->tl[i].src < src ? t->tl[i].src : src;
+            best = t->tl[i].src > best ? t->tl[i].src : best;
+        }
     if (best != src)
         p3d_tr_mixed_src(f, t, src, best);
     fprintf(f, "  op times: %s", p3d_src_text[src]);

@@ -70,6 +70,17 @@ struct p3d_tbreak { /* one rank, one iteration (ns) */
     int64_t exposed_lbl[P3D_LBL_COUNT];
 };
 
+/*
+ * A rank's waits at collectives, one kind of group: waiting it caused
+ * the others as the last to arrive, waiting it suffered, and how often
+ * it was last.  Layer groups (TP, CP, EP) and the step's other
+ * collectives (DP, MP, WORLD ...) are kept apart (p3d_wait.c).
+ */
+struct p3d_twait {
+    int64_t caused, suffered, late;
+};
+enum { P3D_TW_LAYER, P3D_TW_STEP };
+
 struct p3d_tl { /* one rank */
     int rank, host, stage;
     struct p3d_top *ops; /* while the rank is loaded (a pass) */
@@ -91,9 +102,8 @@ struct p3d_tl { /* one rank */
     int *it_fwd, *it_wrap; /* [n_iter]: pipeline sends forward, receives
                             * from the last stage (p3d_bubble_sched) */
     int it_mono;           /* it_t ascends (windows found by bisection) */
-    int64_t caused_wait, suffered_wait, late_count; /* layer groups */
+    struct p3d_twait nxn[2]; /* P3D_TW_*: waits at N x N collectives */
     int64_t caused_p2p; /* Late Sender / Late Receiver on pipeline P2P */
-    int64_t caused_step, suffered_step, late_step; /* other collectives */
 };
 
 struct p3d_thost {

@@ -65,8 +65,8 @@ void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
                 ", \"waiting_caused_ms\": %.6g, \"waiting_suffered_ms\": "
                 "%.6g", tl->stage, t->n_hosts > 1
                                        ? t->hosts[tl->host].offset_ns : 0,
-                (double)tl->caused_wait / 1e6,
-                (double)tl->suffered_wait / 1e6);
+                (double)tl->nxn[P3D_TW_LAYER].caused / 1e6,
+                (double)tl->nxn[P3D_TW_LAYER].suffered / 1e6);
 }
 
 static void p3d_tj_steps(FILE *f, const struct p3d_time_res *t)

@@ -83,6 +83,7 @@ static void p3d_wait_nxn(const struct p3d_job *job, struct p3d_time_res *t,
     const struct p3d_jrec *r = &g->rec[k];
     int64_t last = INT64_MIN, sum = 0;
     int late = -1, lbl = job->comms[g->gcomm].label;
+    int kind = p3d_wait_layer(lbl) ? P3D_TW_LAYER : P3D_TW_STEP;
 
     if (r->n < 2 || r->n != job->comms[g->gcomm].size || r->dup)
         return;
@@ -103,19 +104,11 @@ static void p3d_wait_nxn(const struct p3d_job *job, struct p3d_time_res *t,
         if (!(g->f[x] & 1))
             continue;
         d = last - g->s[x];
-        if (p3d_wait_layer(lbl))
-            t->tl[g->tl[sl]].suffered_wait += d;
-        else
-            t->tl[g->tl[sl]].suffered_step += d;
+        t->tl[g->tl[sl]].nxn[kind].suffered += d;
         sum += d;
     }
-    if (p3d_wait_layer(lbl)) {
-        t->tl[late].caused_wait += sum;
-        t->tl[late].late_count++;
-    } else {
-        t->tl[late].caused_step += sum;
-        t->tl[late].late_step++;
-    }
+    t->tl[late].nxn[kind].caused += sum;
+    t->tl[late].nxn[kind].late++;
     t->nxn_ms[lbl] += (double)sum / 1e6;
     w->late_n[lbl * t->n + late]++;
     t->n_wait_inst++;
@@ -218,7 +211,7 @@ static int p3d_wait_strag_by(const struct p3d_time_res *t)
     int64_t layer = 0;
 
     for (int i = 0; i < t->n; i++)
-        layer += t->tl[i].caused_wait;
+        layer += t->tl[i].nxn[P3D_TW_LAYER].caused;
     if (layer)
         return P3D_STRAG_LAYER;
     return t->n_p2p ? P3D_STRAG_P2P : P3D_STRAG_STEP;
@@ -230,18 +223,17 @@ static void p3d_wait_rank_list(struct p3d_time_res *t)
     t->strag_by = p3d_wait_strag_by(t);
     for (int i = 0; i < t->n; i++) {
         const struct p3d_tl *l = &t->tl[i];
+        const struct p3d_twait *w =
+            &l->nxn[t->strag_by == P3D_STRAG_STEP ? P3D_TW_STEP
+                                                  : P3D_TW_LAYER];
         struct p3d_tstrag *s = &t->strag[t->n_strag++];
-        int step = t->strag_by == P3D_STRAG_STEP;
 
         s->rank = l->rank;
         s->p2p_ms = (double)l->caused_p2p / 1e6;
-        s->caused_ms = (double)(t->strag_by == P3D_STRAG_LAYER
-                                    ? l->caused_wait
-                                    : step ? l->caused_step
-                                           : l->caused_p2p) / 1e6;
-        s->suffered_ms =
-            (double)(step ? l->suffered_step : l->suffered_wait) / 1e6;
-        s->late_count = step ? l->late_step : l->late_count;
+        s->caused_ms = (double)(t->strag_by == P3D_STRAG_P2P
+                                    ? l->caused_p2p : w->caused) / 1e6;
+        s->suffered_ms = (double)w->suffered / 1e6;
+        s->late_count = w->late;
     }
     qsort(t->strag, (size_t)t->n_strag, sizeof(*t->strag), p3d_strag_cmp);
 }
