@@ -14,21 +14,15 @@ for cfg in "pp2m4:--pp 2 --dp 2 -m 4" "pp2m8:--pp 2 -m 8" \
     # shellcheck disable=SC2086
     time_run "$n" ${cfg#*:} $C && time_check "$n" steps=0.01 bubble=0.02
 done
-grep -q "pipeline bubble: p=4 m=8 v=2 (m from the schedule)" "$T/vpp.txt" || {
-    echo "FAIL vpp: m/v not read from the schedule"
-    fails=$((fails + 1))
-}
-grep -q "^| pp4m8 | 1 | 4 | 1 | 1 | 8 |" "$T/pp4m8.txt" || {
-    echo "FAIL pp4m8: no seed table row"
-    fails=$((fails + 1))
-}
+time_expect vpp vpp.txt "pipeline bubble: p=4 m=8 v=2 (m from the schedule)" \
+    "m/v not read from the schedule"
+time_expect pp4m8 pp4m8.txt "^| pp4m8 | 1 | 4 | 1 | 1 | 8 |" \
+    "no seed table row"
 # The verdict says how much of the exposed PP time is the bubble; a
 # measured bubble at theory needs no "below theory" explanation.
-grep -q "^    PP is [0-9.]*% of the step and the pipeline bubble [0-9.]*%" \
-    "$T/pp4m8.txt" || {
-    echo "FAIL pp4m8: the verdict does not relate PP time to the bubble"
-    fails=$((fails + 1))
-}
+time_expect pp4m8 pp4m8.txt \
+    "^    PP is [0-9.]*% of the step and the pipeline bubble [0-9.]*%" \
+    "the verdict does not relate PP time to the bubble"
 # "below theory" is explained exactly where the measured bubble is more
 # than 2 points under it (cool-down stages wait on the step's collectives)
 for n in pp2m4 pp2m8 pp2m16 pp4m4 pp4m8 pp4m16 vpp; do

@@ -30,20 +30,12 @@ time_run ppstrag --pp 4 -m 8 --straggler 2:100 --fwd-ms 4 --bwd-ms 8 \
 # shellcheck disable=SC2086
 time_run dpstrag --dp 4 --straggler 3:100 $C &&
     time_check dpstrag straggler
-grep -q '"stragglers_by": "step_collectives"' "$T/dpstrag.json" || {
-    echo "FAIL dpstrag: stragglers not ranked by the step's collectives"
-    fails=$((fails + 1))
-}
-grep -q "straggler rank 3" "$T/dpstrag.txt" || {
-    echo "FAIL dpstrag: the seed row does not name the straggler"
-    fails=$((fails + 1))
-}
-grep -q "busiest stage (sets the pace): 2" "$T/ppstrag.txt" || {
-    echo "FAIL ppstrag: stage 2 is not the busiest"
-    fails=$((fails + 1))
-}
-grep -q "straggler rank 5" "$T/strag5.txt" || {
-    echo "FAIL strag5: the seed row does not name the straggler"
-    fails=$((fails + 1))
-}
+time_expect dpstrag dpstrag.json '"stragglers_by": "step_collectives"' \
+    "stragglers not ranked by the step's collectives"
+time_expect dpstrag dpstrag.txt "straggler rank 3" \
+    "the seed row does not name the straggler"
+time_expect ppstrag ppstrag.txt "busiest stage (sets the pace): 2" \
+    "stage 2 is not the busiest"
+time_expect strag5 strag5.txt "straggler rank 5" \
+    "the seed row does not name the straggler"
 time_done
