@@ -16,7 +16,7 @@
 # "megatron ..."): plain vs shim medians and the overhead of each pair.
 # Environment: PYTHON [python3], P3D_LIB [build/libp3dtrace.so],
 #   PAIRS [3], STEPS [150], NPROC [2], MEGATRON_DIR (see run_tiny_gpt.sh),
-#   MEGA_ITERS [30], OUT [/tmp/p3d-gpu-bench-<time>], ONE_GPU [1] (0: a
+#   MEGA_ITERS [30], MEGA_TIMEOUT [200 s per ablate run], OUT [/tmp/p3d-gpu-bench-<time>], ONE_GPU [1] (0: a
 #   GPU per Megatron rank, for machines with several)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,7 +76,7 @@ if [ "${1:-}" = ablate ]; then
         lib=$(case $v in plain*) ;; *) echo "$P3D_LIB" ;; esac)
         ( [ "${v#*:}" != "$v" ] && export "${v#*:}"
           mega_run "$name" "$lib" "$1" "$2" "$3" "${MEGA_NMB:-2}" \
-                   "${MEGA_ITERS:-5}" 200 )
+                   "${MEGA_ITERS:-5}" "${MEGA_TIMEOUT:-200}" )
         ms=$(log_period_ms "$out/$name.log")
         base=${base:-$ms}
         echo "$name $ms $base" | awk -v cfg="$cfg" '{ printf "megatron " \

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs the seed's tiny GPT (8 layers, hidden 512, 8 heads) with Megatron-LM's
-# pretrain_gpt.py on mock data under libp3dtrace.so, one configuration.
+# Runs the seed's tiny GPT (8 layers, hidden 512, 8 heads; LAYERS, HIDDEN and
+# HEADS make it bigger) with Megatron-LM's pretrain_gpt.py on mock data under
+# libp3dtrace.so, one configuration.
 #
 #   MEGATRON_DIR=~/Megatron-LM GPUS=8 TP=2 PP=2 CP=1 scripts/run_tiny_gpt.sh
 #
@@ -12,6 +13,7 @@
 #   MBS           micro-batch size                          [1]
 #   SEQ           sequence length                           [512]
 #   ITERS         training iterations                       [10]
+#   LAYERS HIDDEN HEADS  model size                         [8 512 8]
 #   ONE_GPU=1     all ranks on GPU 0, each its own NCCL "host" (NCCL_HOSTID)
 #   P3D_LIB       libp3dtrace.so to preload; P3D_LIB= (empty) runs untraced
 #                                                           [build/libp3dtrace.so]
@@ -27,7 +29,7 @@ GPUS=${GPUS:-8}; TP=${TP:-1}; PP=${PP:-1}; CP=${CP:-1}
 NMB=${NMB:-8}; MBS=${MBS:-1}; SEQ=${SEQ:-512}; ITERS=${ITERS:-10}
 P3D_LIB=${P3D_LIB-$here/build/libp3dtrace.so}
 OUT=${OUT:-runs}; PORT=${PORT:-29500}
-LAYERS=8; HIDDEN=512; HEADS=8
+LAYERS=${LAYERS:-8}; HIDDEN=${HIDDEN:-512}; HEADS=${HEADS:-8}
 
 die() { echo "run_tiny_gpt.sh: $*" >&2; exit 2; }
 [ -f "$MEGATRON_DIR/pretrain_gpt.py" ] || die "no pretrain_gpt.py in MEGATRON_DIR='$MEGATRON_DIR'"

@@ -90,11 +90,13 @@ build() {
     for t in $tests; do
         [ -x "$b/bin/${t}_perf" ] || bins+=("$b/bin/${t}_perf")
     done
-    [ ${#bins[@]} -eq 0 ] && { echo "nccl-tests: reusing $b/bin"; return 0; }
+    # The links are made on every run: a build folder reused from another
+    # machine (carried) must load this machine's NCCL.
     mkdir -p "$b/nccl/lib" "$b/mpi/include" "$b/mpi/lib"
     ln -sfn "$nccl_inc" "$b/nccl/include"
     ln -sf "$nccl_pkg/lib/libnccl.so.2" "$b/nccl/lib/libnccl.so"
     ln -sf "$nccl_pkg/lib/libnccl.so.2" "$b/nccl/lib/libnccl.so.2"
+    [ ${#bins[@]} -eq 0 ] && { echo "nccl-tests: reusing $b/bin"; return 0; }
     cp "$here/minimpi/mpi.h" "$b/mpi/include/" &&
     gcc -std=gnu11 -O2 -fPIC -I"$b/mpi/include" -c "$here/minimpi/minimpi.c" \
         -o "$b/mpi/minimpi.o" && ar rcs "$b/mpi/lib/libmpi.a" "$b/mpi/minimpi.o" ||
