@@ -9,6 +9,8 @@
 #                                         # Megatron 4/1/2, ~6 min
 #   bash bench/gpu_overhead.sh ablate-tp  # the same for the 8-rank TP loop
 #                                         # (4 s per step there: ~25 min)
+#   bash bench/gpu_overhead.sh megapair   # 2 GPUs: one-GPU Megatron jobs,
+#                                         # traced and untraced at once
 #   bash bench/gpu_overhead.sh perproc    # a rank per GPU (2+ GPUs): the
 #                                         # DDP loop, shim settings, ~4 min
 #
@@ -62,6 +64,38 @@ if [ "${1:-}" = perproc ]; then
     exec "$py" "$root/bench/gpu_overhead.py" --out "$out" \
         --pairs "${PAIRS:-3}" --steps "${STEPS:-800}" --nproc "$ng" \
         --gpus "$ng" --loops "${LOOPS:-ddp}" --variants "${VARIANTS:-$v}"
+fi
+# megapair: two one-GPU Megatron jobs at the same time, one untraced on
+# one GPU and one traced on the other, swapped every round (so a GPU that
+# is faster, and whatever else the host does meanwhile, falls on both
+# sides alike).  Each round prints both log periods and the overhead.
+# ROUNDS [4], MEGA_ITERS [30], MEGA_NMB [4], the model through
+# run_tiny_gpt.sh's LAYERS/HIDDEN/HEADS/SEQ/MBS; TRACED_ENV="K=V ..."
+# adds settings to the traced job.
+if [ "${1:-}" = megapair ]; then
+    [ "$(nvidia-smi -L | wc -l)" -ge 2 ] ||
+        { echo "gpu_overhead megapair: needs 2 GPUs"; exit 1; }
+    one() {  # one NAME GPU LIB PORT
+        ( export CUDA_VISIBLE_DEVICES=$2
+          if [ -n "$3" ] && [ -n "${TRACED_ENV:-}" ]; then export $TRACED_ENV; fi
+          ONE_GPU=0 GPUS=1 TP=1 PP=1 NMB=${MEGA_NMB:-4} ITERS=${MEGA_ITERS:-30} \
+          P3D_LIB=$3 OUT=$out NAME=$1 PORT=$4 timeout "${MEGA_TIMEOUT:-200}" \
+          bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
+              echo "megatron: $1 run failed (log $out/$1.log)" )
+    }
+    for r in $(seq 1 "${ROUNDS:-4}"); do
+        tg=$(( r % 2 )); pg=$(( 1 - tg ))
+        one "mp$r-plain" "$pg" "" $((29500 + 2 * r)) &
+        one "mp$r-shim" "$tg" "$P3D_LIB" $((29501 + 2 * r)) &
+        wait
+        pm=$(log_period_ms "$out/mp$r-plain.log")
+        sm=$(log_period_ms "$out/mp$r-shim.log")
+        echo "$r $pg $pm $tg $sm" | awk '{ printf "megatron 1 GPU each, " \
+            "round %d: plain (GPU %d) %s ms, shim (GPU %d) %s ms per " \
+            "iteration (log period), %+.1f%%\n", $1, $2, $3, $4, $5,
+            ($3 > 0 ? 100 * ($5 / $3 - 1) : 0) }'
+    done
+    exit 0
 fi
 if [ "${1:-}" = ablate ]; then
     # ABLATE_CFG="GPUS TP PP": ranks (all on GPU 0) and the layout

@@ -15,7 +15,7 @@
 #define P3D_ENV_HANG_TIMEOUT "P3D_HANG_TIMEOUT" /* seconds */
 #define P3D_ENV_STACKS "P3D_STACKS"             /* 0/1 */
 #define P3D_ENV_MAX_MB "P3D_MAX_MB"             /* trace file size cap */
-#define P3D_ENV_CUPTI_DRIVER "P3D_CUPTI_DRIVER" /* launch|all|0 */
+#define P3D_ENV_CUPTI_DRIVER "P3D_CUPTI_DRIVER" /* 0|launch|all */
 
 #define P3D_DEFAULT_TRACE_DIR "traces"
 

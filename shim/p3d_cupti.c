@@ -10,9 +10,9 @@
  *
  * Flow: cuptiSubscribe claims CUPTI (it fails if torch.profiler, Nsight or
  * another tool holds it: then the caller falls back to CUDA events);
- * CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION and the driver
- * API records of kernel launches (external correlation attaches to API
- * records) are enabled;
+ * CONCURRENT_KERNEL, MEMCPY, MEMSET and EXTERNAL_CORRELATION are enabled
+ * (the driver-API records external correlation needs only with
+ * P3D_CUPTI_DRIVER, see cupti_enable_driver);
  * buffers come from a fixed pool mapped once.  The hooks push the op's id
  * (or its group's key) as external correlation id around the NCCL call;
  * CUPTI then emits (correlationId -> external id) records, and each NCCL
@@ -351,13 +351,16 @@ static void cupti_busy(CUptiResult r)
 
 /*
  * External correlation records accompany API activity records only, and
- * NCCL launches with cuLaunchKernel* through driver entry points.  The
- * whole driver-API kind records every driver call of the process, which
- * cost a host-bound 2-GPU DDP loop ~30% of its step (bench/README.md);
- * so by default only the launch calls are recorded
- * (cuptiActivityEnableDriverApi; a CUPTI without it gets the whole
- * kind).  P3D_CUPTI_DRIVER=all records every driver call as before, =0
- * none: NCCL kernels are then linked to ops by launch order per stream.
+ * NCCL launches with cuLaunchKernel* through driver entry points.  By
+ * default no driver call is recorded and NCCL kernels are linked to ops
+ * by launch order per stream, the way every kernel of a non-blocking
+ * communicator (PyTorch's) is linked anyway.  Measured on the H200
+ * (bench/README.md, CUDA 13.0 CUPTI, NCCL 2.28.9): the whole driver-API
+ * kind (P3D_CUPTI_DRIVER=all) cost a host-bound 2-GPU DDP loop ~30% of
+ * its step and linked nccl-tests' kernels by id; the launch calls alone
+ * (=launch, cuptiActivityEnableDriverApi; a CUPTI without it gets the
+ * whole kind) cost ~1% and linked none by id; launch order linked every
+ * kernel of 56 nccl-tests sizes right.
  */
 static const CUpti_CallbackId cupti_launch_cbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
@@ -397,11 +400,13 @@ static void cupti_enable_driver(void)
     const char *e = getenv(P3D_ENV_CUPTI_DRIVER);
     int all = e && strcmp(e, "all") == 0;
 
-    if (e && strcmp(e, "0") == 0)
+    if (e == NULL || *e == '\0' || strcmp(e, "0") == 0)
         return;
-    if (e && *e && !all && strcmp(e, "launch") != 0)
-        p3d_warn_once("cupti_driver_env", "%s=%s is not launch, all or 0: "
-                      "using launch", P3D_ENV_CUPTI_DRIVER, e);
+    if (!all && strcmp(e, "launch") != 0) {
+        p3d_warn_once("cupti_driver_env", "%s=%s is not 0, launch or all: "
+                      "using 0", P3D_ENV_CUPTI_DRIVER, e);
+        return;
+    }
     cupti_driver_mode = "launch";
     if (!all && cupti_enable_launch_apis())
         return;

@@ -52,7 +52,6 @@ static CUpti_BuffersCallbackRequestFunc fk_request;
 static CUpti_BuffersCallbackCompleteFunc fk_complete;
 static int fk_subscribed;
 static uint64_t fk_enabled;          /* bit per CUpti_ActivityKind < 64 */
-static int fk_launch_api_on;         /* cuLaunchKernelEx records enabled */
 static uint32_t fk_corr;
 static uint8_t *fk_buf;
 static size_t fk_size, fk_used;
@@ -188,14 +187,14 @@ static void fk_listener(const char *name, void *stream, uint64_t start,
     fk_log(is_nccl, ext, start, end, name);
     fk_corr++;
     /*
-     * As in CUPTI: only next to API records (driver/runtime kinds, or the
-     * launch API the fake NCCL stands for, cuLaunchKernelEx, alone).
+     * As measured with CUDA 13.0's CUPTI and NCCL 2.28.9 on the H200: only
+     * next to the records of a whole API kind (driver or runtime); the
+     * per-API launch records alone brought none.
      */
     with_ext = ext && !fk_env_on("P3D_FAKE_CUPTI_NO_EXT") &&
                ((fk_enabled >> CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) & 1) &&
                ((fk_enabled >> CUPTI_ACTIVITY_KIND_DRIVER) & 1 ||
-                (fk_enabled >> CUPTI_ACTIVITY_KIND_RUNTIME) & 1 ||
-                fk_launch_api_on);
+                (fk_enabled >> CUPTI_ACTIVITY_KIND_RUNTIME) & 1);
     p = fk_room(ks + (with_ext ? xs : 0), &full, &fsize, &fvalid);
     if (p && with_ext) {
         CUpti_ActivityExternalCorrelation *x = (void *)p;
@@ -292,11 +291,6 @@ FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid,
     if (fk_env_on("P3D_FAKE_CUPTI_NO_API_FILTER"))
         return CUPTI_ERROR_NOT_SUPPORTED;
     fk_log_kind(enable ? "driverapi" : "driverapi-off", (int)cbid);
-    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
-        pthread_mutex_lock(&fk_lock);
-        fk_launch_api_on = enable != 0;
-        pthread_mutex_unlock(&fk_lock);
-    }
     return CUPTI_SUCCESS;
 }
 

@@ -6,27 +6,30 @@
 # merged into few spans whose busy time equals the kernels' sum (few:
 # not checked with asynchronous streams, whose worker-thread gaps depend
 # on the load of the machine).  Run
-# twice: kernels linked by external correlation ids, and (NO_EXT) without
-# them, as NCCL's own launch thread does for non-blocking communicators,
-# where launch order per stream must link them; and with the fakes'
-# asynchronous streams (kernels run on a stream worker thread, the truth
-# log knows no op ids: kernels are matched to launch units in order);
-# and with P3D_CUPTI_DRIVER=0 (the shim leaves CUPTI's driver-API kind
-# off, so the fake, like CUPTI, attaches no external correlation records
-# and launch order must link the kernels).  By default the shim records
-# only the kernel-launch driver APIs (never the whole kind); with
-# P3D_CUPTI_DRIVER=all, or a CUPTI that refuses per-API records
-# (oldcupti), the whole kind; either way ids link the kernels.  A value
-# it does not know (bogus) is warned about once and taken as launch.  The ranks use devices 0 and 1
+# with the shim's defaults: no driver-API records, so (as measured with
+# CUDA 13.0's CUPTI) no external correlation records and launch order per
+# stream links the kernels; NO_EXT with P3D_CUPTI_DRIVER=all (CUPTI
+# attaches no ids, as to launches from NCCL's own thread for non-blocking
+# communicators): launch order; with the fakes' asynchronous streams
+# (kernels run on a stream worker thread, the truth log knows no op ids:
+# kernels are matched to launch units in order); P3D_CUPTI_DRIVER=launch
+# (only the launch APIs' records, which brought no ids on the H200 either:
+# launch order); P3D_CUPTI_DRIVER=all, or launch on a CUPTI that refuses
+# per-API records (oldcupti): the whole driver kind, and ids link the
+# kernels.  A value it does not know (bogus) is warned about once and
+# taken as 0.  The ranks use devices 0 and 1
 # (P3D_GPU_DRIVER_SPREAD), so no warning at all is allowed.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
-for job in ext noext async nodriver all oldcupti bogus; do
+for job in default noext async launch all oldcupti bogus; do
 noext=; [ $job = noext ] && noext=1
-nodrv=; [ $job = nodriver ] && nodrv=0
-[ $job = all ] && nodrv=all
-[ $job = bogus ] && nodrv=yes
+case $job in
+noext|all) nodrv=all ;;
+launch|oldcupti) nodrv=launch ;;
+bogus) nodrv=yes ;;
+*) nodrv= ;;
+esac
 old=; [ $job = oldcupti ] && old=1
 async=; [ $job = async ] && async=1
 P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
@@ -37,7 +40,7 @@ P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
 LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
     timeout 60 "$drv" nccl 2 2> "$tmp/err"
 if [ $job = bogus ]; then
-    n=$(grep -c "P3D_CUPTI_DRIVER=yes is not launch, all or 0: using launch" \
+    n=$(grep -c "P3D_CUPTI_DRIVER=yes is not 0, launch or all: using 0" \
         "$tmp/err" || true)
     [ "$n" = 2 ] || { cat "$tmp/err"; echo "bogus: want one warning per rank"; exit 1; }
 elif grep -q "p3dtrace: warning" "$tmp/err"; then
@@ -48,12 +51,12 @@ echo "-- $job"
 drv_on=0; grep -q "^enable 4$" "$tmp/$job.kinds" && drv_on=1
 ex_on=0; grep -q "^driverapi 652$" "$tmp/$job.kinds" && ex_on=1
 case $job in
-nodriver) want="0 0" ;;
-all|oldcupti) want="1 0" ;;
-*) want="0 1" ;;
+noext|all|oldcupti) want="1 0" ;;
+launch) want="0 1" ;;
+*) want="0 0" ;;
 esac
 n_ext=$(grep -c "^ext " "$tmp/$job.kinds" || true)
-case $job in nodriver|noext) [ "$n_ext" = 0 ] ;; async) ;; *) [ "$n_ext" -gt 0 ] ;; esac ||
+case $job in all|oldcupti) [ "$n_ext" -gt 0 ] ;; *) [ "$n_ext" = 0 ] ;; esac ||
     { echo "$job: $n_ext external correlation records"; exit 1; }
 if [ "$drv_on $ex_on" != "$want" ]; then
     echo "$job: driver kind on $drv_on, cuLaunchKernelEx records on" \
@@ -140,9 +143,9 @@ for rank, t in sorted(traces.items()):
     job = sys.argv[4]
     notes = [r["text"] for r in recs if r["type"] == "note"
              and r["text"].startswith("cupti:")]
-    want_mode = {"nodriver": "off", "all": "all",
-                 "oldcupti": "all"}.get(job, "launch")
-    by_id_expected = job not in ("noext", "nodriver", "async")
+    want_mode = {"noext": "all", "all": "all", "oldcupti": "all",
+                 "launch": "launch"}.get(job, "off")
+    by_id_expected = job in ("all", "oldcupti")
     if len(notes) != 1:
         fail.append("rank %d: %d cupti notes" % (rank, len(notes)))
     else:
