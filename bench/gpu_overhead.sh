@@ -9,6 +9,7 @@
 #                                         # Megatron 4/1/2, ~6 min
 #   bash bench/gpu_overhead.sh ablate-tp  # the same for the 8-rank TP loop
 #                                         # (4 s per step there: ~25 min)
+#   bash bench/gpu_overhead.sh kernels    # us per kernel, 1 GPU, ~1 min
 #   bash bench/gpu_overhead.sh megapair   # 2 GPUs: one-GPU Megatron jobs,
 #                                         # traced and untraced at once
 #   bash bench/gpu_overhead.sh perproc    # a rank per GPU (2+ GPUs): the
@@ -72,6 +73,25 @@ fi
 # ROUNDS [4], MEGA_ITERS [30], MEGA_NMB [4], the model through
 # run_tiny_gpt.sh's LAYERS/HIDDEN/HEADS/SEQ/MBS; TRACED_ENV="K=V ..."
 # adds settings to the traced job.
+# kernels: microseconds per CUDA kernel (bench/kernel_cost.py: a
+# launch-bound add and a GPU-bound matmul), untraced, traced with the
+# defaults and traced without GPU timing, ROUNDS [2] times interleaved.
+if [ "${1:-}" = kernels ]; then
+    for r in $(seq 1 "${ROUNDS:-2}"); do
+        for v in plain shim gpuoff; do
+            case $v in
+            plain) got=$("$py" "$root/bench/kernel_cost.py") ;;
+            shim) got=$(LD_PRELOAD=$P3D_LIB P3D_TRACE_DIR=$out/traces \
+                        P3D_JOB_ID=k$r "$py" "$root/bench/kernel_cost.py") ;;
+            gpuoff) got=$(LD_PRELOAD=$P3D_LIB P3D_TRACE_DIR=$out/traces \
+                          P3D_JOB_ID=k$r-off P3D_GPU_TIMING=off \
+                          "$py" "$root/bench/kernel_cost.py") ;;
+            esac
+            echo "kernels round $r $v: us per kernel: $got"
+        done
+    done
+    exit 0
+fi
 if [ "${1:-}" = megapair ]; then
     [ "$(nvidia-smi -L | wc -l)" -ge 2 ] ||
         { echo "gpu_overhead megapair: needs 2 GPUs"; exit 1; }
