@@ -88,11 +88,19 @@ def run(i):
     with open(f"{out}/{name}.err", "w") as err:
         sim = subprocess.Popen(cmd, env=env, stderr=err,
                                stdout=subprocess.DEVNULL)
-        stop_at = None
-        while sim.poll() is None:   # hung: stop the ranks 2 s after the
-            time.sleep(0.1)         # first watchdog report (machine load
-            if stop_at is None and "HANG?" in open(f"{out}/{name}.err").read():
-                stop_at = time.time() + 2     # does not matter then)
+        # Hung: stop the ranks once watchdog reports stop coming, at
+        # least 2 s + 2 x P3D_HANG_TIMEOUT after the first.  Under load a
+        # slow but healthy communicator init can be reported first; a rank
+        # that blocks in the fault's init only later must still have
+        # reported (an init in flight leaves no other record).
+        stop_at, reports = None, 0
+        while sim.poll() is None:
+            time.sleep(0.1)
+            n = open(f"{out}/{name}.err").read().count("HANG?")
+            if n > reports and stop_at != float("inf"):
+                wait = 2 + (2 * TIMEOUT if reports == 0 else 0)
+                stop_at = max(stop_at or 0, time.time() + wait)
+                reports = n
             if stop_at is not None and time.time() > stop_at:
                 stop_children(sim.pid)
                 stop_at = float("inf")
