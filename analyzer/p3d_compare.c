@@ -315,10 +315,14 @@ static int p3d_compare_dir(char *dir, p3d_analyse_fn fn, void *ctx,
         return -1;
     }
     p3d_discover_say(&set, 0, dir);
-    fn(&set.jobs[set.n - 1], ctx);
-    p3d_vjob_sum(&set.jobs[set.n - 1], NULL, &s);
-    p3d_compare_row(&set.jobs[set.n - 1], &s, name, row);
-    p3d_vjob_free(&s);
+    if (fn(&set.jobs[set.n - 1], ctx) < 0) {
+        snprintf(row->obs, sizeof(row->obs), "not analysed: --layout does "
+                 "not fit its %d ranks", set.jobs[set.n - 1].world_size);
+    } else {
+        p3d_vjob_sum(&set.jobs[set.n - 1], NULL, &s);
+        p3d_compare_row(&set.jobs[set.n - 1], &s, name, row);
+        p3d_vjob_free(&s);
+    }
     for (int i = 0; i < set.n; i++) {
         p3d_time_free(&set.jobs[i]);
         p3d_hang_free(&set.jobs[i]);

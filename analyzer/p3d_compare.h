@@ -13,7 +13,9 @@
 #include "p3d_job.h"
 #include "p3d_time.h"
 
-typedef void (*p3d_analyse_fn)(struct p3d_job *job, void *ctx);
+/* Analyses one run's job; -1 (message printed) when it cannot be, e.g.
+ * --layout does not fit its world: the run's row then says so. */
+typedef int (*p3d_analyse_fn)(struct p3d_job *job, void *ctx);
 
 struct p3d_crow {
     char config[128];

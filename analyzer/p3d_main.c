@@ -438,12 +438,10 @@ static int p3d_run_job(struct p3d_job *job, const struct p3d_opts *o,
     return 0;
 }
 
-/* --compare's analysis of one run; --layout not fitting it ends the
- * program, as p3d_compare_run has no way to skip a run. */
-static void p3d_compare_one(struct p3d_job *job, void *ctx)
+/* --compare's analysis of one run (-1: --layout does not fit it). */
+static int p3d_compare_one(struct p3d_job *job, void *ctx)
 {
-    if (p3d_analyse(job, ctx) < 0)
-        exit(P3D_EXIT_BAD);
+    return p3d_analyse(job, ctx);
 }
 
 /* "no readable trace files found under 'a', 'b'" */

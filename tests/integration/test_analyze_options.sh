@@ -107,4 +107,14 @@ mkdir -p "$T/twojobs"
 "$G" --tp 2 --dp 2 --job jobB --start 1700009000 --suffix .b "$T/twojobs" || exit 1
 usage compare-two 0 "warning: --compare: '$T/twojobs' holds traces of 2 jobs; comparing the newest, job 'jobB'" \
     --compare "$T/twojobs"
+# 8. --compare with a --layout that fits one run and not another: the
+# misfit run's row says so, the other run is still analysed, exit 2
+usage compare-misfit 2 "$E layout 'tp=2,pp=2,dp=2' does not fit a world of 4 ranks" \
+    --compare --layout tp=2,pp=2,dp=2 --json "$O/c.json" "$J" "$T/two/small"
+grep -q '"config": "j", "tp": 2, "pp": 2, "cp": 1, "dp": 2' "$O/c.json" ||
+    { bad "compare-misfit: fitting run not analysed"; cat "$O/c.json"; }
+grep -q '"config": "small".*"observations": "not analysed: --layout does not fit its 4 ranks"' \
+    "$O/c.json" || { bad "compare-misfit: no row for the misfit run"; cat "$O/c.json"; }
+grep -q '| small | n/a .*| not analysed: --layout does not fit its 4 ranks |' "$T/out" ||
+    { bad "compare-misfit: table row"; cat "$T/out"; }
 [ $fails -eq 0 ]
