@@ -137,35 +137,61 @@ static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
         p3d_cobs(buf, n, len, "clocks of %d hosts aligned", t->n_hosts);
 }
 
+/* What every summary says first: a hang, missing ranks. */
+static void p3d_cobs_head(const struct p3d_job *job, char *buf, size_t n,
+                          size_t *len)
+{
+    char miss[128], hang[160];
+    int k;
+
+    p3d_hang_brief(job, hang, sizeof(hang));
+    if (hang[0])
+        p3d_cobs(buf, n, len, "%s", hang);
+    k = p3d_missing_ranks(job, miss, sizeof(miss));
+    if (k)
+        p3d_cobs(buf, n, len, "%d of %d ranks missing (%s)", k,
+                 job->world_size, miss);
+}
+
+/* ... and last: what the matcher found. */
+static void p3d_cobs_tail(const struct p3d_job *job, char *buf, size_t n,
+                          size_t *len)
+{
+    if (job->match && job->match->n_mismatch)
+        p3d_cobs(buf, n, len, "%" PRIu64 " cross-rank mismatches",
+                 job->match->n_mismatch);
+    if (job->match && job->match->n_unmatched_p2p)
+        p3d_cobs(buf, n, len, "%" PRIu64 " unmatched send/recv",
+                 job->match->n_unmatched_p2p);
+    if (!*len)
+        snprintf(buf, n, "n/a");
+}
+
 void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
                      char *buf, size_t n)
 {
-    char miss[128], hang[160];
     size_t len = 0;
-    int k;
 
     buf[0] = 0;
-    p3d_hang_brief(job, hang, sizeof(hang));
-    if (hang[0])
-        p3d_cobs(buf, n, &len, "%s", hang);
-    k = p3d_missing_ranks(job, miss, sizeof(miss));
-    if (k)
-        p3d_cobs(buf, n, &len, "%d of %d ranks missing (%s)", k,
-                 job->world_size, miss);
+    p3d_cobs_head(job, buf, n, &len);
     if (!s->it.n)
         p3d_cobs(buf, n, &len, "no repeating iteration found");
     if (s->time)
         p3d_cobs_tres(s->time, buf, n, &len);
     else
         p3d_cobs_time(job, s, buf, n, &len);
-    if (job->match && job->match->n_mismatch)
-        p3d_cobs(buf, n, &len, "%" PRIu64 " cross-rank mismatches",
-                 job->match->n_mismatch);
-    if (job->match && job->match->n_unmatched_p2p)
-        p3d_cobs(buf, n, &len, "%" PRIu64 " unmatched send/recv",
-                 job->match->n_unmatched_p2p);
-    if (!len)
-        snprintf(buf, n, "n/a");
+    p3d_cobs_tail(job, buf, n, &len);
+}
+
+void p3d_compare_obs_time(const struct p3d_job *job,
+                          const struct p3d_time_res *t, char *buf, size_t n)
+{
+    size_t len = 0;
+
+    buf[0] = 0;
+    p3d_cobs_head(job, buf, n, &len);
+    p3d_cobs_tres(t, buf, n, &len);
+    p3d_cobs_tail(job, buf, n, &len);
 }
 
 void p3d_compare_row(const struct p3d_job *job, const struct p3d_vjob *s,

@@ -33,6 +33,10 @@ void p3d_compare_row(const struct p3d_job *job, const struct p3d_vjob *s,
 /* The observations of a run, from its findings, into buf. */
 void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
                      char *buf, size_t n);
+/* The same observations from the time analysis alone: the text report's
+ * seed row, so that it reads as the --compare row does. */
+void p3d_compare_obs_time(const struct p3d_job *job,
+                          const struct p3d_time_res *t, char *buf, size_t n);
 void p3d_compare_md_head(FILE *f);
 void p3d_compare_md_row(FILE *f, const struct p3d_crow *row);
 void p3d_compare_json_row(FILE *f, const struct p3d_crow *row);

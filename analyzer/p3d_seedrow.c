@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "p3d_compare.h"
 #include "p3d_hang.h"
 #include "p3d_report.h"
 #include "p3d_time.h"
@@ -225,54 +226,35 @@ static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
     fputc('\n', f);
 }
 
-static void p3d_tr_obs(char *b, size_t n, const struct p3d_time_res *t)
-{
-    size_t k = 0;
-    int s = p3d_time_straggler(t);
-
-    b[0] = '\0';
-    if (t->no_verdict)
-        k += (size_t)snprintf(b + k, n - k, "no compute times: NCCL %.0f%% "
-                              "of the step (host)", 100 * t->f_nccl);
-    else if (t->dominates && t->top_lbl >= 0)
-        k += (size_t)snprintf(b + k, n - k, "NCCL dominates (exposed %.0f%%,"
-                              " mostly %s)", 100 * t->f_exposed,
-                              p3d_label_name[t->top_lbl]);
-    else
-        k += (size_t)snprintf(b + k, n - k, "compute %.0f%%, exposed NCCL "
-                              "%.0f%%", 100 * t->f_compute,
-                              100 * t->f_exposed);
-    if (k < n && t->pp > 1 && t->stages)
-        k += (size_t)snprintf(b + k, n - k, "; bubble %.0f%% vs theory "
-                              "%.0f%%", 100 * t->measured, 100 * t->theory);
-    if (k < n && s >= 0)
-        k += (size_t)snprintf(b + k, n - k, "; straggler rank %d", s);
-    if (k < n && t->n_hosts > 1)
-        snprintf(b + k, n - k, "; clocks of %d hosts aligned", t->n_hosts);
-}
-
+/* The seed row, filled and printed as --compare's row for this run. */
 static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
                         const struct p3d_time_res *t)
 {
     const struct p3d_layout *l = &job->layout;
-    char mem[32] = "n/a", obs[400], mb[16] = "n/a", tok[32] = "n/a";
-    char hang[160];
+    struct p3d_crow row;
 
-    if (t->peak_mem)
-        p3d_fmt_bytes(mem, sizeof(mem), (double)t->peak_mem);
-    if (t->m)
-        snprintf(mb, sizeof(mb), "%d", t->m);
-    if (t->tokens_per_s > 0)
-        snprintf(tok, sizeof(tok), "%.0f", t->tokens_per_s);
-    p3d_tr_obs(obs, sizeof(obs), t);
-    p3d_hang_brief(job, hang, sizeof(hang));
-    fprintf(f, "\nseed table row:\n| config | TP | PP | CP | DP | "
-               "micro-batches | max mem/rank | step time | tokens/s | "
-               "observations |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    fprintf(f, "| %s | %d | %d | %d | %d | %s | %s | %.1f ms | %s | %s%s%s |\n",
-            job->job_id, l->size[P3D_AX_TP], l->size[P3D_AX_PP],
-            l->size[P3D_AX_CP], l->size[P3D_AX_DP], mb, mem, t->step_ms,
-            tok, hang, hang[0] ? "; " : "", obs);
+    memset(&row, 0, sizeof(row));
+    snprintf(row.config, sizeof(row.config), "%s", job->job_id);
+    if (l->valid) {
+        row.tp = l->size[P3D_AX_TP];
+        row.pp = l->size[P3D_AX_PP];
+        row.cp = l->size[P3D_AX_CP];
+        row.dp = l->size[P3D_AX_DP];
+        row.ep = l->ep;
+    }
+    row.micro_batches = t->m;
+    row.max_mem_rank = -1;
+    for (int i = 0; i < t->n; i++)
+        if (t->tl[i].peak_mem > row.max_mem) {
+            row.max_mem = t->tl[i].peak_mem;
+            row.max_mem_rank = t->tl[i].rank;
+        }
+    row.step_ms = t->step_ms;
+    row.tokens_s = t->tokens_per_s;
+    p3d_compare_obs_time(job, t, row.obs, sizeof(row.obs));
+    fprintf(f, "\nseed table row:\n");
+    p3d_compare_md_head(f);
+    p3d_compare_md_row(f, &row);
 }
 
 void p3d_time_report(FILE *f, const struct p3d_job *job)

@@ -70,6 +70,12 @@ for j in hang:"HUNG: root rank 5 (" kill:"HUNG: root rank 3 (killed)" \
                 echo "FAIL $name: '$want' not in the $f summary"; fail=1; }
         fi
     done
+    # the text report's seed row is the --compare row of the same run
+    seed=$(sed -n '/^seed table row:/{n;n;n;p;}' "$SIM_OUT/$name.txt")
+    crow=$(grep "^| $name |" "$SIM_OUT/$name.cmp")
+    [ -z "$seed" ] || [ "$seed" = "$crow" ] || {
+        echo "FAIL $name: seed row and --compare row differ:"
+        echo "  $seed"; echo "  $crow"; fail=1; }
     [ -z "$want" ] || grep -q "^  the job hung" "$SIM_OUT/$name.txt" || {
         echo "FAIL $name: the time section does not say the job hung"
         fail=1; }
