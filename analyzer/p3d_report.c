@@ -79,6 +79,21 @@ static void p3d_report_job(FILE *f, const struct p3d_job *job)
     }
 }
 
+/* The batch settings the command line gave; those it did not give are
+ * left out rather than printed as 0. */
+static void p3d_report_batch(FILE *f, const struct p3d_layout *l)
+{
+    const char *name[] = {"micro-batch", "global batch", "seq-length",
+                          "layers per virtual stage"};
+    int val[] = {l->mbs, l->gbs, l->seq, l->vpp};
+    int n = 0;
+
+    for (int i = 0; i < 4; i++)
+        if (val[i])
+            fprintf(f, "%s%s %d", n++ ? ", " : "  ", name[i], val[i]);
+    fputc('\n', f);
+}
+
 static void p3d_report_layout(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_layout *l = &job->layout;
@@ -100,9 +115,7 @@ static void p3d_report_layout(FILE *f, const struct p3d_job *job)
         fprintf(f, "  warning: the traces fit %s better (%d communicators "
                 "explained)\n", l->best, l->best_explained);
     if (l->mbs || l->gbs || l->seq || l->vpp)
-        fprintf(f, "  micro-batch %d, global batch %d, seq-length %d, "
-                "layers per virtual stage %d\n", l->mbs, l->gbs, l->seq,
-                l->vpp);
+        p3d_report_batch(f, l);
 }
 
 static uint64_t p3d_sum_calls(const struct p3d_opstat *st)

@@ -107,7 +107,11 @@ mkdir -p "$T/twojobs"
 "$G" --tp 2 --dp 2 --job jobB --start 1700009000 --suffix .b "$T/twojobs" || exit 1
 usage compare-two 0 "warning: --compare: '$T/twojobs' holds traces of 2 jobs; comparing the newest, job 'jobB'" \
     --compare "$T/twojobs"
-# 8. --compare with a --layout that fits one run and not another: the
+# 8. the batch line gives what the command line gave, nothing as 0
+"$A" -q "$J" 2> /dev/null | grep -qx "  micro-batch 1, global batch 8, seq-length 512" ||
+    bad "batch line: $("$A" -q "$J" 2> /dev/null | grep micro-batch)"
+
+# 9. --compare with a --layout that fits one run and not another: the
 # misfit run's row says so, the other run is still analysed, exit 2
 usage compare-misfit 2 "$E layout 'tp=2,pp=2,dp=2' does not fit a world of 4 ranks" \
     --compare --layout tp=2,pp=2,dp=2 --json "$O/c.json" "$J" "$T/two/small"
