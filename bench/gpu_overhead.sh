@@ -34,7 +34,7 @@ mkdir -p "$out"
 # ablate: Megatron TP=4 PP=1 DP=2 as 8 ranks on the one GPU (where the
 # slowdown was seen; ABLATE_CFG picks another), untraced, traced with defaults,
 # traced without GPU timing, traced with CUDA events instead of CUPTI,
-# traced with CUPTI but without its driver-API records, untraced again
+# traced with CUPTI recording every driver call, untraced again
 # (the spread between the two untraced runs is the noise).
 # Megatron's figure is the median period of its log lines (timestamps,
 # tests/gpu/check_megatron.py --period).
@@ -51,7 +51,7 @@ mega_run() {
 }
 if [ "${1:-}" = ablate-tp ]; then
     variants="gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events"
-    variants="$variants;nodriver:P3D_CUPTI_DRIVER=0"
+    variants="$variants;alldriver:P3D_CUPTI_DRIVER=all"
     exec "$py" "$root/bench/gpu_overhead.py" --out "$out" --pairs 1 \
         --steps "${STEPS:-40}" --nproc 8 --loops tp --variants "$variants"
 fi
@@ -60,7 +60,7 @@ if [ "${1:-}" = perproc ]; then
     # VARIANTS: traced runs with other settings added to every pair
     ng=${PERPROC_GPUS:-$(nvidia-smi -L | wc -l)}
     [ "$ng" -ge 2 ] || { echo "gpu_overhead perproc: needs 2+ GPUs"; exit 1; }
-    v="all:P3D_CUPTI_DRIVER=all;nodriver:P3D_CUPTI_DRIVER=0"
+    v="all:P3D_CUPTI_DRIVER=all;events:P3D_GPU_TIMING=events"
     v="$v;gpuoff:P3D_GPU_TIMING=off;nostacks:P3D_STACKS=0"
     exec "$py" "$root/bench/gpu_overhead.py" --out "$out" \
         --pairs "${PAIRS:-3}" --steps "${STEPS:-800}" --nproc "$ng" \
@@ -124,7 +124,7 @@ if [ "${1:-}" = ablate ]; then
     cfg="$cfg $([ "${ONE_GPU:-1}" = 1 ] && echo 1 GPU || echo a GPU each)"
     base=""
     for v in ${ABLATE_VARIANTS:-plain full gpuoff:P3D_GPU_TIMING=off \
-             events:P3D_GPU_TIMING=events nodriver:P3D_CUPTI_DRIVER=0 \
+             events:P3D_GPU_TIMING=events alldriver:P3D_CUPTI_DRIVER=all \
              plain2}; do
         name=mega$1-$2-$3-${v%%:*}
         lib=$(case $v in plain*) ;; *) echo "$P3D_LIB" ;; esac)
