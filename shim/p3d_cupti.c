@@ -359,8 +359,8 @@ static void cupti_busy(CUptiResult r)
  * kind (P3D_CUPTI_DRIVER=all) cost a host-bound 2-GPU DDP loop ~30% of
  * its step and linked nccl-tests' kernels by id; the launch calls alone
  * (=launch, cuptiActivityEnableDriverApi; a CUPTI without it gets the
- * whole kind) cost ~1% and linked none by id; launch order linked every
- * kernel of 56 nccl-tests sizes right.
+ * whole kind) linked none by id; launch order linked every kernel of 56
+ * nccl-tests sizes right.
  */
 static const CUpti_CallbackId cupti_launch_cbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
