@@ -214,15 +214,39 @@ int p3d_viters_job(const struct p3d_job *job, const struct p3d_vsel *s,
     return -1;
 }
 
+/* The latest clean close of a rank file in job ns, 0 if none closed. */
+static uint64_t p3d_vjob_end(const struct p3d_job *job)
+{
+    int64_t end = 0;
+
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        int64_t t;
+        if (r->failed || !r->hdr.end_mono_ns)
+            continue;
+        t = (int64_t)r->hdr.end_mono_ns + p3d_vclock_shift(job, r);
+        end = t > end ? t : end;
+    }
+    return (uint64_t)end;
+}
+
 int p3d_vsel_resolve(const struct p3d_job *job, const struct p3d_vsel *s,
                      struct p3d_vwin *w)
 {
     struct p3d_viters it;
+    uint64_t end;
 
     w->t0 = w->t1 = 0;
     if (s->ms_b >= 0) {
         w->t0 = (uint64_t)(s->ms_a * 1e6);
         w->t1 = (uint64_t)(s->ms_b * 1e6);
+        end = p3d_vjob_end(job);
+        if (end && w->t0 >= end) {
+            p3d_error("job '%s': --window t:%.15g-%.15g starts after the "
+                      "trace ends (%.1f ms after the job's start)",
+                      job->job_id, s->ms_a, s->ms_b, (double)end / 1e6);
+            return -1;
+        }
         return 0;
     }
     if (s->iter_a < 0)

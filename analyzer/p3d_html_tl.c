@@ -159,6 +159,8 @@ void p3d_html_timeline(FILE *f, const struct p3d_job *job,
         fprintf(f, "<p>Iteration%s %d%s%.0d", s->iter_b > s->iter_a ? "s" :
                 "", s->iter_a, s->iter_b > s->iter_a ? "-" : "",
                 s->iter_b > s->iter_a ? s->iter_b : 0);
+    else if (s->sel && s->sel->ms_b >= 0)
+        fputs("<p>Time window", f);
     else
         fputs("<p>Whole trace", f);
     fprintf(f, ": %.2f ms from %.2f ms after the job's start (dotted: "

@@ -391,7 +391,7 @@ static int p3d_check_sel(const struct p3d_job *job, const struct p3d_opts *o)
         return 0;
     if (o->ranks && p3d_check_ranks(job, o) < 0)
         return -1;
-    if (o->sel.iter_a >= 0)
+    if (o->sel.iter_a >= 0 || o->sel.ms_b >= 0)
         return p3d_vsel_resolve(job, &o->sel, &w);
     return 0;
 }

@@ -38,6 +38,13 @@ usage window-ok 0 - --window iter:0-0 --json "$O/r.json" \
     --chrome "$O/c.json" --html "$O/h.html" "$J"
 [ -s "$O/r.json" ] && [ -s "$O/c.json" ] && [ -s "$O/h.html" ] ||
     bad "window-ok: outputs missing: $(ls "$O")"
+# a time window after the trace's end: the same, and a window inside it is
+# captioned as a time window in the HTML
+usage window-t 2 "$E job 'genjob': --window t:99999999-100000000 starts after the trace ends" \
+    --window t:99999999-100000000 --chrome "$O/c.json" --html "$O/h.html" "$J"
+nofiles window-t
+usage window-t-ok 0 - --window t:0-50 --html "$O/h.html" "$J"
+grep -q "<p>Time window: " "$O/h.html" || bad "window-t-ok: no time-window caption"
 # --layout that does not fit the job: no empty --json file
 usage layout 2 "$E layout 'tp=3' does not fit a world of 8 ranks" \
     --layout tp=3 --json "$O/r.json" "$J"
