@@ -71,6 +71,14 @@ case $ITERS in ''|*[!0-9]*|0) echo "sweep.sh: ITERS='$ITERS' is not a" \
     "positive number" >&2; exit 2 ;; esac
 case $RUN_TIMEOUT in ''|*[!0-9]*) echo "sweep.sh: RUN_TIMEOUT='$RUN_TIMEOUT'" \
     "is not a number" >&2; exit 2 ;; esac
+# Every name --only gives must be an experiment (a typo would run nothing)
+for want in ${only//,/ }; do
+    known=0
+    for e in $EXPS; do [ "${e%%:*}" = "$want" ] && known=1; done
+    [ $known = 1 ] || { echo "sweep.sh: --only: no experiment '$want'" \
+        "(have: $(for e in $EXPS; do printf '%s ' "${e%%:*}"; done))" >&2
+        exit 2; }
+done
 
 # Why TP/PP/CP cannot run on GPUS ranks; empty if they can.
 illegal() {

@@ -94,6 +94,10 @@ GPUS=x bash "$S" > /dev/null 2>&1; [ $? -eq 2 ] || fail "GPUS=x"
 EXPS="A:1:x:1" OUT="$T/ob" bash "$S" > /dev/null 2>&1
 [ $? -eq 2 ] || fail "bad EXPS"
 : > "$T/log"
+OUT="$T/oq" bash "$S" --only A,Q > /dev/null 2> "$T/errq"
+[ $? -eq 2 ] && grep -q "no experiment 'Q'" "$T/errq" && [ ! -s "$T/log" ] ||
+    fail "--only with an unknown name"
+: > "$T/log"
 OUT="$T/od" bash "$S" --dry-run > /dev/null 2> "$T/errd" || fail "--dry-run"
 [ -s "$T/log" ] && fail "--dry-run ran something"
 grep -q "A: TP=1 PP=1 CP=1 DP=8" "$T/errd" || fail "--dry-run output"
