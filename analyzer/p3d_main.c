@@ -120,6 +120,36 @@ static int p3d_check_combos(const struct p3d_opts *o)
     return 0;
 }
 
+/* getopt's ':' (a value missing) or '?' (no such option). */
+static void p3d_bad_option(int c, const char *arg)
+{
+    char shortopt[3] = {'-', (char)optopt, 0};
+
+    if (c == '?' && optopt)
+        arg = shortopt;
+    p3d_error("%s '%s' (p3d-analyze --help lists the options)",
+              c == ':' ? "no value given for option" : "unknown option", arg);
+}
+
+/* No DIR after the options: when an output option took the folder as its
+ * file name, say so rather than that no folder was given. */
+static void p3d_no_dir_given(const struct p3d_opts *o)
+{
+    const char *name[] = {"--json", "--chrome", "--html"};
+    const char *val[] = {o->json, o->chrome, o->html};
+    struct stat st;
+
+    for (int i = 0; i < 3; i++)
+        if (val[i] && !stat(val[i], &st) && S_ISDIR(st.st_mode)) {
+            p3d_error("%s takes a file name, and '%s' is a folder: give "
+                      "the output file first, e.g. %s report DIR (or %s - "
+                      "for stdout)", name[i], val[i], name[i], name[i]);
+            return;
+        }
+    p3d_error("no %s given", o->dump ? "trace file" : "trace folder");
+    p3d_usage(stderr);
+}
+
 static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
 {
     static const struct option lo[] = {
@@ -145,7 +175,8 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
     o->match = 1;
     o->sel.iter_a = o->sel.iter_b = -1;
     o->sel.ms_b = -1;
-    while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
+    opterr = 0; /* its messages name argv[0]; ours say p3d-analyze */
+    while ((c = getopt_long(argc, argv, ":qh", lo, NULL)) != -1) {
         switch (c) {
         case 'j': o->json = optarg; break;
         case 'l': o->layout = optarg; break;
@@ -171,12 +202,11 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
                 return -1;
             break;
         case 'P': o->compare = 1; break;
-        default: p3d_usage(stderr); return -1;
+        default: p3d_bad_option(c, argv[optind - 1]); return -1;
         }
     }
     if (optind >= argc) {
-        p3d_error("no %s given", o->dump ? "trace file" : "trace folder");
-        p3d_usage(stderr);
+        p3d_no_dir_given(o);
         return -1;
     }
     return p3d_check_combos(o);

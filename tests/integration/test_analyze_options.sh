@@ -118,7 +118,13 @@ usage compare-two 0 "warning: --compare: '$T/twojobs' holds traces of 2 jobs; co
 "$A" -q "$J" 2> /dev/null | grep -qx "  micro-batch 1, global batch 8, seq-length 512" ||
     bad "batch line: $("$A" -q "$J" 2> /dev/null | grep micro-batch)"
 
-# 9. --compare with a --layout that fits one run and not another: the
+# 9. mistyped options and an output option that swallowed the folder
+usage badopt 2 "$E unknown option '--jsn' \(p3d-analyze --help lists the options\)" \
+    --jsn x "$J"
+usage noval 2 "$E no value given for option '--layout'" "$J" --layout
+usage json-dir 2 "$E --json takes a file name, and '$J' is a folder" --json "$J"
+
+# 10. --compare with a --layout that fits one run and not another: the
 # misfit run's row says so, the other run is still analysed, exit 2
 usage compare-misfit 2 "$E layout 'tp=2,pp=2,dp=2' does not fit a world of 4 ranks" \
     --compare --layout tp=2,pp=2,dp=2 --json "$O/c.json" "$J" "$T/two/small"
