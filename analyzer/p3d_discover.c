@@ -105,7 +105,10 @@ static void p3d_walk_entry(struct p3d_walk *w, const char *path, int depth)
             p3d_walk_dir(w, path, depth + 1);
     } else if (S_ISREG(st.st_mode) && p3d_ends_with(path, ".p3d")) {
         p3d_add_file(w, path);
-    } else {
+    } else if (strstr(path, ".p3d")) {
+        /* a trace renamed (.p3d.bak, .p3d.tmp): say why it is skipped;
+         * other files in job folders (truth.json, a README) are not worth
+         * a note on every run */
         p3d_note("skipping '%s': not a trace file", path);
     }
 }
@@ -128,7 +131,8 @@ static void p3d_walk_dir(struct p3d_walk *w, const char *dir, int depth)
         cap = p3d_grow((void **)&names, cap, n, sizeof(*names));
         len = strlen(dir) + strlen(e->d_name) + 2;
         names[n] = p3d_xmalloc(len);
-        snprintf(names[n++], len, "%s/%s", dir, e->d_name);
+        snprintf(names[n++], len, "%s%s%s", dir,
+                 p3d_ends_with(dir, "/") ? "" : "/", e->d_name);
     }
     closedir(d);
     if (n)

@@ -11,14 +11,20 @@ mkdir -p "$T/traces"
 "$G" --tp 2 --pp 2 --dp 2 --job old --start 1800000000 "$T/traces/old" || exit 1
 "$G" --tp 4 --pp 1 --dp 2 --job new --start 1800003600 "$T/traces/new" || exit 1
 echo hello > "$T/traces/new/notes.txt"
+echo hello > "$T/traces/new/rank-00009.p3d.bak"
 ln -s .. "$T/traces/new/loop"
 "$A" "$T/traces" > "$T/out" 2> "$T/err" || fail "rc=$? on traces/"
 grep -q "found traces of 2 jobs; analysing the newest, job 'new'" "$T/err" ||
     fail "newest job not announced: $(cat "$T/err")"
 grep -q "^job 'new': 8 of 8" "$T/out" || fail "wrong job analysed"
 grep -q "^job 'old'" "$T/out" && fail "old job analysed without --all"
-grep -q "note: skipping '.*notes.txt': not a trace file" "$T/err" ||
-    fail "non-trace file not noted"
+# a renamed trace is noted; other files are skipped without a note
+grep -q "note: skipping '$T/traces/new/rank-00009.p3d.bak': not a trace file" "$T/err" ||
+    fail "renamed trace file not noted: $(cat "$T/err")"
+grep -q "notes.txt" "$T/err" && fail "a note about notes.txt"
+"$A" "$T/traces/" > /dev/null 2> "$T/err"
+grep -q "skipping '$T/traces/new/rank-00009.p3d.bak'" "$T/err" ||
+    fail "paths under 'DIR/' are not joined with one slash: $(cat "$T/err")"
 "$A" --all "$T/traces" > "$T/out" 2> "$T/err" || fail "rc=$? with --all"
 [ "$(grep -c "^job '" "$T/out")" -eq 2 ] || fail "--all did not analyse both"
 grep -q "tp=4 cp=1 ep=1 dp=2 pp=1" "$T/out" || fail "second job layout"
