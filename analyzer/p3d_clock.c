@@ -30,6 +30,10 @@ int p3d_clock_hosts(struct p3d_job *job, struct p3d_time_res *t)
         char h[P3D_HOST_LEN + 1];
         int k;
         p3d_fixed_str(h, job->ranks[i].hdr.hostname, P3D_HOST_LEN);
+        if (!h[0] && job->ranks[i].failed) {
+            t->tl[i].host = 0;  /* no readable header: host unknown */
+            continue;
+        }
         for (k = 0; k < t->n_hosts && strcmp(t->hosts[k].name, h); k++)
             ;
         if (k == t->n_hosts) {

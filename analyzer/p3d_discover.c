@@ -27,9 +27,17 @@ struct p3d_cand {
     struct p3d_file_hdr hdr;
 };
 
+/* A rank-N*.p3d file whose header cannot be read. */
+struct p3d_bad {
+    char *path, *msg;
+    int rank;
+};
+
 struct p3d_walk {
     struct p3d_cand *c;
     size_t n, cap;
+    struct p3d_bad *bad;
+    size_t n_bad, cap_bad;
     dev_t dev[64];
     ino_t ino[64];
     int n_seen;
@@ -40,6 +48,29 @@ static int p3d_ends_with(const char *s, const char *suffix)
     size_t n = strlen(s), m = strlen(suffix);
 
     return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/*
+ * A file with no readable header: one named after a rank is kept to be
+ * attached to the job of its folder (p3d_attach_bad), so that the report
+ * names it there; any other is an error now.
+ */
+static void p3d_bad_file(struct p3d_walk *w, const char *path,
+                         const char *msg)
+{
+    const char *base = strrchr(path, '/');
+    int rank;
+
+    base = base ? base + 1 : path;
+    if (sscanf(base, "rank-%d", &rank) != 1 || rank < 0) {
+        p3d_error("%s", msg);
+        return;
+    }
+    w->cap_bad = p3d_grow((void **)&w->bad, w->cap_bad, w->n_bad,
+                          sizeof(*w->bad));
+    w->bad[w->n_bad].path = p3d_xstrdup(path);
+    w->bad[w->n_bad].msg = p3d_xstrdup(msg);
+    w->bad[w->n_bad++].rank = rank;
 }
 
 static void p3d_add_file(struct p3d_walk *w, const char *path)
@@ -63,7 +94,7 @@ static void p3d_add_file(struct p3d_walk *w, const char *path)
         return;
     }
     if (got < 0 || p3d_reader_check_hdr(&rd, buf, (size_t)got) < 0) {
-        p3d_error("%s", got < 0 ? strerror(errno) : rd.msg);
+        p3d_bad_file(w, path, got < 0 ? strerror(errno) : rd.msg);
         return;
     }
     w->cap = p3d_grow((void **)&w->c, w->cap, w->n, sizeof(*w->c));
@@ -252,9 +283,63 @@ static void p3d_group(struct p3d_walk *w, struct p3d_jobset *set)
         prev = w->c[i].hdr.start_realtime_ns;
         p3d_add_rank(j, &rcap, &w->c[i]);
     }
-    for (int k = 0; k < set->n; k++)
-        qsort(set->jobs[k].ranks, (size_t)set->jobs[k].n_ranks,
-              sizeof(struct p3d_rank), p3d_cmp_rank);
+}
+
+/* Length of path's folder part ("a/b/f" -> 3). */
+static size_t p3d_dir_len(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash ? (size_t)(slash - path) : 0;
+}
+
+/* The newest job with a file in b's folder and no file for b's rank. */
+static struct p3d_job *p3d_bad_owner(struct p3d_jobset *set,
+                                     const struct p3d_bad *b)
+{
+    size_t n = p3d_dir_len(b->path);
+
+    for (int k = set->n - 1; k >= 0; k--) {
+        struct p3d_job *j = &set->jobs[k];
+        int here = 0, taken = 0;
+        for (int i = 0; i < j->n_ranks; i++) {
+            here |= p3d_dir_len(j->ranks[i].path) == n &&
+                    !strncmp(j->ranks[i].path, b->path, n);
+            taken |= j->ranks[i].rank == b->rank;
+        }
+        if (here && !taken)
+            return j;
+    }
+    return NULL;
+}
+
+/*
+ * Files of w->bad join the job of their folder as ranks that the scan
+ * then finds unreadable (it names them in the report); a file no job
+ * takes is reported as an error here.
+ */
+static void p3d_attach_bad(struct p3d_walk *w, struct p3d_jobset *set)
+{
+    for (size_t i = 0; i < w->n_bad; i++) {
+        struct p3d_bad *b = &w->bad[i];
+        struct p3d_job *j = p3d_bad_owner(set, b);
+        struct p3d_rank *r;
+        if (!j) {
+            p3d_error("%s", b->msg);
+            free(b->path);
+        } else {
+            j->ranks = p3d_xrealloc(j->ranks, (size_t)j->n_ranks + 1,
+                                    sizeof(*j->ranks));
+            r = &j->ranks[j->n_ranks++];
+            memset(r, 0, sizeof(*r));
+            r->path = b->path;
+            r->rank = b->rank;
+            if (b->rank >= j->world_size)
+                j->world_size = b->rank + 1;
+        }
+        free(b->msg);
+    }
+    free(w->bad);
 }
 
 static int p3d_cmp_job(const void *a, const void *b)
@@ -288,6 +373,10 @@ int p3d_discover(char **paths, int n, struct p3d_jobset *set)
     p3d_group(&w, set);
     if (set->n)
         qsort(set->jobs, (size_t)set->n, sizeof(*set->jobs), p3d_cmp_job);
+    p3d_attach_bad(&w, set);
+    for (int k = 0; k < set->n; k++)
+        qsort(set->jobs[k].ranks, (size_t)set->jobs[k].n_ranks,
+              sizeof(struct p3d_rank), p3d_cmp_rank);
     free(w.c);
     return ret;
 }

@@ -91,7 +91,7 @@ static void p3d_html_hosts(FILE *f, const struct p3d_job *job)
         int dup = 0;
         for (int k = 0; k < i && !dup; k++)
             dup = !strncmp(job->ranks[k].hdr.hostname, h, P3D_HOST_LEN);
-        if (dup)
+        if (dup || !h[0])   /* !h[0]: a file with no readable header */
             continue;
         fputs(n++ ? ", " : "", f);
         p3d_html_esc(f, h, strnlen(h, P3D_HOST_LEN));

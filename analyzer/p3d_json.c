@@ -58,7 +58,7 @@ static void p3d_json_hosts(FILE *f, const struct p3d_job *job)
         p3d_fixed_str(h, job->ranks[i].hdr.hostname, P3D_HOST_LEN);
         for (int k = 0; k < i && !dup; k++)
             dup = !strncmp(job->ranks[k].hdr.hostname, h, P3D_HOST_LEN);
-        if (dup)
+        if (dup || !h[0])   /* !h[0]: a file with no readable header */
             continue;
         fputs(n++ ? ", " : "", f);
         p3d_js(f, h);

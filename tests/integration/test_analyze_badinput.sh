@@ -40,6 +40,22 @@ grep -Eq "incomplete: comm 0x[0-9a-f]{16} \(TP\): rank 3 issued [0-9]+ collectiv
     { echo "FAIL killed: rank 3 not reported behind on TP"; fails=$((fails+1)); }
 case_ badmagic "--bad-magic 3" 2 \
     "^p3d-analyze: error: $R3: bad magic" "7 of 8 ranks have readable traces"
+grep -Eq "^  rank 3: $R3: bad magic" "$T/out" ||
+    { echo "FAIL badmagic: the report does not name rank 3's file"
+      fails=$((fails+1)); }
+# a file cut inside its header: named in the report, its host not listed
+"$G" --tp 2 --pp 2 --dp 2 "$T/short" || exit 1
+head -c 100 "$T/short/rank-00003.p3d" > "$T/short3" &&
+    mv "$T/short3" "$T/short/rank-00003.p3d"
+"$A" --json "$T/short.json" "$T/short" > "$T/out" 2> "$T/err"
+[ $? -eq 2 ] || { echo "FAIL short: rc"; fails=$((fails+1)); }
+grep -Eq "^  rank 3: $R3: file too short for a trace header \(100 bytes" \
+    "$T/out" || { echo "FAIL short: not named in the report"; cat "$T/out" | head -4
+                  fails=$((fails+1)); }
+[ "$(grep -c "file too short" "$T/err")" = 1 ] ||
+    { echo "FAIL short: stderr"; cat "$T/err"; fails=$((fails+1)); }
+grep -q '"hosts": \[""\|, ""\]' "$T/short.json" &&
+    { echo "FAIL short: an empty host listed"; fails=$((fails+1)); }
 case_ future "--future-major 3" 2 \
     "^p3d-analyze: error: $R3: trace format version 2\.0, this p3d-analyze reads version 1\.x" \
     "missing ranks: 3"
