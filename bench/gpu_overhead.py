@@ -23,6 +23,8 @@ reports the median step of rank 0 after 30 warm-up steps.  One summary
 line per loop: plain and shim medians, the median of the per-pair
 overheads and their spread (min..max).  No pass/fail: figures only.
 
+P3D_BENCH_PIN=N pins rank r to cores [rN, (r+1)N) (0: not pinned).
+
 --variants "NAME:K=V,K=V;NAME2:K=V" adds traced runs with extra shim
 settings to every pair (to find which feature costs what), e.g.
 --variants "gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events";
@@ -46,6 +48,11 @@ def worker(loop, steps, out):
     import torch.nn as nn
     rank = int(os.environ["RANK"])
     dev = int(os.environ["LOCAL_RANK"])
+    pin = int(os.environ.get("P3D_BENCH_PIN", "0"))
+    if pin > 0:
+        # rank r on its own cores: less run-to-run drift of a host-bound
+        # loop than wherever the scheduler puts it (not yet measured)
+        os.sched_setaffinity(0, range(rank * pin, (rank + 1) * pin))
     torch.cuda.set_device(dev)
     dist.init_process_group(backend="nccl",
                             device_id=torch.device("cuda", dev))

@@ -70,7 +70,7 @@ fi
 # one GPU and one traced on the other, swapped every round (so a GPU that
 # is faster, and whatever else the host does meanwhile, falls on both
 # sides alike).  Each round prints both log periods and the overhead.
-# ROUNDS [4], MEGA_ITERS [30], MEGA_NMB [4], the model through
+# ROUNDS [4], MEGA_ITERS [30], MEGA_NMB [4], PIN [0: cores per job], the model through
 # run_tiny_gpt.sh's LAYERS/HIDDEN/HEADS/SEQ/MBS; TRACED_ENV="K=V ..."
 # adds settings to the traced job.
 # kernels: microseconds per CUDA kernel (bench/kernel_cost.py: a
@@ -95,12 +95,15 @@ fi
 if [ "${1:-}" = megapair ]; then
     [ "$(nvidia-smi -L | wc -l)" -ge 2 ] ||
         { echo "gpu_overhead megapair: needs 2 GPUs"; exit 1; }
-    one() {  # one NAME GPU LIB PORT
+    one() {  # one NAME GPU LIB PORT; PIN=N: the job on cores [gN, (g+1)N)
         ( export CUDA_VISIBLE_DEVICES=$2
+          pin=()
+          [ "${PIN:-0}" -gt 0 ] &&
+              pin=(taskset -c "$(( $2 * PIN ))-$(( ($2 + 1) * PIN - 1 ))")
           if [ -n "$3" ] && [ -n "${TRACED_ENV:-}" ]; then export $TRACED_ENV; fi
           ONE_GPU=0 GPUS=1 TP=1 PP=1 NMB=${MEGA_NMB:-4} ITERS=${MEGA_ITERS:-30} \
           P3D_LIB=$3 OUT=$out NAME=$1 PORT=$4 timeout "${MEGA_TIMEOUT:-200}" \
-          bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
+          ${pin[@]+"${pin[@]}"} bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
               echo "megatron: $1 run failed (log $out/$1.log)" )
     }
     for r in $(seq 1 "${ROUNDS:-4}"); do
