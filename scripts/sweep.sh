@@ -97,9 +97,14 @@ illegal() {
     fi
 }
 
-mkdir -p "$OUT" || exit 2
-OUT=$(cd "$OUT" && pwd)
-: > "$OUT/skipped.txt"
+# --dry-run writes nothing: skips go to /dev/null, paths stay as given
+skipped=/dev/null
+if ((!dry)); then
+    mkdir -p "$OUT" || exit 2
+    OUT=$(cd "$OUT" && pwd)
+    skipped=$OUT/skipped.txt
+    : > "$skipped"
+fi
 dirs=()
 failed=()
 port=29500
@@ -113,7 +118,7 @@ for e in $EXPS; do
     why=$(illegal "$tp" "$pp" "$cp")
     if [ -n "$why" ]; then
         echo "sweep.sh: skipping $name (TP=$tp PP=$pp CP=$cp): $why" |
-            tee -a "$OUT/skipped.txt" >&2
+            tee -a "$skipped" >&2
         continue
     fi
     dp=$(( GPUS / (tp * pp * cp) ))
