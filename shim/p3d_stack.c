@@ -63,6 +63,17 @@ static int p3d_self_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
+/*
+ * A forked child takes no stacks: a thread of the parent may have been
+ * inside the unwinder at fork(), holding a lock of libunwind's (or
+ * libgcc's) that nothing releases in the child; its first walk would then
+ * block forever (seen under ASan in test_rel_forkmid, about 1 in 100).
+ */
+static void p3d_stack_fork_child(void)
+{
+    p3d_stack_on = 0;
+}
+
 static void p3d_stack_init(void)
 {
     const char *e = getenv(P3D_ENV_STACKS);
@@ -89,8 +100,10 @@ static void p3d_stack_init(void)
         }
     }
     p3d_stack_on = p3d_unw_bt != NULL || (p3d_ubt && p3d_getip);
-    if (p3d_stack_on)
+    if (p3d_stack_on) {
         dl_iterate_phdr(p3d_self_cb, (void *)(uintptr_t)p3d_stack_walk);
+        pthread_atfork(NULL, NULL, p3d_stack_fork_child);
+    }
     if (!p3d_stack_on && want == 1)
         p3d_warn_once("stacks_none", "%s=1 but neither libunwind.so.8 nor "
                       "libgcc_s.so.1 can be loaded: no call-site stacks",

@@ -20,9 +20,14 @@ done
 # parent + 2 NCCL children + 2 exec'd runs (calling-nothing children
 # leave no file)
 [ "$n" = 5 ] || fail "want 5 trace files, got $n: $(ls "$T/traces/job")"
+# A forked child takes no call-site stacks (a parent thread may have held
+# the unwinder's lock at fork(): the child's first walk would block)
 forked=0
 for f in "$T"/traces/job/*.p3d; do
-    "$ANALYZE" --dump "$f" | head -1 | grep -q 'flags=0x000[89]' &&
-        forked=$((forked + 1))
+    "$ANALYZE" --dump "$f" > "$T/dump" 2>&1
+    head -1 "$T/dump" | grep -q 'flags=0x000[89]' || continue
+    forked=$((forked + 1))
+    grep '^op ' "$T/dump" | grep -qv ' stack_id=0 ' &&
+        fail "a forked child took a stack: $(grep '^op ' "$T/dump" | head -2)"
 done
 [ "$forked" = 2 ] || fail "want 2 files flagged forked, got $forked"
