@@ -67,7 +67,7 @@ static int p3d_self_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * A forked child takes no stacks: a thread of the parent may have been
  * inside the unwinder at fork(), holding a lock of libunwind's (or
  * libgcc's) that nothing releases in the child; its first walk would then
- * block forever (seen under ASan in test_rel_forkmid, about 1 in 100).
+ * block forever (caught with gdb in test_rel_forkmid under ASan).
  */
 static void p3d_stack_fork_child(void)
 {

@@ -19,8 +19,13 @@ S=$(pwd)
 MAKE=${MAKE:-make}
 J=${REL_JOBS:--j2}
 # Timing-truth tests: their tolerances assume an uninstrumented build.
+# test_rel_forkmid: fork() while other threads allocate is outside what
+# GCC 12's ASan allocator survives: a child forked while another thread
+# held a size-class lock blocks in its first malloc (gdb: child in
+# SizeClassAllocator64::GetFromAllocator, from fake_nccl's TLS; ~1 run
+# in 150).  It runs uninstrumented in make test.
 REL_ASAN_SKIP=${REL_ASAN_SKIP:-"test_time_bubble test_time_skew test_time_straggler 
-    test_time_verdict test_sim_faults test_hang_matrix"}
+    test_time_verdict test_sim_faults test_hang_matrix test_rel_forkmid"}
 failed=""
 
 say() { printf 'rel_check: %s\n' "$*"; }
