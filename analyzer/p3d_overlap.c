@@ -76,7 +76,7 @@ static void p3d_overlap_lbl(const struct p3d_job *job,
                             struct p3d_tbreak *b)
 {
     int64_t cur = s;
-    size_t i0, i1;
+    size_t i0, i1, hint = 0;
 
     p3d_opidx_range(x, tl->n_ops, s, e, &i0, &i1);
     for (size_t i = i0; i < i1; i++) {
@@ -84,8 +84,8 @@ static void p3d_overlap_lbl(const struct p3d_job *job,
         int64_t a = o->s > cur ? o->s : cur, z = o->e < e ? o->e : e;
         if (z <= a)
             continue;
-        b->exposed_lbl[p3d_op_label(job, o)] += p3d_iv_minus(a, z,
-                                                             &tl->compute);
+        b->exposed_lbl[p3d_op_label(job, o)] +=
+            p3d_iv_minus_from(a, z, &tl->compute, &hint);
         cur = z;
     }
 }

@@ -260,7 +260,7 @@ static int p3d_rank_scan_buf(struct p3d_rank *r, struct p3d_reader *rd,
 
     p3d_reader_rewind(rd);
     r->hdr = rd->hdr;
-    while ((n = p3d_reader_next(rd, &h)) > 0) {
+    while ((n = p3d_reader_next_inl(rd, &h)) > 0) {
         if (h->tag != P3D_REC_CHUNK)
             r->n_records++;
         p3d_dispatch(&s, h);

@@ -58,6 +58,7 @@ struct p3d_tload {
     struct p3d_topx *x; /* [n_ops], load order, then op_id order */
     size_t cap_x;
     uint64_t peak[P3D_MEM_KIND_COUNT];
+    int64_t shift; /* added to the next rank's times (p3d_tload_shift) */
 };
 
 static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
@@ -312,9 +313,23 @@ static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
     tl->cap_ops = c;
 }
 
+/* Unions shifted as p3d_time_shift_ops would (ops are shifted as they
+ * are finished). */
+static void p3d_tl_shift_ivs(struct p3d_tl *tl, int64_t d)
+{
+    struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+
+    for (int j = 0; d && j < 3; j++)
+        for (size_t k = 0; k < l[j]->n; k++) {
+            l[j]->v[k].s += d;
+            l[j]->v[k].e += d;
+        }
+}
+
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n_gpu;
+    int64_t d = ld->shift;
     int moved;
 
     moved = p3d_tl_order(tl, ld);
@@ -341,17 +356,33 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
         tl->n_placed += t->has_gpu;
         if (ld->spans)
             p3d_ivs_add(&tl->nccl, t->s, t->e);
+        if (d) {
+            t->h0 += d;
+            t->h1 += d;
+            t->hg += d;
+            t->hs += d;
+            t->s += d;
+            t->e += d;
+        }
     }
-    if (!ld->spans)
+    if (!ld->spans) {
+        p3d_tl_shift_ivs(tl, d);
         return;
+    }
     for (size_t i = 0; i < tl->nsp_raw.n; i++)
         p3d_ivs_add(&tl->nccl, tl->nsp_raw.v[i].s, tl->nsp_raw.v[i].e);
     p3d_ivs_union(&tl->nccl);
     p3d_ivs_union(&tl->compute);
     p3d_ivs_union(&tl->copy);
+    p3d_tl_shift_ivs(tl, d);
     tl->peak_mem = ld->peak[P3D_MEM_DEVICE];
     if (!tl->peak_mem)
         tl->peak_mem = ld->peak[P3D_MEM_DEVICE_USED];
+}
+
+void p3d_tload_shift(struct p3d_tload *ld, int64_t d)
+{
+    ld->shift = d;
 }
 
 struct p3d_tload *p3d_tload_new(void)
@@ -434,10 +465,13 @@ void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
 
     p3d_tl_lend(tl, ld);
     ld->spans = spans;
-    if (rk->failed || p3d_reader_open(&rd, rk->path) != 0)
+    if (rk->failed || p3d_reader_open(&rd, rk->path) != 0) {
+        ld->shift = 0;
         return;
-    while (p3d_reader_next(&rd, &h) > 0)
+    }
+    while (p3d_reader_next_inl(&rd, &h) > 0)
         p3d_tl_record(job, tl, ld, h);
     p3d_reader_close(&rd);
     p3d_tl_finish(tl, ld);
+    ld->shift = 0;
 }
