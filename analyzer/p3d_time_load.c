@@ -65,6 +65,7 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
                       struct p3d_tload *ld, const struct p3d_rec_op *o)
 {
     struct p3d_top *t;
+    int peer = -1;
     int gi = ld->c_hash == o->comm_hash && ld->c_gi != -2
                  ? ld->c_gi : p3d_map_get(&job->comm_idx, o->comm_hash);
 
@@ -75,25 +76,24 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
     if (tl->n_ops >= tl->cap_ops) /* buffers are reused: rarely grows */
         tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
                                sizeof(*tl->ops));
+    if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
+        o->peer < job->comms[gi].size)
+        peer = job->comms[gi].slot[o->peer];
     t = &tl->ops[tl->n_ops];
-    memset(t, 0, sizeof(*t));
-    t->h0 = (int64_t)o->t_enter;
-    t->h1 = o->t_exit > o->t_enter ? (int64_t)o->t_exit : t->h0;
+    *t = (struct p3d_top){ /* every field: the buffer is reused */
+        .h0 = (int64_t)o->t_enter,
+        .h1 = (int64_t)(o->t_exit > o->t_enter ? o->t_exit : o->t_enter),
+        .seq = o->seq,
+        .bytes = o->bytes,
+        .gcomm = gi,
+        .peer = peer,
+        .op = o->op,
+    };
     if (tl->n_ops >= ld->cap_x)
         ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
                              sizeof(*ld->x));
-    ld->x[tl->n_ops].op_id = o->op_id;
-    ld->x[tl->n_ops].stream = o->stream;
-    ld->x[tl->n_ops].group_id = o->group_id;
-    ld->x[tl->n_ops].i = (uint32_t)tl->n_ops;
-    t->seq = o->seq;
-    t->bytes = o->bytes;
-    t->gcomm = gi;
-    t->peer = -1;
-    t->op = o->op;
-    if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
-        o->peer < job->comms[gi].size)
-        t->peer = job->comms[gi].slot[o->peer];
+    ld->x[tl->n_ops] = (struct p3d_topx){o->op_id, o->stream, o->group_id,
+                                         (uint32_t)tl->n_ops};
     tl->n_ops++;
 }
 
@@ -255,12 +255,14 @@ static int p3d_tl_dup_ids(const struct p3d_tl *tl, const struct p3d_tload *ld)
     return 0;
 }
 
-/* All GPU records onto their ops, in file order. */
-static size_t p3d_tl_join_all(struct p3d_tl *tl, struct p3d_tload *ld)
+/* All GPU records onto their ops, in file order (dup: two ops have one
+ * op_id). */
+static size_t p3d_tl_join_all(struct p3d_tl *tl, struct p3d_tload *ld,
+                              int dup)
 {
     if (!ld->n_eager)
         return p3d_tl_join(tl, ld, ld->g_lazy);
-    if (!p3d_tl_dup_ids(tl, ld))
+    if (!dup)
         return ld->n_eager + p3d_tl_join(tl, ld, ld->g_lazy);
     for (size_t i = 0; i < tl->n_ops; i++) { /* undo the early ones */
         tl->ops[i].has_gpu = 0;
@@ -279,14 +281,21 @@ static int p3d_topx_cmp(const void *a, const void *b)
 }
 
 /* ld->x into (op_id, load order) order; usually it already is.
- * Returns 0 if nothing moved. */
-static int p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
+ * Returns 0 if nothing moved; *dup: whether two ops have one op_id
+ * (found on the way when nothing moves). */
+static int p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld, int *dup)
 {
-    for (size_t i = 1; i < tl->n_ops; i++)
+    int eq = 0;
+
+    for (size_t i = 1; i < tl->n_ops; i++) {
         if (ld->x[i].op_id < ld->x[i - 1].op_id) {
             qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
+            *dup = p3d_tl_dup_ids(tl, ld);
             return 1;
         }
+        eq |= ld->x[i].op_id == ld->x[i - 1].op_id;
+    }
+    *dup = eq;
     return 0;
 }
 
@@ -330,10 +339,10 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n_gpu;
     int64_t d = ld->shift;
-    int moved;
+    int moved, dup;
 
-    moved = p3d_tl_order(tl, ld);
-    n_gpu = p3d_tl_join_all(tl, ld);
+    moved = p3d_tl_order(tl, ld, &dup);
+    n_gpu = p3d_tl_join_all(tl, ld, dup);
     if (moved)
         p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
