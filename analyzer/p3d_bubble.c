@@ -80,7 +80,7 @@ static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
                             int i, int pp)
 {
     struct p3d_tbreak *b = &tl->br[i];
-    size_t a = tl->it_op[i], z = tl->it_op[i + 1], f, c;
+    size_t a = tl->it_op[i], z = tl->it_op[i + 1], f, c, hint = 0;
     int64_t s, e, cur;
 
     if (!p3d_time_window(tl, i, &s, &e))
@@ -94,7 +94,7 @@ static void p3d_bubble_rank(const struct p3d_job *job, struct p3d_tl *tl,
         int64_t x = a0 > cur ? a0 : cur, y = z0 < e ? z0 : e, w;
         if (!p3d_is_pp(job, tl, o) || y <= x)
             continue;
-        w = p3d_iv_minus(x, y, &tl->compute);
+        w = p3d_iv_minus_from(x, y, &tl->compute, &hint);
         cur = y;
         b->pp_wait += w;
         if (k <= f || k > c)

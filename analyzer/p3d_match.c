@@ -152,11 +152,16 @@ struct p3d_matcher *p3d_matcher_new(void)
     return m;
 }
 
-static struct p3d_shard *p3d_shard_of(struct p3d_matcher *m, uint64_t hash)
+static int p3d_shard_index(uint64_t hash)
 {
     uint64_t x = hash * 0x9e3779b97f4a7c15ull;
 
-    return &m->shard[x >> 58]; /* top 6 bits: 64 shards */
+    return (int)(x >> 58); /* top 6 bits: 64 shards */
+}
+
+static struct p3d_shard *p3d_shard_of(struct p3d_matcher *m, uint64_t hash)
+{
+    return &m->shard[p3d_shard_index(hash)];
 }
 
 /* A batch brings a shard its ops in runs on one communicator, and a
@@ -306,44 +311,99 @@ void p3d_mbatch_add(struct p3d_mbatch *b, int comm_rank,
         b->o = p3d_xrealloc(b->o, b->cap, sizeof(*b->o));
         b->crank = p3d_xrealloc(b->crank, b->cap, sizeof(*b->crank));
         b->idx = p3d_xrealloc(b->idx, b->cap, sizeof(*b->idx));
+        b->sh = p3d_xrealloc(b->sh, b->cap, sizeof(*b->sh));
     }
     b->o[b->n] = *o;
+    b->sh[b->n] = (uint8_t)p3d_shard_index(o->comm_hash);
     b->crank[b->n++] = comm_rank;
 }
 
 /* b->idx: the batch's ops grouped by shard, in arrival order within a
  * shard (a counting sort); start[s]..start[s + 1] is shard s. */
-static void p3d_mbatch_sort(struct p3d_matcher *m, struct p3d_mbatch *b,
-                            uint32_t *start)
+static void p3d_mbatch_sort(struct p3d_mbatch *b, uint32_t *start)
 {
     uint32_t at[P3D_SHARDS];
 
     memset(start, 0, (P3D_SHARDS + 1) * sizeof(*start));
     for (size_t i = 0; i < b->n; i++)
-        start[p3d_shard_of(m, b->o[i].comm_hash) - m->shard + 1]++;
+        start[b->sh[i] + 1]++;
     for (int s = 0; s < P3D_SHARDS; s++)
         start[s + 1] += start[s];
     memcpy(at, start, sizeof(at));
     for (size_t i = 0; i < b->n; i++)
-        b->idx[at[p3d_shard_of(m, b->o[i].comm_hash) - m->shard]++] =
-            (uint32_t)i;
+        b->idx[at[b->sh[i]]++] = (uint32_t)i;
+}
+
+/* Match the batch's ops of shard s (its lock held by the caller). */
+static void p3d_mbatch_run(struct p3d_matcher *m, int rank,
+                           const struct p3d_mbatch *b, const uint32_t *start,
+                           int s)
+{
+    for (uint32_t k = start[s]; k < start[s + 1]; k++)
+        p3d_match_locked(&m->shard[s], rank, b->crank[b->idx[k]],
+                         &b->o[b->idx[k]]);
+}
+
+/* Keep the batch's ops of the shards marked in `left`, in order. */
+static void p3d_mbatch_keep(struct p3d_mbatch *b, const uint8_t *left)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < b->n; i++) {
+        if (!left[b->sh[i]])
+            continue;
+        if (n != i) {
+            b->o[n] = b->o[i];
+            b->crank[n] = b->crank[i];
+            b->sh[n] = b->sh[i];
+        }
+        n++;
+    }
+    b->n = n;
+}
+
+void p3d_matcher_offer(struct p3d_matcher *m, int rank, struct p3d_mbatch *b)
+{
+    uint32_t start[P3D_SHARDS + 1];
+    uint8_t left[P3D_SHARDS];
+    int wait = b->n >= P3D_MBATCH_MAX, n_left = 0;
+
+    p3d_mbatch_sort(b, start);
+    for (int s = 0; s < P3D_SHARDS; s++) {
+        left[s] = 0;
+        if (start[s] == start[s + 1])
+            continue;
+        if (wait)
+            pthread_mutex_lock(&m->shard[s].lock);
+        else if (pthread_mutex_trylock(&m->shard[s].lock) != 0) {
+            left[s] = 1;
+            n_left++;
+            continue;
+        }
+        p3d_mbatch_run(m, rank, b, start, s);
+        pthread_mutex_unlock(&m->shard[s].lock);
+    }
+    if (n_left)
+        p3d_mbatch_keep(b, left);
+    else
+        b->n = 0;
+    b->due = b->n + P3D_MBATCH_OPS;
 }
 
 void p3d_matcher_flush(struct p3d_matcher *m, int rank, struct p3d_mbatch *b)
 {
     uint32_t start[P3D_SHARDS + 1];
 
-    p3d_mbatch_sort(m, b, start);
+    p3d_mbatch_sort(b, start);
     for (int s = 0; s < P3D_SHARDS; s++) {
         if (start[s] == start[s + 1])
             continue;
         pthread_mutex_lock(&m->shard[s].lock);
-        for (uint32_t k = start[s]; k < start[s + 1]; k++)
-            p3d_match_locked(&m->shard[s], rank, b->crank[b->idx[k]],
-                             &b->o[b->idx[k]]);
+        p3d_mbatch_run(m, rank, b, start, s);
         pthread_mutex_unlock(&m->shard[s].lock);
     }
     b->n = 0;
+    b->due = 0;
 }
 
 void p3d_mbatch_free(struct p3d_mbatch *b)
@@ -351,6 +411,7 @@ void p3d_mbatch_free(struct p3d_mbatch *b)
     free(b->o);
     free(b->crank);
     free(b->idx);
+    free(b->sh);
     memset(b, 0, sizeof(*b));
 }
 

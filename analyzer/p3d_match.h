@@ -57,12 +57,29 @@ struct p3d_mbatch {
     struct p3d_rec_op *o;
     int32_t *crank; /* comm rank of each op */
     uint32_t *idx;  /* the sort by shard */
+    uint8_t *sh;    /* shard of each op */
     size_t n, cap;
+    size_t due;     /* offered at this many ops (0: P3D_MBATCH_OPS) */
 };
-#define P3D_MBATCH_OPS 4096 /* a caller flushes at this many */
+#define P3D_MBATCH_OPS 4096 /* a caller offers at this many */
+/* Ops an offer may leave in a batch; past this it waits for locks. */
+#define P3D_MBATCH_MAX (8 * P3D_MBATCH_OPS)
 /* Add an op (copied) of the batch's rank; skips ops never matched. */
 void p3d_mbatch_add(struct p3d_mbatch *b, int comm_rank,
                     const struct p3d_rec_op *o);
+/* 1 when the batch is due to be offered (p3d_matcher_offer). */
+static inline int p3d_mbatch_due(const struct p3d_mbatch *b)
+{
+    return b->n >= (b->due ? b->due : P3D_MBATCH_OPS);
+}
+/*
+ * Match the batch's ops of the shards whose lock is free; the others
+ * stay in the batch, in order, for the next offer (the thread reads on
+ * instead of waiting while another thread holds the shard).  Once the
+ * batch holds P3D_MBATCH_MAX ops it waits, as p3d_matcher_flush.
+ * Thread-safe.
+ */
+void p3d_matcher_offer(struct p3d_matcher *m, int rank, struct p3d_mbatch *b);
 /* Match the batch's ops (global rank `rank`) and empty it.  Thread-safe. */
 void p3d_matcher_flush(struct p3d_matcher *m, int rank,
                        struct p3d_mbatch *b);

@@ -27,6 +27,11 @@ static int p3d_op_label(const struct p3d_job *job, const struct p3d_top *o)
  */
 struct p3d_opidx {
     int64_t *pmax, *smin;
+    /* the previous window's bounds: its s, e and answers (windows
+     * mostly ascend, so the next answers are at or after these) */
+    int64_t ls, le;
+    size_t l0, l1;
+    int have;
 };
 
 static void p3d_opidx_build(const struct p3d_tl *tl, struct p3d_opidx *x)
@@ -35,6 +40,7 @@ static void p3d_opidx_build(const struct p3d_tl *tl, struct p3d_opidx *x)
 
     x->pmax = p3d_xmalloc((n + 1) * sizeof(*x->pmax));
     x->smin = p3d_xmalloc((n + 1) * sizeof(*x->smin));
+    x->have = 0;
     for (size_t i = 0; i < n; i++)
         x->pmax[i] = i && x->pmax[i - 1] > tl->ops[i].e ? x->pmax[i - 1]
                                                          : tl->ops[i].e;
@@ -43,40 +49,55 @@ static void p3d_opidx_build(const struct p3d_tl *tl, struct p3d_opidx *x)
                          ? x->smin[i + 1] : tl->ops[i].s;
 }
 
-/* [*i0, *i1): the ops with e > s (from the first) and s < e (to the last). */
-static void p3d_opidx_range(const struct p3d_opidx *x, size_t n, int64_t s,
+/* First i in [lo, n) with v[i] > t (or >= t with ge), v non-decreasing
+ * and no i below lo qualifying: galloping from lo, then bisection. */
+static size_t p3d_opidx_first(const int64_t *v, size_t n, size_t lo,
+                              int64_t t, int ge)
+{
+    size_t hi = lo, step = 1;
+
+    while (hi < n && !(ge ? v[hi] >= t : v[hi] > t)) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    if (hi > n)
+        hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ge ? v[mid] >= t : v[mid] > t)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* [*i0, *i1): the ops with e > s (from the first) and s < e (to the last).
+ * A window that does not start (end) before the previous one searches
+ * from the previous answer: the same answer as from 0. */
+static void p3d_opidx_range(struct p3d_opidx *x, size_t n, int64_t s,
                             int64_t e, size_t *i0, size_t *i1)
 {
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) { /* first i with pmax[i] > s */
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->pmax[mid] > s)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    *i0 = lo;
-    lo = 0;
-    hi = n;
-    while (lo < hi) { /* first i with smin[i] >= e */
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->smin[mid] >= e)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    *i1 = lo;
+    *i0 = p3d_opidx_first(x->pmax, n, x->have && s >= x->ls ? x->l0 : 0, s,
+                          0);
+    *i1 = p3d_opidx_first(x->smin, n, x->have && e >= x->le ? x->l1 : 0, e,
+                          1);
+    x->ls = s;
+    x->le = e;
+    x->l0 = *i0;
+    x->l1 = *i1;
+    x->have = 1;
 }
 
 /* Exposed time of each op, overlaps between ops given to the earlier. */
 static void p3d_overlap_lbl(const struct p3d_job *job,
                             const struct p3d_tl *tl,
-                            const struct p3d_opidx *x, int64_t s, int64_t e,
+                            struct p3d_opidx *x, int64_t s, int64_t e,
                             struct p3d_tbreak *b)
 {
     int64_t cur = s;
-    size_t i0, i1;
+    size_t i0, i1, hint = 0;
 
     p3d_opidx_range(x, tl->n_ops, s, e, &i0, &i1);
     for (size_t i = i0; i < i1; i++) {
@@ -84,15 +105,15 @@ static void p3d_overlap_lbl(const struct p3d_job *job,
         int64_t a = o->s > cur ? o->s : cur, z = o->e < e ? o->e : e;
         if (z <= a)
             continue;
-        b->exposed_lbl[p3d_op_label(job, o)] += p3d_iv_minus(a, z,
-                                                             &tl->compute);
+        b->exposed_lbl[p3d_op_label(job, o)] +=
+            p3d_iv_minus_from(a, z, &tl->compute, &hint);
         cur = z;
     }
 }
 
 static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
                             const struct p3d_ivs *busy,
-                            const struct p3d_opidx *x, int k)
+                            struct p3d_opidx *x, int k)
 {
     struct p3d_tbreak *b = &tl->br[k];
     int64_t s, e;

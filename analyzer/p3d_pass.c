@@ -64,6 +64,8 @@ static void p3d_pass_load(struct p3d_pass *p, struct p3d_tload *ld, int k)
     int i = p->order[k];
     struct p3d_tl *tl = &p->t->tl[i];
 
+    if (p->which != 1)
+        p3d_tload_shift(ld, p->t->hosts[tl->host].shift);
     p3d_time_load_rank(p->job, tl, i, ld, p->which == 1);
     if (p->which == 1) {
         p3d_steps_rank_find(p->job, tl);
@@ -72,8 +74,6 @@ static void p3d_pass_load(struct p3d_pass *p, struct p3d_tload *ld, int k)
         tl->it_mono = p3d_pass_mono(tl);
         if (tl->compute.n)
             __atomic_store_n(&p->t->have_compute, 1, __ATOMIC_RELAXED);
-    } else if (p->t->hosts[tl->host].shift) {
-        p3d_time_shift_ops(tl, p->t->hosts[tl->host].shift);
     }
 }
 

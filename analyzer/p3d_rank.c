@@ -160,8 +160,8 @@ static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
     if (r->matcher) {
         p3d_mbatch_add(&s->b->mb, o->comm_rank >= 0 ? o->comm_rank : c->rank,
                        o);
-        if (s->b->mb.n >= P3D_MBATCH_OPS)
-            p3d_matcher_flush(r->matcher, r->rank, &s->b->mb);
+        if (p3d_mbatch_due(&s->b->mb))
+            p3d_matcher_offer(r->matcher, r->rank, &s->b->mb);
     }
     if (o->op_id < P3D_MAX_OP_INDEX && o->op_id < r->n_ops + P3D_OP_SLACK)
         p3d_scan_ref(s->b, o->op_id, (uint32_t)(c - r->comms + 1) << 4 | op);
@@ -260,7 +260,7 @@ static int p3d_rank_scan_buf(struct p3d_rank *r, struct p3d_reader *rd,
 
     p3d_reader_rewind(rd);
     r->hdr = rd->hdr;
-    while ((n = p3d_reader_next(rd, &h)) > 0) {
+    while ((n = p3d_reader_next_inl(rd, &h)) > 0) {
         if (h->tag != P3D_REC_CHUNK)
             r->n_records++;
         p3d_dispatch(&s, h);
@@ -327,40 +327,79 @@ void p3d_rank_free(struct p3d_rank *r)
     p3d_map_free(&r->idx);
 }
 
+/*
+ * Each thread reads its own lane, a run of consecutive ranks, then helps
+ * with the others' (from their fronts).  Neighbouring ranks share their
+ * busiest communicators (tensor-parallel groups are consecutive ranks),
+ * and two threads scanning neighbours took turns at the matcher's shard
+ * locks: at 1,024 ranks the scan's two threads used little more than one
+ * core.  Threads in lanes far apart feed the matcher mostly different
+ * communicators.  Which thread reads a rank does not change the results.
+ */
+#define P3D_SCAN_LANES 64
+
 struct p3d_pool {
     struct p3d_job *job;
-    int next;
+    int n_lanes;
+    int next[P3D_SCAN_LANES], end[P3D_SCAN_LANES];
+};
+
+/* The next rank of lane k, or -1 when the lane is done. */
+static int p3d_pool_take(struct p3d_pool *p, int k)
+{
+    int i;
+
+    if (__atomic_load_n(&p->next[k], __ATOMIC_RELAXED) >= p->end[k])
+        return -1;
+    i = __atomic_fetch_add(&p->next[k], 1, __ATOMIC_RELAXED);
+    return i < p->end[k] ? i : -1;
+}
+
+struct p3d_lane {
+    struct p3d_pool *pool;
+    int lane;
 };
 
 static void *p3d_scan_worker(void *arg)
 {
-    struct p3d_pool *p = arg;
+    struct p3d_lane *l = arg;
+    struct p3d_pool *p = l->pool;
     struct p3d_scanbuf b;
-    int i;
 
     memset(&b, 0, sizeof(b));
-    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
-           p->job->n_ranks)
-        p3d_rank_scan_with(&p->job->ranks[i], &b);
+    for (int d = 0; d < p->n_lanes; d++) {
+        int k = (l->lane + d) % p->n_lanes, i;
+        while ((i = p3d_pool_take(p, k)) >= 0)
+            p3d_rank_scan_with(&p->job->ranks[i], &b);
+    }
     p3d_scanbuf_free(&b);
     return NULL;
 }
 
 void p3d_job_scan(struct p3d_job *job, int threads)
 {
-    struct p3d_pool pool = {job, 0};
-    pthread_t tid[64];
+    struct p3d_pool pool = {.job = job};
+    struct p3d_lane lane[P3D_SCAN_LANES];
+    pthread_t tid[P3D_SCAN_LANES];
     int n = 0;
 
     job->threads = threads;
-    if (threads > 64)
-        threads = 64;
+    if (threads > P3D_SCAN_LANES)
+        threads = P3D_SCAN_LANES;
     if (threads > job->n_ranks)
         threads = job->n_ranks;
+    if (threads < 1)
+        threads = 1;
+    pool.n_lanes = threads;
+    for (int k = 0; k < threads; k++) {
+        pool.next[k] = (int)((int64_t)job->n_ranks * k / threads);
+        pool.end[k] = (int)((int64_t)job->n_ranks * (k + 1) / threads);
+        lane[k] = (struct p3d_lane){&pool, k};
+    }
     for (; n < threads - 1; n++)
-        if (pthread_create(&tid[n], NULL, p3d_scan_worker, &pool))
+        if (pthread_create(&tid[n], NULL, p3d_scan_worker, &lane[n + 1]))
             break;
-    p3d_scan_worker(&pool);
+    p3d_scan_worker(&lane[0]);
     for (int i = 0; i < n; i++)
         pthread_join(tid[i], NULL);
 }

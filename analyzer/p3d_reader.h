@@ -88,6 +88,34 @@ int p3d_reader_check_hdr(struct p3d_reader *rd, const void *buf, size_t size);
  */
 int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec);
 
+/*
+ * p3d_reader_next with the common case inline: an op or GPU-op record
+ * inside the chunk being walked (what p3d_reader_next's own fast check
+ * accepts; anything else goes to it).  For the per-record loops.
+ */
+static inline int p3d_reader_next_inl(struct p3d_reader *rd,
+                                      const struct p3d_rec_hdr **rec)
+{
+    size_t off = rd->off;
+    const struct p3d_rec_hdr *r;
+    unsigned len;
+
+    if (rd->corrupt || off == rd->chunk ||
+        off + sizeof(*r) > rd->chunk_end)
+        return p3d_reader_next(rd, rec);
+    r = (const struct p3d_rec_hdr *)(rd->buf + (off - rd->buf_off));
+    len = r->len;
+    if (len % P3D_REC_ALIGN || off + len > rd->chunk_end ||
+        !((r->tag == P3D_REC_OP && len >= sizeof(struct p3d_rec_op)) ||
+          (r->tag == P3D_REC_GPU_OP &&
+           len >= sizeof(struct p3d_rec_gpu_op))))
+        return p3d_reader_next(rd, rec);
+    rd->off = off + len;
+    rd->n_records++;
+    *rec = r;
+    return 1;
+}
+
 /* Offset of a record handed out by p3d_reader_next. */
 size_t p3d_reader_offset(const struct p3d_reader *rd,
                          const struct p3d_rec_hdr *rec);

@@ -24,6 +24,13 @@
 
 #define P3D_STEPS_SEARCH 16384 /* the period is looked for here */
 
+/*
+ * Runs of sig[i] == sig[i + p] are taken whole: a run of length L ending
+ * before j counts when L >= p and L + p beats the best (what checking at
+ * every element of it ends with), and the bound that stops the search
+ * only needs checking where a run could start (along a run, run + the
+ * rest is constant).
+ */
 size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
                         size_t *r1)
 {
@@ -31,18 +38,24 @@ size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
 
     *r0 = *r1 = 0;
     for (size_t p = 1; p <= n / 2 && best_cov < n; p++) {
-        size_t run = 0;
-        for (size_t i = 0; i + p < n; i++) {
+        size_t i = 0, j;
+        while (i + p < n) {
             /* a run through the rest cannot beat best_cov: stop (exact) */
-            if (run + (n - p - i) + p <= best_cov)
+            if ((n - p - i) + p <= best_cov)
                 break;
-            run = sig[i] == sig[i + p] ? run + 1 : 0;
-            if (run >= p && run + p > best_cov) {
+            if (sig[i] != sig[i + p]) {
+                i++;
+                continue;
+            }
+            for (j = i + 1; j + p < n && sig[j] == sig[j + p]; j++)
+                ;
+            if (j - i >= p && j - i + p > best_cov) {
                 best = p;
-                best_cov = run + p;
-                *r1 = i + p + 1;
+                best_cov = j - i + p;
+                *r1 = j + p;
                 *r0 = *r1 - best_cov;
             }
+            i = j;
         }
     }
     return best;

@@ -41,6 +41,10 @@ int64_t p3d_ivs_minus(const struct p3d_ivs *a, const struct p3d_ivs *b,
                       int64_t s, int64_t e);
 /* |[s0, e0) \ b| for a union b. */
 int64_t p3d_iv_minus(int64_t s0, int64_t e0, const struct p3d_ivs *b);
+/* The same, searching b from *hint (0 at first; the same answer for any
+ * hint, fastest when s0 grows from call to call). */
+int64_t p3d_iv_minus_from(int64_t s0, int64_t e0, const struct p3d_ivs *b,
+                          size_t *hint);
 void p3d_ivs_free(struct p3d_ivs *l);
 
 /* Where GPU times come from. */
@@ -179,6 +183,9 @@ void p3d_tload_free(struct p3d_tload *ld);
 void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
                         struct p3d_tload *ld, int spans);
 void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld);
+/* The next p3d_time_load_rank with ld adds d to every time it loads (as
+ * p3d_time_shift_ops after it, without another walk over the ops). */
+void p3d_tload_shift(struct p3d_tload *ld, int64_t d);
 /* x[i]: the load-time fields of tl->ops[i]. */
 void p3d_time_attribute(struct p3d_tl *tl, const struct p3d_topx *x);
 /* Hosts of the ranks (t->hosts, tl->host, anchor shifts). */

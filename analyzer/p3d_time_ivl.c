@@ -63,11 +63,45 @@ static size_t p3d_ivs_find(const struct p3d_ivs *u, int64_t t)
     return lo;
 }
 
-int64_t p3d_ivs_cover(const struct p3d_ivs *u, int64_t s, int64_t e)
+/*
+ * p3d_ivs_find from where the previous search (*hint) ended: callers walk
+ * a window's ops or intervals with a start that only grows, so the
+ * answer is usually at or just past the hint.  The union's ends ascend:
+ * everything before the hint ends at or before t unless t went back
+ * (then from the start).  Same answer as p3d_ivs_find.
+ */
+static size_t p3d_ivs_find_from(const struct p3d_ivs *u, int64_t t,
+                                size_t *hint)
+{
+    size_t lo = *hint, hi, step = 1;
+
+    if (lo > u->n || (lo > 0 && u->v[lo - 1].e > t))
+        lo = 0;
+    hi = lo;
+    while (hi < u->n && u->v[hi].e <= t) { /* gallop to bracket it */
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    if (hi > u->n)
+        hi = u->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->v[mid].e <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *hint = lo;
+    return lo;
+}
+
+static int64_t p3d_ivs_cover_at(const struct p3d_ivs *u, size_t i, int64_t s,
+                                int64_t e)
 {
     int64_t sum = 0;
 
-    for (size_t i = p3d_ivs_find(u, s); i < u->n && u->v[i].s < e; i++) {
+    for (; i < u->n && u->v[i].s < e; i++) {
         int64_t a = u->v[i].s > s ? u->v[i].s : s;
         int64_t b = u->v[i].e < e ? u->v[i].e : e;
         if (b > a)
@@ -76,20 +110,35 @@ int64_t p3d_ivs_cover(const struct p3d_ivs *u, int64_t s, int64_t e)
     return sum;
 }
 
+int64_t p3d_ivs_cover(const struct p3d_ivs *u, int64_t s, int64_t e)
+{
+    return p3d_ivs_cover_at(u, p3d_ivs_find(u, s), s, e);
+}
+
 int64_t p3d_iv_minus(int64_t s0, int64_t e0, const struct p3d_ivs *b)
 {
     return e0 > s0 ? (e0 - s0) - p3d_ivs_cover(b, s0, e0) : 0;
+}
+
+int64_t p3d_iv_minus_from(int64_t s0, int64_t e0, const struct p3d_ivs *b,
+                          size_t *hint)
+{
+    if (e0 <= s0)
+        return 0;
+    return (e0 - s0) -
+           p3d_ivs_cover_at(b, p3d_ivs_find_from(b, s0, hint), s0, e0);
 }
 
 int64_t p3d_ivs_minus(const struct p3d_ivs *a, const struct p3d_ivs *b,
                       int64_t s, int64_t e)
 {
     int64_t sum = 0;
+    size_t hint = 0;
 
     for (size_t i = p3d_ivs_find(a, s); i < a->n && a->v[i].s < e; i++) {
         int64_t x = a->v[i].s > s ? a->v[i].s : s;
         int64_t y = a->v[i].e < e ? a->v[i].e : e;
-        sum += p3d_iv_minus(x, y, b);
+        sum += p3d_iv_minus_from(x, y, b, &hint);
     }
     return sum;
 }

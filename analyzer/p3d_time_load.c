@@ -58,12 +58,14 @@ struct p3d_tload {
     struct p3d_topx *x; /* [n_ops], load order, then op_id order */
     size_t cap_x;
     uint64_t peak[P3D_MEM_KIND_COUNT];
+    int64_t shift; /* added to the next rank's times (p3d_tload_shift) */
 };
 
 static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
                       struct p3d_tload *ld, const struct p3d_rec_op *o)
 {
     struct p3d_top *t;
+    int peer = -1;
     int gi = ld->c_hash == o->comm_hash && ld->c_gi != -2
                  ? ld->c_gi : p3d_map_get(&job->comm_idx, o->comm_hash);
 
@@ -74,25 +76,24 @@ static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
     if (tl->n_ops >= tl->cap_ops) /* buffers are reused: rarely grows */
         tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, tl->n_ops,
                                sizeof(*tl->ops));
+    if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
+        o->peer < job->comms[gi].size)
+        peer = job->comms[gi].slot[o->peer];
     t = &tl->ops[tl->n_ops];
-    memset(t, 0, sizeof(*t));
-    t->h0 = (int64_t)o->t_enter;
-    t->h1 = o->t_exit > o->t_enter ? (int64_t)o->t_exit : t->h0;
+    *t = (struct p3d_top){ /* every field: the buffer is reused */
+        .h0 = (int64_t)o->t_enter,
+        .h1 = (int64_t)(o->t_exit > o->t_enter ? o->t_exit : o->t_enter),
+        .seq = o->seq,
+        .bytes = o->bytes,
+        .gcomm = gi,
+        .peer = peer,
+        .op = o->op,
+    };
     if (tl->n_ops >= ld->cap_x)
         ld->cap_x = p3d_grow((void **)&ld->x, ld->cap_x, tl->n_ops,
                              sizeof(*ld->x));
-    ld->x[tl->n_ops].op_id = o->op_id;
-    ld->x[tl->n_ops].stream = o->stream;
-    ld->x[tl->n_ops].group_id = o->group_id;
-    ld->x[tl->n_ops].i = (uint32_t)tl->n_ops;
-    t->seq = o->seq;
-    t->bytes = o->bytes;
-    t->gcomm = gi;
-    t->peer = -1;
-    t->op = o->op;
-    if (gi >= 0 && P3D_OP_IS_P2P(o->op) && o->peer >= 0 &&
-        o->peer < job->comms[gi].size)
-        t->peer = job->comms[gi].slot[o->peer];
+    ld->x[tl->n_ops] = (struct p3d_topx){o->op_id, o->stream, o->group_id,
+                                         (uint32_t)tl->n_ops};
     tl->n_ops++;
 }
 
@@ -254,12 +255,14 @@ static int p3d_tl_dup_ids(const struct p3d_tl *tl, const struct p3d_tload *ld)
     return 0;
 }
 
-/* All GPU records onto their ops, in file order. */
-static size_t p3d_tl_join_all(struct p3d_tl *tl, struct p3d_tload *ld)
+/* All GPU records onto their ops, in file order (dup: two ops have one
+ * op_id). */
+static size_t p3d_tl_join_all(struct p3d_tl *tl, struct p3d_tload *ld,
+                              int dup)
 {
     if (!ld->n_eager)
         return p3d_tl_join(tl, ld, ld->g_lazy);
-    if (!p3d_tl_dup_ids(tl, ld))
+    if (!dup)
         return ld->n_eager + p3d_tl_join(tl, ld, ld->g_lazy);
     for (size_t i = 0; i < tl->n_ops; i++) { /* undo the early ones */
         tl->ops[i].has_gpu = 0;
@@ -278,14 +281,21 @@ static int p3d_topx_cmp(const void *a, const void *b)
 }
 
 /* ld->x into (op_id, load order) order; usually it already is.
- * Returns 0 if nothing moved. */
-static int p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld)
+ * Returns 0 if nothing moved; *dup: whether two ops have one op_id
+ * (found on the way when nothing moves). */
+static int p3d_tl_order(struct p3d_tl *tl, struct p3d_tload *ld, int *dup)
 {
-    for (size_t i = 1; i < tl->n_ops; i++)
+    int eq = 0;
+
+    for (size_t i = 1; i < tl->n_ops; i++) {
         if (ld->x[i].op_id < ld->x[i - 1].op_id) {
             qsort(ld->x, tl->n_ops, sizeof(*ld->x), p3d_topx_cmp);
+            *dup = p3d_tl_dup_ids(tl, ld);
             return 1;
         }
+        eq |= ld->x[i].op_id == ld->x[i - 1].op_id;
+    }
+    *dup = eq;
     return 0;
 }
 
@@ -312,13 +322,27 @@ static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
     tl->cap_ops = c;
 }
 
+/* Unions shifted as p3d_time_shift_ops would (ops are shifted as they
+ * are finished). */
+static void p3d_tl_shift_ivs(struct p3d_tl *tl, int64_t d)
+{
+    struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+
+    for (int j = 0; d && j < 3; j++)
+        for (size_t k = 0; k < l[j]->n; k++) {
+            l[j]->v[k].s += d;
+            l[j]->v[k].e += d;
+        }
+}
+
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n_gpu;
-    int moved;
+    int64_t d = ld->shift;
+    int moved, dup;
 
-    moved = p3d_tl_order(tl, ld);
-    n_gpu = p3d_tl_join_all(tl, ld);
+    moved = p3d_tl_order(tl, ld, &dup);
+    n_gpu = p3d_tl_join_all(tl, ld, dup);
     if (moved)
         p3d_tl_sort(tl, ld);
     tl->src = n_gpu ? P3D_TSRC_GPU : P3D_TSRC_HOST;
@@ -341,17 +365,33 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
         tl->n_placed += t->has_gpu;
         if (ld->spans)
             p3d_ivs_add(&tl->nccl, t->s, t->e);
+        if (d) {
+            t->h0 += d;
+            t->h1 += d;
+            t->hg += d;
+            t->hs += d;
+            t->s += d;
+            t->e += d;
+        }
     }
-    if (!ld->spans)
+    if (!ld->spans) {
+        p3d_tl_shift_ivs(tl, d);
         return;
+    }
     for (size_t i = 0; i < tl->nsp_raw.n; i++)
         p3d_ivs_add(&tl->nccl, tl->nsp_raw.v[i].s, tl->nsp_raw.v[i].e);
     p3d_ivs_union(&tl->nccl);
     p3d_ivs_union(&tl->compute);
     p3d_ivs_union(&tl->copy);
+    p3d_tl_shift_ivs(tl, d);
     tl->peak_mem = ld->peak[P3D_MEM_DEVICE];
     if (!tl->peak_mem)
         tl->peak_mem = ld->peak[P3D_MEM_DEVICE_USED];
+}
+
+void p3d_tload_shift(struct p3d_tload *ld, int64_t d)
+{
+    ld->shift = d;
 }
 
 struct p3d_tload *p3d_tload_new(void)
@@ -434,10 +474,13 @@ void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
 
     p3d_tl_lend(tl, ld);
     ld->spans = spans;
-    if (rk->failed || p3d_reader_open(&rd, rk->path) != 0)
+    if (rk->failed || p3d_reader_open(&rd, rk->path) != 0) {
+        ld->shift = 0;
         return;
-    while (p3d_reader_next(&rd, &h) > 0)
+    }
+    while (p3d_reader_next_inl(&rd, &h) > 0)
         p3d_tl_record(job, tl, ld, h);
     p3d_reader_close(&rd);
     p3d_tl_finish(tl, ld);
+    ld->shift = 0;
 }
