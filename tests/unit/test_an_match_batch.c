@@ -48,18 +48,6 @@ static struct p3d_rec_op mk(int rank, int k, int *comm_rank)
     return o;
 }
 
-static struct p3d_match_res finish(struct p3d_matcher *m)
-{
-    struct p3d_job job;
-    struct p3d_match_res res;
-
-    memset(&job, 0, sizeof(job));
-    p3d_matcher_finish(m, &job);
-    res = *job.match;
-    free(job.match);
-    return res;
-}
-
 static struct p3d_match_res one_by_one(void)
 {
     struct p3d_matcher *m = p3d_matcher_new();
@@ -70,7 +58,7 @@ static struct p3d_match_res one_by_one(void)
             struct p3d_rec_op o = mk(r, k, &cr);
             p3d_matcher_op(m, r, cr, &o);
         }
-    return finish(m);
+    return match_finish(m);
 }
 
 /* Ranks interleaved batch by batch, as two scan threads would. */
@@ -97,7 +85,7 @@ static struct p3d_match_res batched(size_t every)
         assert_int_equal(b[r].n, 0);
         p3d_mbatch_free(&b[r]);
     }
-    return finish(m);
+    return match_finish(m);
 }
 
 static void test_batches_match_single_ops(void **state)

@@ -47,18 +47,6 @@ static struct p3d_rec_op mk(int rank, int k, int *comm_rank)
     return o;
 }
 
-static struct p3d_match_res finish(struct p3d_matcher *m)
-{
-    struct p3d_job job;
-    struct p3d_match_res res;
-
-    memset(&job, 0, sizeof(job));
-    p3d_matcher_finish(m, &job);
-    res = *job.match;
-    free(job.match);
-    return res;
-}
-
 static struct p3d_match_res one_by_one(void)
 {
     struct p3d_matcher *m = p3d_matcher_new();
@@ -69,7 +57,7 @@ static struct p3d_match_res one_by_one(void)
             struct p3d_rec_op o = mk(r, k, &cr);
             p3d_matcher_op(m, r, cr, &o);
         }
-    return finish(m);
+    return match_finish(m);
 }
 
 static int shard_of(uint64_t hash)
@@ -138,7 +126,7 @@ static struct p3d_match_res offered(int every, unsigned lock_mask)
     }
     if (lock_mask)
         assert_true(left > 0); /* some offer did find a shard busy */
-    return finish(m);
+    return match_finish(m);
 }
 
 static void test_offers_match_single_ops(void **state)
@@ -182,7 +170,7 @@ static void test_due(void **state)
     assert_int_equal(b.n, 0);
     assert_false(p3d_mbatch_due(&b));
     p3d_mbatch_free(&b);
-    finish(m);
+    match_finish(m);
 }
 
 int main(void)

@@ -1,12 +1,30 @@
 /*
- * test_match_util.h - one assertion that two matcher results are the same
- * (counts and every kept mismatch, field by field: struct padding may
- * differ), for the tests that compare orders and batchings of one input.
+ * test_match_util.h - a matcher's result by value, and one assertion that
+ * two results are the same (counts and every kept mismatch, field by
+ * field: struct padding may differ), for the tests that compare orders
+ * and batchings of one input.
  */
 #ifndef TEST_MATCH_UTIL_H
 #define TEST_MATCH_UTIL_H
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_job.h"
 #include "p3d_match.h"
+
+/* Finish m (freeing it) and return its result by value. */
+static inline struct p3d_match_res match_finish(struct p3d_matcher *m)
+{
+    struct p3d_job job;
+    struct p3d_match_res res;
+
+    memset(&job, 0, sizeof(job));
+    p3d_matcher_finish(m, &job);
+    res = *job.match;
+    free(job.match);
+    return res;
+}
 
 static inline void assert_same_match_res(const struct p3d_match_res *a,
                                          const struct p3d_match_res *b)
