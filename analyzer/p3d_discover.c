@@ -293,7 +293,8 @@ static size_t p3d_dir_len(const char *path)
     return slash ? (size_t)(slash - path) : 0;
 }
 
-/* The newest job with a file in b's folder and no file for b's rank. */
+/* The newest job with a file in b's folder, b's rank inside its world
+ * and no file for that rank yet. */
 static struct p3d_job *p3d_bad_owner(struct p3d_jobset *set,
                                      const struct p3d_bad *b)
 {
@@ -307,7 +308,7 @@ static struct p3d_job *p3d_bad_owner(struct p3d_jobset *set,
                     !strncmp(j->ranks[i].path, b->path, n);
             taken |= j->ranks[i].rank == b->rank;
         }
-        if (here && !taken)
+        if (here && !taken && b->rank < j->world_size)
             return j;
     }
     return NULL;
@@ -334,8 +335,6 @@ static void p3d_attach_bad(struct p3d_walk *w, struct p3d_jobset *set)
             memset(r, 0, sizeof(*r));
             r->path = b->path;
             r->rank = b->rank;
-            if (b->rank >= j->world_size)
-                j->world_size = b->rank + 1;
         }
         free(b->msg);
     }
