@@ -19,6 +19,7 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 #include "test_an_build.h"
+#include "test_time_util.h"
 
 #define COMM 0x55ull
 
@@ -48,28 +49,6 @@ static void test_iv_minus_from(void **state)
     p3d_ivs_free(&u);
 }
 
-struct loaded {
-    struct p3d_job job;
-    struct p3d_rank rank;
-    struct p3d_time_res t;
-    struct p3d_tl tl;
-    struct p3d_tload *ld;
-};
-
-static void load(struct loaded *l, const char *path, int64_t shift)
-{
-    memset(l, 0, sizeof(*l));
-    l->rank.path = (char *)path;
-    l->job.ranks = &l->rank;
-    l->job.n_ranks = 1;
-    l->t.tl = &l->tl;
-    l->t.n = 1;
-    l->ld = p3d_tload_new();
-    if (shift)
-        p3d_tload_shift(l->ld, shift);
-    p3d_time_load_rank(&l->job, &l->tl, 0, l->ld, 0);
-}
-
 static void test_load_shifted(void **state)
 {
     static struct tab_file f;
@@ -84,9 +63,9 @@ static void test_load_shifted(void **state)
     tab_op(&f, 3, COMM, 2, P3D_OP_ALLREDUCE, 3000);
     tab_gpu(&f, 3, 3002, 3040);
     assert_int_equal(tab_write(&f, "an-fast-shift"), 0);
-    load(&a, f.path, 0);
+    load_rank(&a, f.path, 0);
     p3d_time_shift_ops(&a.tl, d);
-    load(&b, f.path, d);
+    load_rank(&b, f.path, d);
     assert_int_equal(a.tl.n_ops, 3);
     assert_int_equal(b.tl.n_ops, 3);
     for (size_t i = 0; i < 3; i++) {
@@ -105,10 +84,8 @@ static void test_load_shifted(void **state)
     p3d_time_unload(&b.tl, b.ld);
     p3d_time_load_rank(&b.job, &b.tl, 0, b.ld, 0);
     assert_int_equal(b.tl.ops[0].s, 1005);
-    p3d_time_unload(&a.tl, a.ld);
-    p3d_time_unload(&b.tl, b.ld);
-    p3d_tload_free(a.ld);
-    p3d_tload_free(b.ld);
+    unload_rank(&a);
+    unload_rank(&b);
     unlink(f.path);
 }
 

@@ -24,17 +24,9 @@
  * 7th a Send/Recv pair on comm 0, a few disagreeing or unusable. */
 static struct p3d_rec_op mk(int rank, int k, int *comm_rank)
 {
-    struct p3d_rec_op o;
+    struct p3d_rec_op o = match_coll_op(k, N_COMMS);
 
-    memset(&o, 0, sizeof(o));
-    o.h.tag = P3D_REC_OP;
-    o.h.len = sizeof(o);
-    o.comm_hash = 0x9e3779b97f4a7c15ull * (uint64_t)(k % N_COMMS + 1);
-    o.seq = (uint64_t)(k / N_COMMS);
-    o.op = P3D_OP_ALLREDUCE;
-    o.count = 100 + (rank == 2 && k % 5 == 0); /* rank 2 disagrees */
-    o.dtype = 7;
-    o.peer = -1;
+    o.count += (rank == 2 && k % 5 == 0); /* rank 2 disagrees */
     *comm_rank = rank;
     if (k % 7 == 0) { /* Send 0->1, 2->3; Recv the same */
         o.comm_hash = 0x77;

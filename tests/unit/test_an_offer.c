@@ -25,17 +25,9 @@
  * disagreeing now and then, every 5th a Send/Recv on comm 0x77. */
 static struct p3d_rec_op mk(int rank, int k, int *comm_rank)
 {
-    struct p3d_rec_op o;
+    struct p3d_rec_op o = match_coll_op(k, N_COMMS);
 
-    memset(&o, 0, sizeof(o));
-    o.h.tag = P3D_REC_OP;
-    o.h.len = sizeof(o);
-    o.comm_hash = 0x9e3779b97f4a7c15ull * (uint64_t)(k % N_COMMS + 1);
-    o.seq = (uint64_t)(k / N_COMMS);
-    o.op = P3D_OP_ALLREDUCE;
-    o.count = 100 + (rank == 2 && k % 9 == 0);
-    o.dtype = 7;
-    o.peer = -1;
+    o.count += (rank == 2 && k % 9 == 0);
     *comm_rank = rank;
     if (k % 5 == 0) { /* rank 0 sends to 1, 1 receives */
         o.comm_hash = 0x77;

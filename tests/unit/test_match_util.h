@@ -13,6 +13,24 @@
 #include "p3d_job.h"
 #include "p3d_match.h"
 
+/* The k-th op of a rank spread over n_comms communicators: an 8-byte
+ * all-reduce of count 100, seq k / n_comms (the tests vary it from here). */
+static inline struct p3d_rec_op match_coll_op(int k, int n_comms)
+{
+    struct p3d_rec_op o;
+
+    memset(&o, 0, sizeof(o));
+    o.h.tag = P3D_REC_OP;
+    o.h.len = sizeof(o);
+    o.comm_hash = 0x9e3779b97f4a7c15ull * (uint64_t)(k % n_comms + 1);
+    o.seq = (uint64_t)(k / n_comms);
+    o.op = P3D_OP_ALLREDUCE;
+    o.count = 100;
+    o.dtype = 7;
+    o.peer = -1;
+    return o;
+}
+
 /* Finish m (freeing it) and return its result by value. */
 static inline struct p3d_match_res match_finish(struct p3d_matcher *m)
 {

@@ -18,34 +18,19 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 #include "test_an_build.h"
+#include "test_time_util.h"
 
 #define COMM 0x55ull
-
-struct loaded {
-    struct p3d_job job;
-    struct p3d_rank rank;
-    struct p3d_time_res t;
-    struct p3d_tl tl;
-    struct p3d_tload *ld;
-};
 
 static void load(struct loaded *l, struct tab_file *f, const char *name)
 {
     assert_int_equal(tab_write(f, name), 0);
-    memset(l, 0, sizeof(*l));
-    l->rank.path = f->path;
-    l->job.ranks = &l->rank;
-    l->job.n_ranks = 1;
-    l->t.tl = &l->tl;
-    l->t.n = 1;
-    l->ld = p3d_tload_new();
-    p3d_time_load_rank(&l->job, &l->tl, 0, l->ld, 0);
+    load_rank(l, f->path, 0);
 }
 
 static void unload(struct loaded *l, struct tab_file *f)
 {
-    p3d_time_unload(&l->tl, l->ld);
-    p3d_tload_free(l->ld);
+    unload_rank(l);
     unlink(f->path);
 }
 
