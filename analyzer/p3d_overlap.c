@@ -49,40 +49,16 @@ static void p3d_opidx_build(const struct p3d_tl *tl, struct p3d_opidx *x)
                          ? x->smin[i + 1] : tl->ops[i].s;
 }
 
-/* First i in [lo, n) with v[i] > t (or >= t with ge), v non-decreasing
- * and no i below lo qualifying: galloping from lo, then bisection. */
-static size_t p3d_opidx_first(const int64_t *v, size_t n, size_t lo,
-                              int64_t t, int ge)
-{
-    size_t hi = lo, step = 1;
-
-    while (hi < n && !(ge ? v[hi] >= t : v[hi] > t)) {
-        lo = hi + 1;
-        hi += step;
-        step *= 2;
-    }
-    if (hi > n)
-        hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ge ? v[mid] >= t : v[mid] > t)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
 /* [*i0, *i1): the ops with e > s (from the first) and s < e (to the last).
  * A window that does not start (end) before the previous one searches
  * from the previous answer: the same answer as from 0. */
 static void p3d_opidx_range(struct p3d_opidx *x, size_t n, int64_t s,
                             int64_t e, size_t *i0, size_t *i1)
 {
-    *i0 = p3d_opidx_first(x->pmax, n, x->have && s >= x->ls ? x->l0 : 0, s,
-                          0);
-    *i1 = p3d_opidx_first(x->smin, n, x->have && e >= x->le ? x->l1 : 0, e,
-                          1);
+    *i0 = p3d_gallop(x->pmax, sizeof(*x->pmax), n,
+                     x->have && s >= x->ls ? x->l0 : 0, s, 0);
+    *i1 = p3d_gallop(x->smin, sizeof(*x->smin), n,
+                     x->have && e >= x->le ? x->l1 : 0, e, 1);
     x->ls = s;
     x->le = e;
     x->l0 = *i0;

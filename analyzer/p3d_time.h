@@ -47,6 +47,44 @@ int64_t p3d_iv_minus_from(int64_t s0, int64_t e0, const struct p3d_ivs *b,
                           size_t *hint);
 void p3d_ivs_free(struct p3d_ivs *l);
 
+/* Whether key i of p3d_gallop's keys is above t (at or above with ge). */
+static inline int p3d_gallop_hit(const int64_t *key0, size_t stride,
+                                 size_t i, int64_t t, int ge)
+{
+    int64_t k = *(const int64_t *)((const char *)key0 + i * stride);
+
+    return ge ? k >= t : k > t;
+}
+
+/*
+ * First i in [lo, n) whose key, the int64_t stride bytes after the
+ * previous one from key0, is above t (at or above with ge); the keys do
+ * not decrease and none below lo qualifies.  Gallops from lo, then
+ * bisects: a search that starts near its answer costs the log of the
+ * distance.  For the searches that resume from a previous answer.
+ */
+static inline size_t p3d_gallop(const int64_t *key0, size_t stride,
+                                size_t n, size_t lo, int64_t t, int ge)
+{
+    size_t hi = lo, step = 1;
+
+    while (hi < n && !p3d_gallop_hit(key0, stride, hi, t, ge)) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    if (hi > n)
+        hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p3d_gallop_hit(key0, stride, mid, t, ge))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 /* Where GPU times come from. */
 enum { P3D_TSRC_HOST, P3D_TSRC_SPAN, P3D_TSRC_GPU };
 

@@ -73,25 +73,12 @@ static size_t p3d_ivs_find(const struct p3d_ivs *u, int64_t t)
 static size_t p3d_ivs_find_from(const struct p3d_ivs *u, int64_t t,
                                 size_t *hint)
 {
-    size_t lo = *hint, hi, step = 1;
+    size_t lo = *hint;
 
     if (lo > u->n || (lo > 0 && u->v[lo - 1].e > t))
         lo = 0;
-    hi = lo;
-    while (hi < u->n && u->v[hi].e <= t) { /* gallop to bracket it */
-        lo = hi + 1;
-        hi += step;
-        step *= 2;
-    }
-    if (hi > u->n)
-        hi = u->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (u->v[mid].e <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    if (lo < u->n)
+        lo = p3d_gallop(&u->v->e, sizeof(*u->v), u->n, lo, t, 0);
     *hint = lo;
     return lo;
 }
