@@ -362,11 +362,14 @@ static void p3d_mbatch_keep(struct p3d_mbatch *b, const uint8_t *left)
     b->n = n;
 }
 
-void p3d_matcher_offer(struct p3d_matcher *m, int rank, struct p3d_mbatch *b)
+/* Match the batch's ops of every shard whose lock is free (with wait: of
+ * every shard) and keep the rest, in order, for the next time. */
+static void p3d_mbatch_give(struct p3d_matcher *m, int rank,
+                            struct p3d_mbatch *b, int wait)
 {
     uint32_t start[P3D_SHARDS + 1];
     uint8_t left[P3D_SHARDS];
-    int wait = b->n >= P3D_MBATCH_MAX, n_left = 0;
+    int n_left = 0;
 
     p3d_mbatch_sort(b, start);
     for (int s = 0; s < P3D_SHARDS; s++) {
@@ -390,20 +393,14 @@ void p3d_matcher_offer(struct p3d_matcher *m, int rank, struct p3d_mbatch *b)
     b->due = b->n + P3D_MBATCH_OPS;
 }
 
+void p3d_matcher_offer(struct p3d_matcher *m, int rank, struct p3d_mbatch *b)
+{
+    p3d_mbatch_give(m, rank, b, b->n >= P3D_MBATCH_MAX);
+}
+
 void p3d_matcher_flush(struct p3d_matcher *m, int rank, struct p3d_mbatch *b)
 {
-    uint32_t start[P3D_SHARDS + 1];
-
-    p3d_mbatch_sort(b, start);
-    for (int s = 0; s < P3D_SHARDS; s++) {
-        if (start[s] == start[s + 1])
-            continue;
-        pthread_mutex_lock(&m->shard[s].lock);
-        p3d_mbatch_run(m, rank, b, start, s);
-        pthread_mutex_unlock(&m->shard[s].lock);
-    }
-    b->n = 0;
-    b->due = 0;
+    p3d_mbatch_give(m, rank, b, 1);
 }
 
 void p3d_mbatch_free(struct p3d_mbatch *b)
