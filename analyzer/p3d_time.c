@@ -102,28 +102,32 @@ static void p3d_time_rates(struct p3d_time_res *t)
         t->samples_per_s = (double)t->gbs / (t->step_ms / 1e3);
 }
 
+void p3d_time_shift_op(struct p3d_top *t, int64_t d)
+{
+    t->h0 += d;
+    t->h1 += d;
+    t->hg += d;
+    t->hs += d;
+    t->s += d;
+    t->e += d;
+}
+
+void p3d_time_shift_ivs(struct p3d_tl *tl, int64_t d)
+{
+    struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+
+    for (int j = 0; d && j < 3; j++)
+        for (size_t k = 0; k < l[j]->n; k++) {
+            l[j]->v[k].s += d;
+            l[j]->v[k].e += d;
+        }
+}
+
 void p3d_time_shift_ops(struct p3d_tl *tl, int64_t d)
 {
-    for (size_t k = 0; k < tl->n_ops; k++) {
-        tl->ops[k].h0 += d;
-        tl->ops[k].h1 += d;
-        tl->ops[k].hg += d;
-        tl->ops[k].hs += d;
-        tl->ops[k].s += d;
-        tl->ops[k].e += d;
-    }
-    for (size_t k = 0; k < tl->compute.n; k++) {
-        tl->compute.v[k].s += d;
-        tl->compute.v[k].e += d;
-    }
-    for (size_t k = 0; k < tl->copy.n; k++) {
-        tl->copy.v[k].s += d;
-        tl->copy.v[k].e += d;
-    }
-    for (size_t k = 0; k < tl->nccl.n; k++) {
-        tl->nccl.v[k].s += d;
-        tl->nccl.v[k].e += d;
-    }
+    for (size_t k = 0; k < tl->n_ops; k++)
+        p3d_time_shift_op(&tl->ops[k], d);
+    p3d_time_shift_ivs(tl, d);
 }
 
 /* Timelines with what the headers say, and the hosts. */

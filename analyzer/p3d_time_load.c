@@ -322,19 +322,6 @@ static void p3d_tl_sort(struct p3d_tl *tl, struct p3d_tload *ld)
     tl->cap_ops = c;
 }
 
-/* Unions shifted as p3d_time_shift_ops would (ops are shifted as they
- * are finished). */
-static void p3d_tl_shift_ivs(struct p3d_tl *tl, int64_t d)
-{
-    struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
-
-    for (int j = 0; d && j < 3; j++)
-        for (size_t k = 0; k < l[j]->n; k++) {
-            l[j]->v[k].s += d;
-            l[j]->v[k].e += d;
-        }
-}
-
 static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     size_t n_gpu;
@@ -365,17 +352,11 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
         tl->n_placed += t->has_gpu;
         if (ld->spans)
             p3d_ivs_add(&tl->nccl, t->s, t->e);
-        if (d) {
-            t->h0 += d;
-            t->h1 += d;
-            t->hg += d;
-            t->hs += d;
-            t->s += d;
-            t->e += d;
-        }
+        if (d) /* as p3d_time_shift_ops, on this walk */
+            p3d_time_shift_op(t, d);
     }
     if (!ld->spans) {
-        p3d_tl_shift_ivs(tl, d);
+        p3d_time_shift_ivs(tl, d);
         return;
     }
     for (size_t i = 0; i < tl->nsp_raw.n; i++)
@@ -383,7 +364,7 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     p3d_ivs_union(&tl->nccl);
     p3d_ivs_union(&tl->compute);
     p3d_ivs_union(&tl->copy);
-    p3d_tl_shift_ivs(tl, d);
+    p3d_time_shift_ivs(tl, d);
     tl->peak_mem = ld->peak[P3D_MEM_DEVICE];
     if (!tl->peak_mem)
         tl->peak_mem = ld->peak[P3D_MEM_DEVICE_USED];
