@@ -88,10 +88,7 @@ static void p3d_html_hosts(FILE *f, const struct p3d_job *job)
     fputs("<tr><td>hosts</td><td>", f);
     for (int i = 0; i < job->n_ranks && n < 32; i++) {
         const char *h = job->ranks[i].hdr.hostname;
-        int dup = 0;
-        for (int k = 0; k < i && !dup; k++)
-            dup = !strncmp(job->ranks[k].hdr.hostname, h, P3D_HOST_LEN);
-        if (dup || !h[0])   /* !h[0]: a file with no readable header */
+        if (!p3d_job_host_first(job, i))
             continue;
         fputs(n++ ? ", " : "", f);
         p3d_html_esc(f, h, strnlen(h, P3D_HOST_LEN));

@@ -4,6 +4,7 @@
  * they cannot drift apart.
  */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "p3d_job.h"
@@ -15,6 +16,18 @@ int p3d_job_ranks_found(const struct p3d_job *job)
     for (int i = 0; i < job->n_ranks; i++)
         found += !job->ranks[i].failed;
     return found;
+}
+
+int p3d_job_host_first(const struct p3d_job *job, int i)
+{
+    const char *h = job->ranks[i].hdr.hostname;
+
+    if (!h[0])
+        return 0;
+    for (int k = 0; k < i; k++)
+        if (!strncmp(job->ranks[k].hdr.hostname, h, P3D_HOST_LEN))
+            return 0;
+    return 1;
 }
 
 void p3d_job_started(const struct p3d_job *job, char *buf, size_t n)

@@ -144,6 +144,9 @@ struct p3d_rank *p3d_job_rank(const struct p3d_job *job, int rank);
 void p3d_job_free(struct p3d_job *job);
 /* Ranks whose trace could be read (p3d_job.c). */
 int p3d_job_ranks_found(const struct p3d_job *job);
+/* 1 when rank file i names a host no earlier file names (0 for a file
+ * with no readable header: its host is unknown).  For host lists. */
+int p3d_job_host_first(const struct p3d_job *job, int i);
 /* The job's start as "YYYY-MM-DD HH:MM:SS UTC", "?" if unknown. */
 void p3d_job_started(const struct p3d_job *job, char *buf, size_t n);
 

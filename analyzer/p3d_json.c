@@ -54,12 +54,9 @@ static void p3d_json_hosts(FILE *f, const struct p3d_job *job)
     fputc('[', f);
     for (int i = 0, n = 0; i < job->n_ranks; i++) {
         char h[P3D_HOST_LEN + 1];
-        int dup = 0;
-        p3d_fixed_str(h, job->ranks[i].hdr.hostname, P3D_HOST_LEN);
-        for (int k = 0; k < i && !dup; k++)
-            dup = !strncmp(job->ranks[k].hdr.hostname, h, P3D_HOST_LEN);
-        if (dup || !h[0])   /* !h[0]: a file with no readable header */
+        if (!p3d_job_host_first(job, i))
             continue;
+        p3d_fixed_str(h, job->ranks[i].hdr.hostname, P3D_HOST_LEN);
         fputs(n++ ? ", " : "", f);
         p3d_js(f, h);
     }
