@@ -42,12 +42,15 @@ log_period_ms() {
     python3 "$root/tests/gpu/check_megatron.py" --period "$1"
 }
 # mega_run NAME LIB GPUS TP PP NMB ITERS SECONDS: the tiny GPT on one GPU,
-# untraced when LIB is empty; log in $out/NAME.log
+# untraced when LIB is empty; log in $out/NAME.log.  MEGA_PORT: the
+# master port (else a random one); MEGA_CPUS: taskset's CPU list.
 mega_run() {
+    local pin=()
+    [ -n "${MEGA_CPUS:-}" ] && pin=(taskset -c "$MEGA_CPUS")
     ONE_GPU=${ONE_GPU:-1} GPUS=$3 TP=$4 PP=$5 NMB=$6 ITERS=$7 P3D_LIB=$2 OUT=$out \
-        NAME=$1 PORT=$((29400 + RANDOM % 100)) timeout "$8" \
-        bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
-        echo "megatron: $1 run failed (log $out/$1.log)"
+        NAME=$1 PORT=${MEGA_PORT:-$((29400 + RANDOM % 100))} timeout "$8" \
+        ${pin[@]+"${pin[@]}"} bash "$root/scripts/run_tiny_gpt.sh" \
+        > /dev/null 2>&1 || echo "megatron: $1 run failed (log $out/$1.log)"
 }
 if [ "${1:-}" = ablate-tp ]; then
     variants="gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events"
@@ -96,15 +99,12 @@ if [ "${1:-}" = megapair ]; then
     [ "$(nvidia-smi -L | wc -l)" -ge 2 ] ||
         { echo "gpu_overhead megapair: needs 2 GPUs"; exit 1; }
     one() {  # one NAME GPU LIB PORT; PIN=N: the job on cores [gN, (g+1)N)
-        ( export CUDA_VISIBLE_DEVICES=$2
-          pin=()
+        ( export CUDA_VISIBLE_DEVICES=$2 MEGA_PORT=$4 ONE_GPU=0
           [ "${PIN:-0}" -gt 0 ] &&
-              pin=(taskset -c "$(( $2 * PIN ))-$(( ($2 + 1) * PIN - 1 ))")
+              export MEGA_CPUS="$(( $2 * PIN ))-$(( ($2 + 1) * PIN - 1 ))"
           if [ -n "$3" ] && [ -n "${TRACED_ENV:-}" ]; then export $TRACED_ENV; fi
-          ONE_GPU=0 GPUS=1 TP=1 PP=1 NMB=${MEGA_NMB:-4} ITERS=${MEGA_ITERS:-30} \
-          P3D_LIB=$3 OUT=$out NAME=$1 PORT=$4 timeout "${MEGA_TIMEOUT:-200}" \
-          ${pin[@]+"${pin[@]}"} bash "$root/scripts/run_tiny_gpt.sh" > /dev/null 2>&1 ||
-              echo "megatron: $1 run failed (log $out/$1.log)" )
+          mega_run "$1" "$3" 1 1 1 "${MEGA_NMB:-4}" "${MEGA_ITERS:-30}" \
+                   "${MEGA_TIMEOUT:-200}" )
     }
     for r in $(seq 1 "${ROUNDS:-4}"); do
         tg=$(( r % 2 )); pg=$(( 1 - tg ))
