@@ -82,14 +82,11 @@ fi
 if [ "${1:-}" = kernels ]; then
     for r in $(seq 1 "${ROUNDS:-2}"); do
         for v in plain shim gpuoff; do
-            case $v in
-            plain) got=$("$py" "$root/bench/kernel_cost.py") ;;
-            shim) got=$(LD_PRELOAD=$P3D_LIB P3D_TRACE_DIR=$out/traces \
-                        P3D_JOB_ID=k$r "$py" "$root/bench/kernel_cost.py") ;;
-            gpuoff) got=$(LD_PRELOAD=$P3D_LIB P3D_TRACE_DIR=$out/traces \
-                          P3D_JOB_ID=k$r-off P3D_GPU_TIMING=off \
-                          "$py" "$root/bench/kernel_cost.py") ;;
-            esac
+            e=()
+            [ $v = plain ] || e=(LD_PRELOAD="$P3D_LIB"
+                P3D_TRACE_DIR="$out/traces" P3D_JOB_ID="k$r-$v")
+            [ $v = gpuoff ] && e+=(P3D_GPU_TIMING=off)
+            got=$(env ${e[@]+"${e[@]}"} "$py" "$root/bench/kernel_cost.py")
             echo "kernels round $r $v: us per kernel: $got"
         done
     done
