@@ -78,14 +78,16 @@ fi
 # adds settings to the traced job.
 # kernels: microseconds per CUDA kernel (bench/kernel_cost.py: a
 # launch-bound add and a GPU-bound matmul), untraced, traced with the
-# defaults and traced without GPU timing, ROUNDS [2] times interleaved.
+# defaults, with CUDA events and without GPU timing, ROUNDS [2] times
+# interleaved.
 if [ "${1:-}" = kernels ]; then
     for r in $(seq 1 "${ROUNDS:-2}"); do
-        for v in plain shim gpuoff; do
+        for v in plain shim events gpuoff; do
             e=()
             [ $v = plain ] || e=(LD_PRELOAD="$P3D_LIB"
                 P3D_TRACE_DIR="$out/traces" P3D_JOB_ID="k$r-$v")
             [ $v = gpuoff ] && e+=(P3D_GPU_TIMING=off)
+            [ $v = events ] && e+=(P3D_GPU_TIMING=events)
             got=$(env ${e[@]+"${e[@]}"} "$py" "$root/bench/kernel_cost.py")
             echo "kernels round $r $v: us per kernel: $got"
         done

@@ -16,6 +16,7 @@
 #define P3D_ENV_STACKS "P3D_STACKS"             /* 0/1 */
 #define P3D_ENV_MAX_MB "P3D_MAX_MB"             /* trace file size cap */
 #define P3D_ENV_CUPTI_DRIVER "P3D_CUPTI_DRIVER" /* 0|launch|all */
+#define P3D_ENV_GPU_WINDOW "P3D_GPU_WINDOW"     /* FIRST:ON:EVERY s|all|off */
 
 #define P3D_DEFAULT_TRACE_DIR "traces"
 

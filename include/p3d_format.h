@@ -167,7 +167,8 @@ struct p3d_rec_hdr {
     X(P3D_REC_HANG, 0x8009, p3d_rec_hang, "hang")                             \
     X(P3D_REC_MARK, 0x800a, p3d_rec_mark, "mark")                             \
     X(P3D_REC_SUMMARY, 0x800b, p3d_rec_summary, "summary")                    \
-    X(P3D_REC_NOTE, 0x800c, p3d_rec_str, "note")
+    X(P3D_REC_NOTE, 0x800c, p3d_rec_str, "note")                              \
+    X(P3D_REC_GPU_WINDOW, 0x800d, p3d_rec_gpu_window, "gpu_window")
 
 enum p3d_rec_tag {
 #define P3D_X_TAG(name, value, type, text) name = value,
@@ -581,6 +582,19 @@ struct p3d_rec_summary {
     uint64_t peak[4];
 };
 
+/*
+ * Kernel records (CUPTI) start (on = 1) or stop (on = 0) at host time t.
+ * A trace with these records has compute/copy spans only inside its
+ * windows: [t of an on, t of the next off, or the end of the trace).
+ * A trace without them has spans for the whole run (or for none).
+ *   0 4 hdr | 4 4 on | 8 8 t
+ */
+struct p3d_rec_gpu_window {
+    struct p3d_rec_hdr h;
+    uint32_t on;
+    uint64_t t;
+};
+
 #define P3D_FORMAT_ASSERT(type, size)                                         \
     _Static_assert(sizeof(struct type) == (size), #type " size changed")
 
@@ -602,6 +616,7 @@ P3D_FORMAT_ASSERT(p3d_rec_module, 24);
 P3D_FORMAT_ASSERT(p3d_rec_hang, 64);
 P3D_FORMAT_ASSERT(p3d_rec_mark, 24);
 P3D_FORMAT_ASSERT(p3d_rec_summary, 72);
+P3D_FORMAT_ASSERT(p3d_rec_gpu_window, 16);
 _Static_assert(offsetof(struct p3d_file_hdr, job_id) == 96, "hdr layout");
 _Static_assert(offsetof(struct p3d_file_hdr, hostname) == 160, "hdr layout");
 _Static_assert(offsetof(struct p3d_rec_op, comm_rank) == 92, "op layout");

@@ -232,6 +232,7 @@ static void cupti_nccl_op(uint64_t ext, uint64_t start, uint64_t end)
 /* How NCCL kernels were linked (under cupti_lock), noted in the trace. */
 static uint64_t cupti_n_by_id, cupti_n_by_order, cupti_n_unlinked;
 static const char *cupti_driver_mode = "off";
+static int cupti_windowed; /* kernel windows only (p3d_gpu_window.c) */
 
 static void cupti_kernel(const CUpti_ActivityKernel10 *k)
 {
@@ -456,7 +457,8 @@ static void cupti_undo(void)
     cupti_sub = NULL;
 }
 
-int p3d_cupti_start(int required)
+/* Claim CUPTI, map the buffer pool, pair the clocks; no kind enabled. */
+static int cupti_setup(int required)
 {
     CUptiResult r;
 
@@ -484,14 +486,57 @@ int p3d_cupti_start(int required)
     p3d_span_init(&cupti_spans, p3d_span_write, NULL);
     if (p3d_clock_pair(&cupti_clock, cupti_timestamp, -1, 5) != 0 ||
         cu.RegisterCallbacks(cupti_buf_request, cupti_buf_complete) !=
-            CUPTI_SUCCESS ||
-        cupti_enable_all() != 0) {
+            CUPTI_SUCCESS) {
         cupti_undo();
         return -1;
     }
     cupti_clock_at = p3d_now();
+    return 0;
+}
+
+int p3d_cupti_start(int required)
+{
+    if (cupti_setup(required) != 0)
+        return -1;
+    if (cupti_enable_all() != 0) {
+        cupti_undo();
+        return -1;
+    }
     atomic_store(&cupti_on, 1);
     return 0;
+}
+
+int p3d_cupti_start_windowed(void)
+{
+    if (cupti_setup(0) != 0)
+        return -1;
+    cupti_windowed = 1;
+    atomic_store(&cupti_on, 1);
+    return 0;
+}
+
+/*
+ * A kernel window opens or closes.  Kernels launched before the close
+ * still deliver their records (the regular flush picks them up); their
+ * open spans close when the next window's kernels come, or at exit.
+ */
+void p3d_cupti_kernels(int on)
+{
+    static const CUpti_ActivityKind kinds[] = {
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMSET};
+    size_t i;
+
+    if (!atomic_load(&cupti_on))
+        return;
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        CUptiResult r = on ? cu.Enable(kinds[i]) : cu.Disable(kinds[i]);
+
+        if (r != CUPTI_SUCCESS && on)
+            p3d_warn_once("cupti_window", "CUPTI refused kernel or copy "
+                          "records (error %d): the compute timeline has "
+                          "gaps", (int)r);
+    }
 }
 
 void p3d_cupti_push(uint64_t key)
@@ -563,10 +608,19 @@ void p3d_cupti_fini(void)
     cu.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&cupti_lock);
     p3d_span_flush(&cupti_spans);
-    p3d_note("cupti: driver records %s; NCCL kernels linked by correlation "
-             "id %llu, by launch order %llu, to no op %llu",
-             cupti_driver_mode, (unsigned long long)cupti_n_by_id,
-             (unsigned long long)cupti_n_by_order,
-             (unsigned long long)cupti_n_unlinked);
+    if (cupti_windowed) {
+        char w[96];
+
+        p3d_gpu_window_describe(w, sizeof(w));
+        p3d_note("cupti: kernel records in %s; NCCL ops timed by CUDA "
+                 "events (NCCL kernels %llu)", w,
+                 (unsigned long long)cupti_n_unlinked);
+    } else {
+        p3d_note("cupti: driver records %s; NCCL kernels linked by "
+                 "correlation id %llu, by launch order %llu, to no op %llu",
+                 cupti_driver_mode, (unsigned long long)cupti_n_by_id,
+                 (unsigned long long)cupti_n_by_order,
+                 (unsigned long long)cupti_n_unlinked);
+    }
     pthread_mutex_unlock(&cupti_lock);
 }

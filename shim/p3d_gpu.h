@@ -8,7 +8,9 @@
  *   events  p3d_gpu_events.c: CUDA events recorded around each op on its
  *           stream, polled by the background thread (p3d_gpu_thread.c);
  *   off     nothing.
- * P3D_GPU_TIMING=auto picks cupti, then events.  Every CUDA/CUPTI function
+ * P3D_GPU_TIMING=auto (the default) times NCCL ops with events and lets
+ * CUPTI record kernels in windows (p3d_gpu_window.c); without events it
+ * takes CUPTI for everything.  Every CUDA/CUPTI function
  * is called through a pointer resolved at run time (p3d_gpu_cuda.c).
  */
 #ifndef P3D_GPU_H
@@ -152,6 +154,29 @@ int p3d_cupti_order_match(uint32_t stream, uint64_t *key);
 void p3d_cupti_order_linked(uint32_t stream, uint64_t key);
 void p3d_cupti_tick(void);          /* background thread: flush, clock */
 void p3d_cupti_fini(void);
+
+/* Kernel-record windows (p3d_gpu_window.c): P3D_GPU_WINDOW. */
+#define P3D_GPU_WINDOW_FIRST_S 300
+#define P3D_GPU_WINDOW_ON_S 30
+#define P3D_GPU_WINDOW_EVERY_S 600
+enum { P3D_WIN_NONE, P3D_WIN_SOME, P3D_WIN_ALL };
+struct p3d_gpu_window {
+    uint64_t first_ns, on_ns, every_ns;
+    int mode;               /* P3D_WIN_* */
+};
+/* 0, or -1 if `s` is not understood (then *w holds the default). */
+int p3d_gpu_window_parse(const char *s, struct p3d_gpu_window *w);
+/* 1 if kernels are recorded `since_ns` after GPU timing started. */
+int p3d_gpu_window_want(const struct p3d_gpu_window *w, uint64_t since_ns);
+int p3d_gpu_window_config(void);   /* read the variable; 0 = no windows */
+void p3d_gpu_window_begin(void);
+void p3d_gpu_window_tick(uint64_t now);   /* background thread */
+void p3d_gpu_window_describe(char *buf, size_t len);
+
+/* CUPTI for kernel windows only: no NCCL op linking, kinds off until
+ * p3d_cupti_kernels(1).  0, or -1 (unavailable/busy). */
+int p3d_cupti_start_windowed(void);
+void p3d_cupti_kernels(int on);    /* background thread */
 
 /* CUDA events (p3d_gpu_events.c). */
 int p3d_events_start(void);

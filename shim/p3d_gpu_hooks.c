@@ -3,9 +3,10 @@
  * (p3d_hooks.h): choose the GPU timing backend once and route each op to
  * it.
  *
- * P3D_GPU_TIMING=auto (default) tries CUPTI, then CUDA events; "cupti"
- * and "events" ask for one (cupti still falls back to events, warned);
- * "off" records no GPU times.  With CUPTI an ungrouped op is bracketed by
+ * P3D_GPU_TIMING=auto (default) times NCCL ops with CUDA events and
+ * records kernels with CUPTI in windows (gpu_start_auto); "cupti" asks
+ * for CUPTI for both, all the run (still falling back to events, warned),
+ * "events" for events alone; "off" records no GPU times.  With CUPTI an ungrouped op is bracketed by
  * an external correlation id = its op_id; the ops of a group are
  * remembered on the thread and published at the outermost ncclGroupEnd,
  * which is bracketed by a group key (P3D_GPU_GROUP_KEY | sequence),
@@ -64,10 +65,29 @@ static void gpu_atexit(void)
     int mode = atomic_load(&gpu_mode);
 
     p3d_gpu_thread_stop();
-    if (mode == P3D_GPU_CUPTI)
-        p3d_cupti_fini();
-    else if (mode == P3D_GPU_EVENTS)
+    if (mode == P3D_GPU_EVENTS)
         p3d_events_drain(20000000ull);
+    p3d_cupti_fini();      /* no-op unless CUPTI runs (maybe in windows) */
+}
+
+/*
+ * auto: CUDA events time the NCCL ops, CUPTI records kernels in windows
+ * (p3d_gpu_window.c); without CUDA events, CUPTI for everything.
+ */
+static int gpu_start_auto(void)
+{
+    if (p3d_events_start() == 0) {
+        if (p3d_gpu_window_config() && p3d_cupti_start_windowed() == 0) {
+            p3d_gpu_warn_shared();
+            p3d_gpu_window_begin();
+        }
+        return P3D_GPU_EVENTS;
+    }
+    if (p3d_cupti_start(0) == 0) {
+        p3d_gpu_warn_shared();
+        return P3D_GPU_CUPTI;
+    }
+    return P3D_GPU_OFF;
 }
 
 static void gpu_init(void)
@@ -79,14 +99,13 @@ static void gpu_init(void)
         __atomic_store_n(&p3d_hook_ops_idle, 1, __ATOMIC_RELAXED);
         return;
     }
-    if (want != P3D_GPU_EVENTS &&
-        p3d_cupti_start(want == P3D_GPU_CUPTI) == 0) {
+    if (want == P3D_GPU_AUTO)
+        mode = gpu_start_auto();
+    else if (want == P3D_GPU_CUPTI && p3d_cupti_start(1) == 0)
         mode = P3D_GPU_CUPTI;
-        if (want == P3D_GPU_AUTO)
-            p3d_gpu_warn_shared();
-    } else if (p3d_events_start() == 0)
+    else if (p3d_events_start() == 0)
         mode = P3D_GPU_EVENTS;
-    else
+    if (mode == P3D_GPU_OFF)
         p3d_warn_once("gpu_none", "no GPU timing: neither CUPTI nor CUDA "
                       "events are available");
     atomic_store(&gpu_mode, mode);
@@ -272,8 +291,7 @@ void p3d_hook_comm_end(uint64_t comm_hash, int how)
     (void)how;
     if (mode == P3D_GPU_EVENTS)
         p3d_events_drain(50000000ull);
-    else if (mode == P3D_GPU_CUPTI)
-        p3d_cupti_flush();
+    p3d_cupti_flush();     /* no-op unless CUPTI runs (maybe in windows) */
 }
 
 /* No CUDA here (the runtime may be gone): only what gpu_atexit missed. */

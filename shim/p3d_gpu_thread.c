@@ -90,6 +90,7 @@ static void *thr_main(void *arg)
         }
         if (p3d_mem_used_due(now))
             thr_sample_used(c);
+        p3d_gpu_window_tick(now);
         if (now - last_slow >= 100000000ull) {
             p3d_cupti_tick();
             last_slow = now;

@@ -10,6 +10,10 @@
  *                       writes DIR/returns-RANK: the CLOCK_MONOTONIC ns
  *                       at which each all-reduce and the ncclGroupEnd
  *                       returned to it, one per line.
+ *                       With $P3D_GPU_DRIVER_STEPS = N, each rank then
+ *                       runs N training-like steps of 20 ms: 4 compute
+ *                       kernels of 2 ms and an all-reduce, then sleeps
+ *                       the rest (for the kernel-window tests).
  *   gpu_driver mem      one process: a known allocation pattern through
  *                       every allocation path, including functions got
  *                       from cudaGetDriverEntryPoint(ByVersion) and
@@ -93,6 +97,22 @@ static void write_returns(int rank)
     CHECK(fclose(f) == 0);
 }
 
+static void steps(ncclComm_t comm, cudaStream_t s, cudaStream_t cs,
+                  float *buf, size_t count)
+{
+    const char *e = getenv("P3D_GPU_DRIVER_STEPS");
+    int n = e ? atoi(e) : 0;
+
+    for (int k = 0; k < n; k++) {
+        compute(cs, 4, 2000000);
+        CHECK(cudaStreamSynchronize(cs) == cudaSuccess);
+        CHECK(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, s) ==
+              ncclSuccess);
+        CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+        sleep_ms(10);
+    }
+}
+
 static int rank_main(int rank, int n, const char *idfile)
 {
     ncclUniqueId id;
@@ -131,6 +151,7 @@ static int rank_main(int rank, int n, const char *idfile)
     CHECK(ncclGroupEnd() == ncclSuccess);
     returned();
     CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+    steps(comm, s, cs, buf, count);
     CHECK(ncclCommDestroy(comm) == ncclSuccess);
     CHECK(cudaFree(buf) == cudaSuccess);
     write_returns(rank);

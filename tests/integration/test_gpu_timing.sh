@@ -1,6 +1,7 @@
 #!/bin/sh
-# GPU op times and compute spans through the CUPTI path (issue 4), over
-# the fake CUPTI: 2 ranks of gpu_driver nccl.  Every NCCL kernel the fake
+# GPU op times and compute spans through the CUPTI path (issue 4,
+# P3D_GPU_TIMING=cupti; the default's kernel windows are
+# test_gpu_window.sh), over the fake CUPTI: 2 ranks of gpu_driver nccl.  Every NCCL kernel the fake
 # ran (its truth log) must appear as the GPU_OP of its op (grouped ops:
 # of every op of the group) within 5 us; 100 compute kernels must be
 # merged into few spans whose busy time equals the kernels' sum (few:
@@ -36,7 +37,7 @@ P3D_FAKE_SHM_DIR="$tmp" P3D_FAKE_CUPTI_LOG="$tmp/$job.truth" \
 P3D_FAKE_CUPTI_NO_EXT=$noext P3D_FAKE_ASYNC=$async P3D_CUPTI_DRIVER=$nodrv \
 P3D_FAKE_CUPTI_NO_API_FILTER=$old \
 P3D_FAKE_CUPTI_KINDS="$tmp/$job.kinds" P3D_GPU_DRIVER_SPREAD=1 \
-P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job \
+P3D_TRACE_DIR="$tmp" P3D_JOB_ID=$job P3D_GPU_TIMING=cupti \
 LD_LIBRARY_PATH="$P3D_BUILD/fakes" LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" \
     timeout 60 "$drv" nccl 2 2> "$tmp/err"
 if [ $job = bogus ]; then
