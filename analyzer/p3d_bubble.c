@@ -226,6 +226,8 @@ static void p3d_bubble_stage(struct p3d_time_res *t, int st)
         g->n_ranks++;
         for (int k = t->warm; k < t->n_iter; k++) {
             const struct p3d_tbreak *b = &tl->br[k];
+            if (b->nokern)
+                continue; /* P2P time that compute may have hidden */
             step += (double)b->step;
             w += (double)b->pp_wait;
             late += (double)b->late_sender;

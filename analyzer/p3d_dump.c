@@ -239,6 +239,11 @@ static void p3d_dump_misc(FILE *f, const struct p3d_rec_hdr *r)
         p3d_tail_str(f, "name", r, sizeof(*m));
         break;
     }
+    case P3D_REC_GPU_WINDOW: {
+        const struct p3d_rec_gpu_window *w = (const void *)r;
+        fprintf(f, " on=%u t=%" PRIu64, w->on, w->t);
+        break;
+    }
     case P3D_REC_SUMMARY: {
         const struct p3d_rec_summary *s = (const void *)r;
         fprintf(f, " t=%" PRIu64 " async_error_polls=%" PRIu64

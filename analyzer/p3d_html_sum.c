@@ -24,6 +24,32 @@ static int p3d_vdbl_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The first steady iteration (and the one after it) inside every rank's
+ * kernel windows, when the traces record kernels in windows only. */
+static int p3d_vjob_first_kern(const struct p3d_job *job,
+                               const struct p3d_viters *it)
+{
+    const struct p3d_time_res *t = p3d_vtime(job);
+    int a = it->warm < it->n ? it->warm : 0;
+
+    if (!t || !t->windowed)
+        return a;
+    for (int k = a; k + 1 < it->n; k++) {
+        uint64_t e = k + 2 < it->n ? it->start[k + 2] : it->end;
+        int all = 1;
+        for (int i = 0; i < t->n && all; i++) {
+            const struct p3d_tl *tl = &t->tl[i];
+            int64_t from = (int64_t)it->start[k > 0 ? k - 1 : 0];
+            all = !tl->windowed ||
+                  p3d_ivs_cover(&tl->kwin, from, (int64_t)e) ==
+                      (int64_t)e - from;
+        }
+        if (all)
+            return k;
+    }
+    return a;
+}
+
 static void p3d_vjob_window(const struct p3d_job *job,
                             const struct p3d_vsel *sel, struct p3d_vjob *s)
 {
@@ -40,7 +66,7 @@ static void p3d_vjob_window(const struct p3d_job *job,
         return;
     }
     if (it->n) {
-        s->iter_a = it->warm < it->n ? it->warm : 0;
+        s->iter_a = p3d_vjob_first_kern(job, it);
         s->iter_b = s->iter_a + 1 < it->n ? s->iter_a + 1 : s->iter_a;
         s->w0 = it->start[s->iter_a];
         s->w1 = s->iter_b + 1 < it->n ? it->start[s->iter_b + 1] : it->end;

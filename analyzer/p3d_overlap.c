@@ -87,6 +87,19 @@ static void p3d_overlap_lbl(const struct p3d_job *job,
     }
 }
 
+/*
+ * Whether the rank recorded every kernel of iteration [s, e): its trace
+ * has no kernel windows, or one covers the iteration and the one before
+ * it (a step's kernels can run a step after their launch, and a window
+ * records only kernels launched inside it).
+ */
+static int p3d_overlap_kernels(const struct p3d_tl *tl, int64_t s, int64_t e)
+{
+    int64_t from = s - (e - s);
+
+    return !tl->windowed || p3d_ivs_cover(&tl->kwin, from, e) == e - from;
+}
+
 static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
                             const struct p3d_ivs *busy,
                             struct p3d_opidx *x, int k)
@@ -97,6 +110,7 @@ static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
     if (!p3d_time_window(tl, k, &s, &e))
         return;
     b->step = e - s;
+    b->nokern = !p3d_overlap_kernels(tl, s, e);
     b->compute = p3d_ivs_cover(&tl->compute, s, e);
     b->copy = p3d_ivs_cover(&tl->copy, s, e);
     b->nccl = p3d_ivs_cover(&tl->nccl, s, e);
@@ -229,13 +243,19 @@ static void p3d_overlap_steps(const struct p3d_job *job,
     free(v);
 }
 
+/* Fractions over the steady iterations whose kernels were recorded. */
 static void p3d_overlap_fracs(struct p3d_time_res *t)
 {
     double sum[7 + P3D_LBL_COUNT] = {0};
 
-    for (int i = 0; i < t->n; i++)
+    for (int i = 0; i < t->n; i++) {
+        t->windowed |= t->tl[i].windowed;
         for (int k = t->warm; k < t->n_iter && t->tl[i].br; k++) {
             const struct p3d_tbreak *b = &t->tl[i].br[k];
+            t->n_steady_it++;
+            if (b->nokern)
+                continue;
+            t->n_kern_it++;
             sum[0] += (double)b->step;
             sum[1] += (double)b->compute;
             sum[2] += (double)b->nccl;
@@ -246,6 +266,9 @@ static void p3d_overlap_fracs(struct p3d_time_res *t)
             for (int l = 0; l < P3D_LBL_COUNT; l++)
                 sum[7 + l] += (double)b->exposed_lbl[l];
         }
+    }
+    if (t->windowed && !t->n_kern_it)
+        t->have_compute = 0;  /* no steady iteration inside a window */
     if (sum[0] <= 0)
         return;
     t->f_compute = sum[1] / sum[0];
@@ -273,7 +296,9 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
         t->dominates = 0;
         t->no_verdict = 1;
         snprintf(t->why, sizeof(t->why), "cannot tell: the traces have no "
-                 "compute kernel times; NCCL busy %.1f%% of the step%s%s",
+                 "compute kernel times%s; NCCL busy %.1f%% of the step%s%s",
+                 t->windowed ? " in a steady iteration (no kernel window "
+                               "covers one: P3D_GPU_WINDOW)" : "",
                  100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",
                  t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "");
         return;

@@ -58,6 +58,10 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
         fprintf(f, "; %zu of %zu ops placed", g, n);
     }
     fputc('\n', f);
+    if (t->windowed)
+        fprintf(f, "  kernel records: in windows (P3D_GPU_WINDOW); %d of %d "
+                   "steady rank-iterations lie inside one\n", t->n_kern_it,
+                t->n_steady_it);
     if (!t->have_compute)
         fprintf(f, "  no compute spans in the traces: overlap and idle "
                    "cannot be computed (compute counted as 0)\n");
@@ -119,8 +123,14 @@ static void p3d_tr_pp_share(FILE *f, const struct p3d_time_res *t)
 static void p3d_tr_where(FILE *f, const struct p3d_job *job,
                          const struct p3d_time_res *t)
 {
-    fprintf(f, "  where the time goes (steady iterations, mean over ranks):"
-               "\n    compute %.1f%%, NCCL busy %.1f%%, exposed NCCL %.1f%%,"
+    if (t->windowed)
+        fprintf(f, "  where the time goes (the %d of %d steady rank-"
+                   "iterations inside a kernel window, mean):", t->n_kern_it,
+                t->n_steady_it);
+    else
+        fprintf(f, "  where the time goes (steady iterations, mean over "
+                   "ranks):");
+    fprintf(f, "\n    compute %.1f%%, NCCL busy %.1f%%, exposed NCCL %.1f%%,"
                " overlapped NCCL %.1f%%, copy %.1f%%, idle %.1f%%\n",
             100 * t->f_compute, 100 * t->f_nccl, 100 * t->f_exposed,
             100 * t->f_overlapped, 100 * t->f_copy, 100 * t->f_idle);

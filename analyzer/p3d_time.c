@@ -114,9 +114,9 @@ void p3d_time_shift_op(struct p3d_top *t, int64_t d)
 
 void p3d_time_shift_ivs(struct p3d_tl *tl, int64_t d)
 {
-    struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
+    struct p3d_ivs *l[4] = {&tl->compute, &tl->copy, &tl->nccl, &tl->kwin};
 
-    for (int j = 0; d && j < 3; j++)
+    for (int j = 0; d && j < 4; j++)
         for (size_t k = 0; k < l[j]->n; k++) {
             l[j]->v[k].s += d;
             l[j]->v[k].e += d;
@@ -188,6 +188,7 @@ void p3d_time_free(struct p3d_job *job)
         p3d_ivs_free(&tl->copy);
         p3d_ivs_free(&tl->nccl);
         p3d_ivs_free(&tl->nsp_raw);
+        p3d_ivs_free(&tl->kwin);
         free(tl->nsp_stream);
         free(tl->it_op);
         free(tl->it_t);

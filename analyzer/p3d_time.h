@@ -110,6 +110,7 @@ struct p3d_tbreak { /* one rank, one iteration (ns) */
     int64_t pp_wait, late_sender, late_receiver, transfer;
     int64_t pp_fill, pp_steady; /* warm-up/cool-down vs steady */
     int64_t exposed_lbl[P3D_LBL_COUNT];
+    int nokern; /* outside the rank's kernel windows: no compute times */
 };
 
 /*
@@ -130,6 +131,9 @@ struct p3d_tl { /* one rank */
     size_t n_placed; /* ops with GPU times */
     struct p3d_ivs compute, copy, nccl; /* unions, while loaded */
     struct p3d_ivs nsp_raw;             /* NCCL spans, for attribution */
+    struct p3d_ivs kwin;   /* kernel windows (union), if the trace has them */
+    int64_t kwin_on;       /* open window's start while loading, -1 none */
+    int windowed;          /* the trace has P3D_REC_GPU_WINDOW records */
     uint64_t *nsp_stream;
     size_t nsp_cap;
     int src;        /* P3D_TSRC_* */
@@ -203,6 +207,8 @@ struct p3d_time_res {
     uint64_t n_wait_inst;
     uint64_t peak_mem;
     int have_compute;
+    int windowed;             /* some rank recorded kernels in windows */
+    int n_kern_it, n_steady_it; /* steady rank-iterations: covered, all */
     int *stage_of, n_stage_of; /* stage of each global rank */
     char why[512];
 };

@@ -21,15 +21,17 @@ static void p3d_tj_iters(FILE *f, const struct p3d_time_res *t,
                          const struct p3d_tl *tl)
 {
     fputs(", \"iters\": [", f);
-    for (int k = 0; k < t->n_iter; k++)
-        fprintf(f, "%s{\"step_ms\": %.6g, \"compute_ms\": %.6g, "
-                   "\"nccl_ms\": %.6g, \"exposed_ms\": %.6g, "
-                   "\"pp_wait_ms\": %.6g}", k ? ", " : "",
-                (double)tl->br[k].step / 1e6,
-                (double)tl->br[k].compute / 1e6,
-                (double)tl->br[k].nccl / 1e6,
-                (double)tl->br[k].exposed / 1e6,
-                (double)tl->br[k].pp_wait / 1e6);
+    for (int k = 0; k < t->n_iter; k++) {
+        const struct p3d_tbreak *b = &tl->br[k];
+        int kern = !b->nokern; /* else no compute times: null */
+        fprintf(f, "%s{\"step_ms\": %.6g", k ? ", " : "",
+                (double)b->step / 1e6);
+        p3d_jnum(f, "compute_ms", (double)b->compute / 1e6, kern);
+        p3d_jnum(f, "nccl_ms", (double)b->nccl / 1e6, 1);
+        p3d_jnum(f, "exposed_ms", (double)b->exposed / 1e6, kern);
+        p3d_jnum(f, "pp_wait_ms", (double)b->pp_wait / 1e6, kern);
+        fputc('}', f);
+    }
     fputc(']', f);
 }
 
@@ -37,10 +39,14 @@ void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
 {
     const struct p3d_time_res *t = job->time;
     const struct p3d_tl *tl = t && i < t->n ? &t->tl[i] : NULL;
-    double sum[6] = {0};
+    double sum[6] = {0}, all[2] = {0};
     int ok;
 
     for (int k = t ? t->warm : 0; tl && tl->br && k < t->n_iter; k++) {
+        all[0] += (double)tl->br[k].step;
+        all[1] += 1;
+        if (tl->br[k].nokern)
+            continue; /* the fractions need compute times */
         sum[0] += (double)tl->br[k].step;
         sum[1] += (double)tl->br[k].nccl;
         sum[2] += (double)tl->br[k].exposed;
@@ -53,7 +59,8 @@ void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i)
         fprintf(f, ", \"peak_mem_bytes\": %" PRIu64, tl->peak_mem);
     else
         fputs(", \"peak_mem_bytes\": null", f);
-    p3d_jnum(f, "step_time_ms", ok ? sum[0] / sum[5] / 1e6 : 0, ok);
+    p3d_jnum(f, "step_time_ms", all[0] > 0 ? all[0] / all[1] / 1e6 : 0,
+             all[0] > 0);
     p3d_jnum(f, "nccl_frac", ok ? sum[1] / sum[0] : 0, ok);
     p3d_jnum(f, "exposed_comm_frac", ok ? sum[2] / sum[0] : 0, ok);
     p3d_jnum(f, "idle_frac", ok ? sum[3] / sum[0] : 0, ok);
@@ -145,7 +152,11 @@ static void p3d_tj_verdict(FILE *f, const struct p3d_time_res *t)
         if (t->busbw[l] > 0)
             fprintf(f, "%s\"%s\": %.6g", n++ ? ", " : "", p3d_label_name[l],
                     t->busbw[l]);
-    fprintf(f, "}, \"best_busbw_gbps\": %.6g},\n", t->best_busbw);
+    fprintf(f, "}, \"best_busbw_gbps\": %.6g", t->best_busbw);
+    if (t->windowed) /* the fractions are over these rank-iterations */
+        fprintf(f, ", \"kernel_windows\": {\"steady_rank_iterations\": "
+                   "%d, \"covered\": %d}", t->n_steady_it, t->n_kern_it);
+    fputs("},\n", f);
 }
 
 static void p3d_tj_clock(FILE *f, const struct p3d_time_res *t)

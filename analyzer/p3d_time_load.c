@@ -188,6 +188,23 @@ static void p3d_tl_mem(struct p3d_tload *ld, const struct p3d_rec_mem *m)
         ld->peak[m->kind] = m->peak;
 }
 
+/* Kernel windows: an on opens one, an off closes it (a window still
+ * open at the end of the trace lasts to its end, p3d_tl_finish). */
+static void p3d_tl_window(struct p3d_tl *tl,
+                          const struct p3d_rec_gpu_window *w)
+{
+    if (w->t >= P3D_TIME_MAX)
+        return;
+    tl->windowed = 1;
+    if (w->on && tl->kwin_on < 0)
+        tl->kwin_on = (int64_t)w->t;
+    else if (!w->on && tl->kwin_on >= 0) {
+        if ((int64_t)w->t > tl->kwin_on)
+            p3d_ivs_add(&tl->kwin, tl->kwin_on, (int64_t)w->t);
+        tl->kwin_on = -1;
+    }
+}
+
 static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
                           struct p3d_tload *ld, const struct p3d_rec_hdr *h)
 {
@@ -197,6 +214,7 @@ static void p3d_tl_record(struct p3d_job *job, struct p3d_tl *tl,
     case P3D_REC_GPU_SPAN: p3d_tl_span(tl, ld, (const void *)h); break;
     case P3D_REC_MEM: p3d_tl_mem(ld, (const void *)h); break;
     case P3D_REC_GROUP: p3d_tl_group(ld, (const void *)h); break;
+    case P3D_REC_GPU_WINDOW: p3d_tl_window(tl, (const void *)h); break;
     default: break;
     }
 }
@@ -328,6 +346,9 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     int64_t d = ld->shift;
     int moved, dup;
 
+    if (tl->kwin_on >= 0)
+        p3d_ivs_add(&tl->kwin, tl->kwin_on, (int64_t)P3D_TIME_MAX);
+    p3d_ivs_union(&tl->kwin);
     moved = p3d_tl_order(tl, ld, &dup);
     n_gpu = p3d_tl_join_all(tl, ld, dup);
     if (moved)
@@ -420,6 +441,9 @@ static void p3d_tl_lend(struct p3d_tl *tl, struct p3d_tload *ld)
     tl->nsp_stream = ld->nsp_stream;
     tl->nsp_cap = ld->nsp_cap;
     ld->nsp_stream = NULL;
+    tl->kwin.n = 0; /* the rank's own, rebuilt by every load */
+    tl->kwin_on = -1;
+    tl->windowed = 0;
     ld->n_g = ld->n_gend = ld->g_lazy = ld->n_eager = 0;
     ld->c_gi = -2;
     memset(ld->peak, 0, sizeof(ld->peak));

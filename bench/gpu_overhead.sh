@@ -77,19 +77,23 @@ fi
 # run_tiny_gpt.sh's LAYERS/HIDDEN/HEADS/SEQ/MBS; TRACED_ENV="K=V ..."
 # adds settings to the traced job.
 # kernels: microseconds per CUDA kernel (bench/kernel_cost.py: a
-# launch-bound add and a GPU-bound matmul), untraced, traced with the
-# defaults, with CUDA events and without GPU timing, ROUNDS [2] times
-# interleaved.
+# launch-bound add, a GPU-bound matmul, small kernels replayed from a CUDA
+# graph), untraced and traced with KVARIANTS (NAME:K=V,K=V ...; "shim" =
+# the defaults, inside the first kernel window; "cupti" = CUPTI all the
+# run; "winpast" = after a 0.2 s window, CUPTI claimed but recording
+# nothing; "winoff" = no kernel windows), ROUNDS [2] times interleaved.
 if [ "${1:-}" = kernels ]; then
+    kv=${KVARIANTS:-"shim: cupti:P3D_GPU_TIMING=cupti winpast:P3D_GPU_WINDOW=0.2 winoff:P3D_GPU_WINDOW=off gpuoff:P3D_GPU_TIMING=off"}
     for r in $(seq 1 "${ROUNDS:-2}"); do
-        for v in plain shim events gpuoff; do
-            e=()
-            [ $v = plain ] || e=(LD_PRELOAD="$P3D_LIB"
-                P3D_TRACE_DIR="$out/traces" P3D_JOB_ID="k$r-$v")
-            [ $v = gpuoff ] && e+=(P3D_GPU_TIMING=off)
-            [ $v = events ] && e+=(P3D_GPU_TIMING=events)
-            got=$(env ${e[@]+"${e[@]}"} "$py" "$root/bench/kernel_cost.py")
-            echo "kernels round $r $v: us per kernel: $got"
+        got=$("$py" "$root/bench/kernel_cost.py")
+        echo "kernels round $r plain: us per kernel: $got"
+        for v in $kv; do
+            e=(LD_PRELOAD="$P3D_LIB" P3D_TRACE_DIR="$out/traces"
+               P3D_JOB_ID="k$r-${v%%:*}")
+            IFS=, read -r -a set <<< "${v#*:}"
+            got=$(env "${e[@]}" ${set[@]+"${set[@]}"} "$py" \
+                  "$root/bench/kernel_cost.py")
+            echo "kernels round $r ${v%%:*}: us per kernel: $got"
         done
     done
     exit 0

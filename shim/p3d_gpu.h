@@ -166,8 +166,10 @@ struct p3d_gpu_window {
 };
 /* 0, or -1 if `s` is not understood (then *w holds the default). */
 int p3d_gpu_window_parse(const char *s, struct p3d_gpu_window *w);
-/* 1 if kernels are recorded `since_ns` after GPU timing started. */
-int p3d_gpu_window_want(const struct p3d_gpu_window *w, uint64_t since_ns);
+/* 1 if kernels are recorded `since_ns` after GPU timing started, at
+ * wall-clock time `wall_ns` (CLOCK_REALTIME). */
+int p3d_gpu_window_want(const struct p3d_gpu_window *w, uint64_t since_ns,
+                        uint64_t wall_ns);
 int p3d_gpu_window_config(void);   /* read the variable; 0 = no windows */
 void p3d_gpu_window_begin(void);
 void p3d_gpu_window_tick(uint64_t now);   /* background thread */

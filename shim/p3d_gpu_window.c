@@ -1,7 +1,9 @@
 /*
  * p3d_gpu_window.c - when CUPTI records kernels under the default GPU
  * timing: for the first FIRST seconds, then the last ON seconds of every
- * EVERY seconds after that (P3D_GPU_WINDOW=FIRST:ON:EVERY, "all", "off").
+ * EVERY seconds of wall-clock time after that, so that every rank of a
+ * job (on hosts whose clocks agree) records the same moments
+ * (P3D_GPU_WINDOW=FIRST:ON:EVERY, "all", "off").
  *
  * Why windows: CUPTI's kernel records cost every kernel about 0.2 us of
  * GPU time and a microsecond or two of host time at its launch (measured
@@ -13,13 +15,14 @@
  * where the trace has kernel records and where it has none.
  *
  * The schedule is a pure function of the time since GPU timing started
- * (p3d_gpu_window_want, tested directly); the background GPU thread calls
+ * and the wall clock (p3d_gpu_window_want, tested directly); the background GPU thread calls
  * p3d_gpu_window_tick, the only place that switches CUPTI.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "p3d_env.h"
 #include "p3d_gpu.h"
@@ -64,7 +67,11 @@ int p3d_gpu_window_parse(const char *s, struct p3d_gpu_window *w)
         return 0;
     }
     w->on_ns = w->every_ns = 0;
-    if (win_secs(s, &end, &w->first_ns) == 0 && *end == '\0')
+    if (win_secs(s, &end, &w->first_ns) != 0) {
+        *w = d;
+        return -1;
+    }
+    if (*end == '\0')
         return 0;                     /* FIRST alone: one window */
     if (*end == ':' && win_secs(end + 1, &end, &w->on_ns) == 0 &&
         *end == ':' && win_secs(end + 1, &end, &w->every_ns) == 0 &&
@@ -74,10 +81,9 @@ int p3d_gpu_window_parse(const char *s, struct p3d_gpu_window *w)
     return -1;
 }
 
-int p3d_gpu_window_want(const struct p3d_gpu_window *w, uint64_t since_ns)
+int p3d_gpu_window_want(const struct p3d_gpu_window *w, uint64_t since_ns,
+                        uint64_t wall_ns)
 {
-    uint64_t x;
-
     if (w->mode != P3D_WIN_SOME)
         return w->mode == P3D_WIN_ALL;
     if (since_ns < w->first_ns)
@@ -86,8 +92,15 @@ int p3d_gpu_window_want(const struct p3d_gpu_window *w, uint64_t since_ns)
         return 0;
     if (w->on_ns >= w->every_ns)
         return 1;
-    x = (since_ns - w->first_ns) % w->every_ns;
-    return x >= w->every_ns - w->on_ns;
+    return wall_ns % w->every_ns >= w->every_ns - w->on_ns;
+}
+
+static uint64_t win_wall_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void win_record(int on, uint64_t t)
@@ -132,7 +145,8 @@ void p3d_gpu_window_tick(uint64_t now)
 
     if (t0 == 0)
         return;                       /* windows not in use */
-    want = p3d_gpu_window_want(&win_cfg, now > t0 ? now - t0 : 0);
+    want = p3d_gpu_window_want(&win_cfg, now > t0 ? now - t0 : 0,
+                               win_wall_ns());
     if (want == win_cur)
         return;
     if (want) {

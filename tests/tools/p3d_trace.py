@@ -91,6 +91,7 @@ RECORDS = {
               "dropped", "peak_device", "peak_host_pinned", "peak_managed",
               "peak_device_used"), None),
     0x800c: ("note", "<I", ("n_bytes",), "text"),
+    0x800d: ("gpu_window", "<IQ", ("on", "t"), None),
 }
 FIXED_LEN = {tag: 4 + struct.calcsize(fmt)
              for tag, (_, fmt, _, _) in RECORDS.items()}
