@@ -166,16 +166,18 @@ reap() {  # reap PID... -> 0 if all exit 0; on a failure end the others
     return $rc
 }
 
-cupti_notes() {  # how the shim linked NCCL kernels, summed over ranks
+cupti_notes() {  # how the shim timed NCCL ops, summed over ranks
     local f
     for f in "$1"/rank-*.p3d; do
         "$root/build/p3d-analyze" --dump "$f" 2> /dev/null |
-            sed -n 's/.*text="cupti: driver records \([a-z]*\); NCCL kernels linked by correlation id \([0-9]*\), by launch order \([0-9]*\), to no op \([0-9]*\)".*/\1 \2 \3 \4/p'
+            sed -n -e 's/.*text="cupti: driver records \([a-z]*\); NCCL kernels linked by correlation id \([0-9]*\), by launch order \([0-9]*\), to no op \([0-9]*\)".*/\1 \2 \3 \4/p' \
+                -e 's/.*text="cupti: kernel records in .*NCCL ops timed by CUDA events.*/windows 0 0 0/p'
     done | awk '{ n++; m[$1]++; a += $2; b += $3; c += $4 }
         END { for (k in m) modes = modes " " k "(" m[k] ")"
-              printf "cupti notes of %d ranks: driver records%s; NCCL " \
-                  "kernels linked by correlation id %d, by launch order " \
-                  "%d, to no op %d\n", n, modes, a, b, c }'
+              printf "cupti notes of %d ranks:%s (windows: NCCL ops timed " \
+                  "by CUDA events, kernels in windows); NCCL kernels " \
+                  "linked by correlation id %d, by launch order %d, to " \
+                  "no op %d\n", n, modes, a, b, c }'
 }
 
 fail=0
