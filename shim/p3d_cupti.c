@@ -518,25 +518,40 @@ int p3d_cupti_start_windowed(void)
 /*
  * A kernel window opens or closes.  Kernels launched before the close
  * still deliver their records (the regular flush picks them up); their
- * open spans close when the next window's kernels come, or at exit.
+ * open spans are written by p3d_cupti_close_spans a moment later.
  */
-void p3d_cupti_kernels(int on)
+int p3d_cupti_kernels(int on)
 {
     static const CUpti_ActivityKind kinds[] = {
         CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
         CUPTI_ACTIVITY_KIND_MEMSET};
-    size_t i;
+    size_t i, n = sizeof(kinds) / sizeof(kinds[0]);
 
     if (!atomic_load(&cupti_on))
-        return;
-    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        return -1;
+    for (i = 0; i < n; i++) {
         CUptiResult r = on ? cu.Enable(kinds[i]) : cu.Disable(kinds[i]);
 
-        if (r != CUPTI_SUCCESS && on)
+        if (r != CUPTI_SUCCESS && on) {
             p3d_warn_once("cupti_window", "CUPTI refused kernel or copy "
-                          "records (error %d): the compute timeline has "
-                          "gaps", (int)r);
+                          "records (error %d): no kernel window until it "
+                          "takes them", (int)r);
+            while (i-- > 0)
+                cu.Disable(kinds[i]);
+            return -1;
+        }
     }
+    return 0;
+}
+
+void p3d_cupti_close_spans(void)
+{
+    if (!atomic_load(&cupti_on))
+        return;
+    cu.FlushAll(0);
+    pthread_mutex_lock(&cupti_lock);
+    p3d_span_flush(&cupti_spans);
+    pthread_mutex_unlock(&cupti_lock);
 }
 
 void p3d_cupti_push(uint64_t key)

@@ -178,7 +178,11 @@ void p3d_gpu_window_describe(char *buf, size_t len);
 /* CUPTI for kernel windows only: no NCCL op linking, kinds off until
  * p3d_cupti_kernels(1).  0, or -1 (unavailable/busy). */
 int p3d_cupti_start_windowed(void);
-void p3d_cupti_kernels(int on);    /* background thread */
+/* Background thread: kernel and copy records on (0, or -1 if CUPTI
+ * refused one; then none is left on) or off; write the spans still open
+ * a moment after a window closed. */
+int p3d_cupti_kernels(int on);
+void p3d_cupti_close_spans(void);
 
 /* CUDA events (p3d_gpu_events.c). */
 int p3d_events_start(void);

@@ -36,12 +36,17 @@ static struct p3d_gpu_window win_cfg;
 static _Atomic uint64_t win_t0;  /* p3d_now() when windows began, 0 not */
 static int win_cur = -1;         /* kernels being recorded: 1/0, -1 not yet */
 static uint32_t win_opened;
+static uint64_t win_retry_at;    /* an open CUPTI refused: not before */
+static uint64_t win_closed_at;   /* a window closed, spans not yet out */
+
+#define WIN_RETRY_NS 1000000000ull
+#define WIN_SPAN_FLUSH_NS 500000000ull
 
 static int win_secs(const char *s, char **end, uint64_t *ns)
 {
     double v = strtod(s, end);
 
-    if (*end == s || v < 0 || v > 1e9)
+    if (*end == s || !(v >= 0 && v <= 1e9))    /* NaN too */
         return -1;
     *ns = (uint64_t)(v * WIN_NS);
     return 0;
@@ -129,6 +134,9 @@ int p3d_gpu_window_config(void)
                       "seconds, all or off: using %d:%d:%d",
                       P3D_ENV_GPU_WINDOW, e, P3D_GPU_WINDOW_FIRST_S,
                       P3D_GPU_WINDOW_ON_S, P3D_GPU_WINDOW_EVERY_S);
+    if (win_cfg.mode == P3D_WIN_SOME && win_cfg.first_ns == 0 &&
+        win_cfg.on_ns == 0)
+        win_cfg.mode = P3D_WIN_NONE;  /* "0:0:600", "0.0": never */
     return win_cfg.mode != P3D_WIN_NONE;
 }
 
@@ -138,6 +146,15 @@ void p3d_gpu_window_begin(void)
     atomic_store(&win_t0, p3d_now());
 }
 
+/*
+ * Open or close a window.  A window is recorded as open only once CUPTI
+ * took every kind (else the analyzer would count idle GPU time there);
+ * a refused open is tried again a second later.  Nothing is written
+ * before the first open: a schedule that starts outside a window has no
+ * window to close.  Once a window closed, the kernels it launched finish
+ * within a moment: their last spans are written 0.5 s later rather than
+ * at the next window (a killed process would lose them).
+ */
 void p3d_gpu_window_tick(uint64_t now)
 {
     uint64_t t0 = atomic_load(&win_t0);
@@ -145,17 +162,25 @@ void p3d_gpu_window_tick(uint64_t now)
 
     if (t0 == 0)
         return;                       /* windows not in use */
+    if (win_closed_at && now - win_closed_at >= WIN_SPAN_FLUSH_NS) {
+        p3d_cupti_close_spans();
+        win_closed_at = 0;
+    }
     want = p3d_gpu_window_want(&win_cfg, now > t0 ? now - t0 : 0,
                                win_wall_ns());
-    if (want == win_cur)
+    if (want == win_cur || (want && now < win_retry_at))
         return;
     if (want) {
-        p3d_cupti_kernels(1);
+        if (p3d_cupti_kernels(1) != 0) {
+            win_retry_at = now + WIN_RETRY_NS;
+            return;
+        }
         win_record(1, p3d_now());     /* records are on from here */
         win_opened++;
-    } else {
+    } else if (win_cur == 1) {
         win_record(0, p3d_now());     /* and were on until here */
         p3d_cupti_kernels(0);
+        win_closed_at = now;
     }
     win_cur = want;
 }
