@@ -76,6 +76,7 @@ static _Atomic int cupti_on;
 static CUpti_SubscriberHandle cupti_sub;
 static uint8_t *cupti_pool;
 static _Atomic uint32_t cupti_free_mask;
+static _Atomic uint32_t cupti_pool_hw; /* buffers ever touched (lowest first) */
 static pthread_mutex_t cupti_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cupti_corr cupti_corr_map[CUPTI_CORR_SLOTS];
 static struct p3d_span_set cupti_spans;
@@ -188,6 +189,11 @@ static void CUPTIAPI cupti_buf_request(uint8_t **buf, size_t *size,
 
         if (atomic_compare_exchange_weak(&cupti_free_mask, &m,
                                          m & ~(1u << i))) {
+            uint32_t hw = atomic_load(&cupti_pool_hw);
+            while ((uint32_t)i + 1 > hw &&
+                   !atomic_compare_exchange_weak(&cupti_pool_hw, &hw,
+                                                 (uint32_t)i + 1))
+                ;
             *buf = cupti_pool + (size_t)i * CUPTI_BUF_BYTES;
             *size = CUPTI_BUF_BYTES;
             return;
@@ -623,6 +629,9 @@ void p3d_cupti_fini(void)
     cu.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&cupti_lock);
     p3d_span_flush(&cupti_spans);
+    /* what of the pool was ever resident: the shim's memory under CUPTI */
+    p3d_note("cupti pool: %u of %u buffers of %u KiB used at most",
+             atomic_load(&cupti_pool_hw), CUPTI_BUFS, CUPTI_BUF_BYTES >> 10);
     if (cupti_windowed) {
         char w[96];
 
