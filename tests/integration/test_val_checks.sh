@@ -249,8 +249,9 @@ if [ -x "$build/p3d-sim" ] && [ -f "$build/libp3dtrace.so" ]; then
             --out "$tmp/sim" --job-id "$j" --shim "$build/libp3dtrace.so" \
             > "$tmp/$j.out" 2>&1 &&
             "$build/p3d-analyze" --json "$tmp/$j.json" "$tmp/sim/$j" \
-                > /dev/null 2>&1 ||
-            { bad "p3d-sim/p3d-analyze $cfg"; continue; }
+                > /dev/null 2> "$tmp/$j.err" ||
+            { bad "p3d-sim/p3d-analyze $cfg"; tail -20 "$tmp/$j.out" \
+              "$tmp/$j.err"; continue; }
         python3 "$gpu/check_megatron.py" --tp "$tp" --pp "$pp" --dp "$dp" \
             --nmb 8 --json "$tmp/$j.json" --log /dev/null > "$tmp/$j.chk"
         if grep -q "^FAIL megatron $cfg \(layout\|labels\)" "$tmp/$j.chk" ||
