@@ -17,16 +17,20 @@ run() { # label, then env assignments
     label=$1
     shift
     echo "== $label"
-    env "$@" P3D_GPU_TIMING=off LD_PRELOAD=$LIB "$BIN" -r "$ROUNDS" \
+    env P3D_GPU_TIMING=off "$@" LD_PRELOAD=$LIB "$BIN" -r "$ROUNDS" \
         -n "$CALLS" 2>&1 | grep -v '^p3dtrace: warning' || true
 }
 
 echo "shim hot path vs a do-nothing NCCL/cudart ($(nproc) cores," \
-     "$(uname -r)); GPU timing off"
+     "$(uname -r)); GPU timing off unless said"
 for d in $BENCH_DIRS; do
     rm -rf "$d"
     run "traces on $d, stacks off" P3D_TRACE_DIR="$d" P3D_STACKS=0
     run "traces on $d, stacks on" P3D_TRACE_DIR="$d" P3D_STACKS=1
+    # the default GPU timing's NCCL path: two CUDA events per op (on the
+    # null runtime, so without what recording an event costs CUDA)
+    run "traces on $d, stacks off, GPU timing auto (events)" \
+        P3D_TRACE_DIR="$d" P3D_STACKS=0 P3D_GPU_TIMING=auto
     du -sh "$d" | sed 's/^/trace size: /'
     rm -rf "$d"
 done

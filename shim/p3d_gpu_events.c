@@ -239,6 +239,7 @@ static int ev_poll(void)
             ev_emit(c, e);
         }
         atomic_store(&e->state, EV_FREE);
+        busy = 1;    /* ops are flowing: come back in 1 ms, not 10 */
     }
     return busy;
 }
