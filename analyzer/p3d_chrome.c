@@ -190,6 +190,20 @@ static void p3d_chrome_mem(struct p3d_cw *w, const struct p3d_vrank *v)
     }
 }
 
+/* One process-wide mark at job time t (ns), if inside the window. */
+static void p3d_chrome_mark(struct p3d_cw *w, int rank, int64_t t,
+                            const char *name)
+{
+    if (t < 0 || (uint64_t)t < w->win.t0 ||
+        (w->win.t1 && (uint64_t)t >= w->win.t1))
+        return;
+    p3d_chrome_sep(w);
+    fprintf(w->f, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"%s\",\"pid\":%d,"
+            "\"tid\":0,\"ts\":", name, rank);
+    p3d_chrome_us(w->f, (uint64_t)t);
+    fputc('}', w->f);
+}
+
 /* Iteration starts of the rank (time analysis) as process-wide marks. */
 static void p3d_chrome_iters(struct p3d_cw *w, const struct p3d_rank *r)
 {
@@ -200,17 +214,32 @@ static void p3d_chrome_iters(struct p3d_cw *w, const struct p3d_rank *r)
     if (!t || p3d_vtime_base(w->job, &c) != 0)
         return;
     for (int k = 0; k < t->n_iter; k++) {
-        if (!p3d_time_window(&t->tl[i], k, &s, &e) || s + c < 0)
+        char name[48];
+        if (!p3d_time_window(&t->tl[i], k, &s, &e))
             continue;
-        if ((uint64_t)(s + c) < w->win.t0 ||
-            (w->win.t1 && (uint64_t)(s + c) >= w->win.t1))
-            continue;
-        p3d_chrome_sep(w);
-        fprintf(w->f, "{\"ph\":\"i\",\"s\":\"p\",\"name\":\"iteration %d%s\","
-                "\"pid\":%d,\"tid\":0,\"ts\":", k, k < t->warm ?
-                " (warm-up)" : "", r->rank);
-        p3d_chrome_us(w->f, (uint64_t)(s + c));
-        fputc('}', w->f);
+        snprintf(name, sizeof(name), "iteration %d%s", k,
+                 k < t->warm ? " (warm-up)" : "");
+        p3d_chrome_mark(w, r->rank, s + c, name);
+    }
+}
+
+/* Where the rank recorded kernels, when only in windows: compute spans
+ * are missing outside them, which is not idle time. */
+static void p3d_chrome_kwin(struct p3d_cw *w, const struct p3d_rank *r)
+{
+    const struct p3d_time_res *t = p3d_vtime(w->job);
+    const struct p3d_tl *tl;
+    int64_t c;
+
+    if (!t || p3d_vtime_base(w->job, &c) != 0)
+        return;
+    tl = &t->tl[r - w->job->ranks];
+    for (size_t k = 0; tl->windowed && k < tl->kwin.n; k++) {
+        p3d_chrome_mark(w, r->rank, tl->kwin.v[k].s + c,
+                        "kernel records on (P3D_GPU_WINDOW)");
+        if (tl->kwin.v[k].e < (int64_t)1 << 61)
+            p3d_chrome_mark(w, r->rank, tl->kwin.v[k].e + c,
+                            "kernel records off");
     }
 }
 
@@ -239,6 +268,7 @@ static void p3d_chrome_rank(struct p3d_cw *w, const struct p3d_rank *r)
     }
     p3d_chrome_mem(w, &v);
     p3d_chrome_iters(w, r);
+    p3d_chrome_kwin(w, r);
     p3d_map_free(&gpu);
     p3d_vrank_free(&v);
 }

@@ -10,7 +10,8 @@
 #            compute each): spans only inside the windows; the analyzer
 #            counts some but not all steady iterations as covered, and
 #            its compute share (~40% per covered step) is not diluted by
-#            the uncovered ones; JSON gives their compute_ms as null
+#            the uncovered ones; JSON gives their compute_ms as null; the
+#            Chrome trace marks where each window opened
 #   bogus    a value it does not know: warned once per rank, default used
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
@@ -107,8 +108,10 @@ done
 # The analysis of the windowed job: fractions over covered iterations.
 "$an" "$tmp/windows" > "$tmp/report" 2> "$tmp/aerr" ||
     { cat "$tmp/aerr"; echo "windows: p3d-analyze failed"; exit 1; }
-"$an" --json "$tmp/j.json" "$tmp/windows" > /dev/null 2>&1
-python3 - "$tmp/report" "$tmp/j.json" <<'PY'
+"$an" --json "$tmp/j.json" --chrome "$tmp/c.json" "$tmp/windows" \
+    > /dev/null 2>&1
+python3 - "$tmp/report" "$tmp/j.json" "$tmp/c.json" "$tmp/windows" \
+    "$P3D_SRC/tests/tools" <<'PY'
 import json
 import re
 import sys
@@ -132,4 +135,14 @@ assert kw == {"steady_rank_iterations": all_, "covered": cov}, kw
 nulls = sum(1 for r in j["ranks"] for it in r["iters"]
             if it["compute_ms"] is None)
 assert nulls > 0, "no iteration without compute times in the JSON"
+# Perfetto marks each rank's windows: as many "on" marks as the trace has
+# window-open records
+sys.path.insert(0, sys.argv[5])
+import p3d_trace
+opens = sum(1 for t in p3d_trace.read_dir(sys.argv[4]).values()
+            for r in t.records if r["type"] == "gpu_window" and r["on"])
+marks = [e for e in json.load(open(sys.argv[3]))["traceEvents"]
+         if e.get("name", "").startswith("kernel records on")]
+assert len(marks) == opens > 0, "%d on marks, %d windows" % (len(marks),
+                                                             opens)
 PY
