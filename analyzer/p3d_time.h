@@ -251,8 +251,17 @@ size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
                         size_t *r1);
 /* Add d to every time of the ops held in memory. */
 void p3d_time_shift_ops(struct p3d_tl *tl, int64_t d);
-/* The same for one op's times, and for the rank's unions alone. */
-void p3d_time_shift_op(struct p3d_top *t, int64_t d);
+/* The same for one op's times (inline: once per op of every rank), and
+ * for the rank's unions alone. */
+static inline void p3d_time_shift_op(struct p3d_top *t, int64_t d)
+{
+    t->h0 += d;
+    t->h1 += d;
+    t->hg += d;
+    t->hs += d;
+    t->s += d;
+    t->e += d;
+}
 void p3d_time_shift_ivs(struct p3d_tl *tl, int64_t d);
 /* The two passes over the rank files (p3d_pass.c). */
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t);
