@@ -183,6 +183,7 @@ void p3d_time_free(struct p3d_job *job)
         free(tl->it_op);
         free(tl->it_t);
         free(tl->br);
+        free(tl->br_lbl);
         free(tl->it_fwd);
         free(tl->it_wrap);
     }
