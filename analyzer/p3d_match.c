@@ -203,7 +203,9 @@ static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
         return;
     mb->n_taken++;
     p3d_member_note(mb, o->seq);
-    c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)o->seq, sizeof(*c->v));
+    if ((size_t)o->seq >= c->cap) /* a call per op otherwise */
+        c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)o->seq,
+                          sizeof(*c->v));
     r = &c->v[o->seq];
     if (!r->set) {
         p3d_ref_set(r, o, rank);
@@ -250,7 +252,9 @@ static void p3d_on_p2p(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
     if (o->seq >= p->n_seen + P3D_SEQ_SLACK)
         return;
     p->n_seen++;
-    p->cap = p3d_grow((void **)&p->v, p->cap, (size_t)o->seq, sizeof(*p->v));
+    if ((size_t)o->seq >= p->cap)
+        p->cap = p3d_grow((void **)&p->v, p->cap, (size_t)o->seq,
+                          sizeof(*p->v));
     r = &p->v[o->seq];
     if (!r->set) {
         p3d_ref_set(r, o, rank);

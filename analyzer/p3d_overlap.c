@@ -70,7 +70,7 @@ static void p3d_opidx_range(struct p3d_opidx *x, size_t n, int64_t s,
 static void p3d_overlap_lbl(const struct p3d_job *job,
                             const struct p3d_tl *tl,
                             struct p3d_opidx *x, int64_t s, int64_t e,
-                            struct p3d_tbreak *b)
+                            int64_t *row)
 {
     int64_t cur = s;
     size_t i0, i1, hint = 0;
@@ -81,7 +81,7 @@ static void p3d_overlap_lbl(const struct p3d_job *job,
         int64_t a = o->s > cur ? o->s : cur, z = o->e < e ? o->e : e;
         if (z <= a)
             continue;
-        b->exposed_lbl[p3d_op_label(job, o)] +=
+        row[p3d_op_label(job, o)] +=
             p3d_iv_minus_from(a, z, &tl->compute, &hint);
         cur = z;
     }
@@ -102,7 +102,7 @@ static int p3d_overlap_kernels(const struct p3d_tl *tl, int64_t s, int64_t e)
 
 static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
                             const struct p3d_ivs *busy,
-                            struct p3d_opidx *x, int k)
+                            struct p3d_opidx *x, int k, int64_t *row)
 {
     struct p3d_tbreak *b = &tl->br[k];
     int64_t s, e;
@@ -117,7 +117,27 @@ static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,
     b->exposed = p3d_ivs_minus(&tl->nccl, &tl->compute, s, e);
     b->overlapped = b->nccl - b->exposed;
     b->idle = b->step - p3d_ivs_cover(busy, s, e);
-    p3d_overlap_lbl(job, tl, x, s, e, b);
+    p3d_overlap_lbl(job, tl, x, s, e, row);
+}
+
+/* The labels' columns of full ([n_iter][P3D_LBL_COUNT]) that are not all
+ * zero into tl->br_lbl (the others would only add zeros to the sums). */
+static void p3d_overlap_pack(struct p3d_tl *tl, const int64_t *full)
+{
+    size_t n = (size_t)tl->n_iter, c = 0;
+
+    tl->n_lbl = 0;
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        for (size_t k = 0; k < n; k++)
+            if (full[k * P3D_LBL_COUNT + (size_t)l]) {
+                tl->lbl[tl->n_lbl++] = (uint8_t)l;
+                break;
+            }
+    tl->br_lbl = p3d_xcalloc((n + 1) * (size_t)tl->n_lbl + 1,
+                             sizeof(*tl->br_lbl));
+    for (size_t k = 0; k < n; k++)
+        for (int j = 0; j < tl->n_lbl; j++)
+            tl->br_lbl[c++] = full[k * P3D_LBL_COUNT + tl->lbl[j]];
 }
 
 /* While the rank is loaded: its breakdown per own iteration. */
@@ -126,6 +146,7 @@ void p3d_overlap_rank_all(const struct p3d_job *job, struct p3d_tl *tl)
     struct p3d_ivs busy = {0};
     const struct p3d_ivs *l[3] = {&tl->compute, &tl->copy, &tl->nccl};
     struct p3d_opidx x;
+    int64_t *full;
 
     if (!tl->n_iter)
         return;
@@ -135,8 +156,13 @@ void p3d_overlap_rank_all(const struct p3d_job *job, struct p3d_tl *tl)
             p3d_ivs_add(&busy, l[j]->v[i].s, l[j]->v[i].e);
     p3d_ivs_union(&busy);
     p3d_opidx_build(tl, &x);
+    full = p3d_xcalloc((size_t)tl->n_iter * P3D_LBL_COUNT + 1,
+                       sizeof(*full));
     for (int k = 0; k < tl->n_iter; k++)
-        p3d_overlap_one(job, tl, &busy, &x, k);
+        p3d_overlap_one(job, tl, &busy, &x, k,
+                        full + (size_t)k * P3D_LBL_COUNT);
+    p3d_overlap_pack(tl, full);
+    free(full);
     p3d_ivs_free(&busy);
     free(x.pmax);
     free(x.smin);
@@ -149,14 +175,22 @@ static void p3d_overlap_renumber(struct p3d_time_res *t)
     for (int i = 0; i < t->n; i++) {
         struct p3d_tl *tl = &t->tl[i];
         struct p3d_tbreak *b = NULL;
+        int64_t *x = NULL;
+        size_t m = (size_t)tl->n_lbl;
         if (!tl->br)
             continue;
         if (t->n_iter) {
             b = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*b));
             memcpy(b, tl->br + tl->first_it, (size_t)t->n_iter * sizeof(*b));
+            x = p3d_xcalloc(((size_t)t->n_iter + 1) * m + 1, sizeof(*x));
+            memcpy(x, tl->br_lbl + (size_t)tl->first_it * m,
+                   (size_t)t->n_iter * m * sizeof(*x));
         }
         free(tl->br);
+        free(tl->br_lbl);
         tl->br = b;
+        tl->br_lbl = x;
+        tl->n_lbl = x ? tl->n_lbl : 0;
     }
 }
 
@@ -249,9 +283,11 @@ static void p3d_overlap_fracs(struct p3d_time_res *t)
     double sum[7 + P3D_LBL_COUNT] = {0};
 
     for (int i = 0; i < t->n; i++) {
-        t->windowed |= t->tl[i].windowed;
-        for (int k = t->warm; k < t->n_iter && t->tl[i].br; k++) {
-            const struct p3d_tbreak *b = &t->tl[i].br[k];
+        const struct p3d_tl *tl = &t->tl[i];
+        t->windowed |= tl->windowed;
+        for (int k = t->warm; k < t->n_iter && tl->br; k++) {
+            const struct p3d_tbreak *b = &tl->br[k];
+            const int64_t *lbl = tl->br_lbl + (size_t)k * (size_t)tl->n_lbl;
             t->n_steady_it++;
             if (b->nokern)
                 continue;
@@ -263,8 +299,8 @@ static void p3d_overlap_fracs(struct p3d_time_res *t)
             sum[4] += (double)b->overlapped;
             sum[5] += (double)b->idle;
             sum[6] += (double)b->copy;
-            for (int l = 0; l < P3D_LBL_COUNT; l++)
-                sum[7 + l] += (double)b->exposed_lbl[l];
+            for (int c = 0; c < tl->n_lbl; c++) /* others: all 0 */
+                sum[7 + tl->lbl[c]] += (double)lbl[c];
         }
     }
     if (t->windowed && !t->n_kern_it)

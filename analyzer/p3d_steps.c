@@ -23,41 +23,111 @@
 #include "p3d_util.h"
 
 #define P3D_STEPS_SEARCH 16384 /* the period is looked for here */
+#define P3D_STEPS_IDS 65536     /* signatures told apart in a search */
 
-/*
- * Runs of sig[i] == sig[i + p] are taken whole: a run of length L ending
- * before j counts when L >= p and L + p beats the best (what checking at
- * every element of it ends with), and the bound that stops the search
- * only needs checking where a run could start (along a run, run + the
- * rest is constant).
- */
-size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
-                        size_t *r1)
+/* 4 x 16-bit ids from a (unaligned). */
+static uint64_t p3d_steps_ld4(const uint16_t *a)
+{
+    uint64_t v;
+
+    memcpy(&v, a, sizeof(v));
+    return v;
+}
+
+/* Whether one of the 4 x 16-bit lanes of x is 0 (exact). */
+static int p3d_steps_lane0(uint64_t x)
+{
+    return ((x - 0x0001000100010001ull) & ~x & 0x8000800080008000ull) != 0;
+}
+
+/* Length of the longest prefix of a[0..n) equal to b's (same: 1) or
+ * different from it at every position (same: 0); four ids a load. */
+static size_t p3d_steps_scan(const uint16_t *a, const uint16_t *b, size_t n,
+                             int same)
+{
+    size_t k = 0;
+
+    if (same) /* along a run */
+        while (k + 4 <= n && p3d_steps_ld4(a + k) == p3d_steps_ld4(b + k))
+            k += 4;
+    else /* between runs */
+        while (k + 4 <= n &&
+               !p3d_steps_lane0(p3d_steps_ld4(a + k) ^ p3d_steps_ld4(b + k)))
+            k += 4;
+    while (k < n && (a[k] == b[k]) == same)
+        k++;
+    return k;
+}
+
+/* The search on ids (equal where the signatures are). */
+static size_t p3d_steps_search(const uint16_t *sig, size_t n, size_t *r0,
+                               size_t *r1)
 {
     size_t best = 0, best_cov = 0;
 
     *r0 = *r1 = 0;
     for (size_t p = 1; p <= n / 2 && best_cov < n; p++) {
         size_t i = 0, j;
-        while (i + p < n) {
-            /* a run through the rest cannot beat best_cov: stop (exact) */
-            if ((n - p - i) + p <= best_cov)
+        /* i + p < n, and a run through the rest must beat best_cov:
+         * n - i > best_cov (exact) */
+        size_t lim = n - (p > best_cov ? p : best_cov);
+        while (i < lim) {
+            i += p3d_steps_scan(sig + i, sig + i + p, lim - i, 0);
+            if (i >= lim)
                 break;
-            if (sig[i] != sig[i + p]) {
-                i++;
-                continue;
-            }
-            for (j = i + 1; j + p < n && sig[j] == sig[j + p]; j++)
-                ;
+            j = i + 1;
+            /* sig[x] == sig[x + best] on [r0, r1 - best): so
+             * sig[x] == sig[x + p] on [r0, r1 - p) for a multiple p */
+            if (best && p % best == 0 && j >= *r0 && j + p < *r1)
+                j = *r1 - p;
+            j += p3d_steps_scan(sig + j, sig + j + p, n - p - j, 1);
             if (j - i >= p && j - i + p > best_cov) {
                 best = p;
                 best_cov = j - i + p;
                 *r1 = j + p;
                 *r0 = *r1 - best_cov;
+                lim = n - (p > best_cov ? p : best_cov);
             }
             i = j;
         }
     }
+    return best;
+}
+
+/*
+ * Runs of sig[i] == sig[i + p] are taken whole: a run of length L ending
+ * before j counts when L >= p and L + p beats the best (what checking at
+ * every element of it ends with), and the bound that stops the search
+ * only needs checking where a run could start (along a run, run + the
+ * rest is constant).  A run of a multiple of the best period so far is
+ * known along the best stretch, where it need not be compared.  The
+ * search compares 16-bit ids of the signatures (at most 65,536 distinct
+ * ones in a window of up to that many ops), four a load: it was most of
+ * the time of finding a rank's iterations.
+ */
+size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
+                        size_t *r1)
+{
+    size_t best = 0, w = n > P3D_STEPS_IDS ? n - P3D_STEPS_IDS : 0;
+    uint16_t *id = p3d_xmalloc((n - w + 1) * sizeof(*id));
+    struct p3d_map m = {0};
+    int n_id = 0;
+
+    /* more ops than ids: the longest stretch's period within the last
+     * P3D_STEPS_IDS of them (p3d_steps_rank never asks for more) */
+    for (size_t i = w; i < n; i++) {
+        int k = p3d_map_get(&m, sig[i]);
+        if (k < 0)
+            p3d_map_put(&m, sig[i], k = n_id++);
+        id[i - w] = (uint16_t)k;
+    }
+    p3d_map_free(&m);
+    best = p3d_steps_search(id, n - w, r0, r1);
+    if (best) {
+        *r0 += w;
+        *r1 += w;
+    }
+    free(id);
     return best;
 }
 

@@ -102,16 +102,6 @@ static void p3d_time_rates(struct p3d_time_res *t)
         t->samples_per_s = (double)t->gbs / (t->step_ms / 1e3);
 }
 
-void p3d_time_shift_op(struct p3d_top *t, int64_t d)
-{
-    t->h0 += d;
-    t->h1 += d;
-    t->hg += d;
-    t->hs += d;
-    t->s += d;
-    t->e += d;
-}
-
 void p3d_time_shift_ivs(struct p3d_tl *tl, int64_t d)
 {
     struct p3d_ivs *l[4] = {&tl->compute, &tl->copy, &tl->nccl, &tl->kwin};
@@ -193,6 +183,7 @@ void p3d_time_free(struct p3d_job *job)
         free(tl->it_op);
         free(tl->it_t);
         free(tl->br);
+        free(tl->br_lbl);
         free(tl->it_fwd);
         free(tl->it_wrap);
     }

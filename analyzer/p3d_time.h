@@ -109,7 +109,6 @@ struct p3d_tbreak { /* one rank, one iteration (ns) */
     int64_t step, compute, copy, nccl, exposed, overlapped, idle;
     int64_t pp_wait, late_sender, late_receiver, transfer;
     int64_t pp_fill, pp_steady; /* warm-up/cool-down vs steady */
-    int64_t exposed_lbl[P3D_LBL_COUNT];
     int nokern; /* outside the rank's kernel windows: no compute times */
 };
 
@@ -145,6 +144,13 @@ struct p3d_tl { /* one rank */
     int first_it;   /* this rank's iteration matching job iteration 0 */
     size_t period;
     struct p3d_tbreak *br; /* [job n_iter]; per own iteration in pass 1 */
+    /* Exposed NCCL time by label, as br: [iteration][n_lbl], a column per
+     * label with time in some iteration (lbl[c]: its P3D_LBL_*); most
+     * ranks have a few of the labels, and this is the largest array the
+     * time analysis keeps of every rank. */
+    int64_t *br_lbl;
+    uint8_t lbl[P3D_LBL_COUNT];
+    int n_lbl;
     int *it_fwd, *it_wrap; /* [n_iter]: pipeline sends forward, receives
                             * from the last stage (p3d_bubble_sched) */
     int it_mono;           /* it_t ascends (windows found by bisection) */
@@ -251,8 +257,17 @@ size_t p3d_steps_period(const uint64_t *sig, size_t n, size_t *r0,
                         size_t *r1);
 /* Add d to every time of the ops held in memory. */
 void p3d_time_shift_ops(struct p3d_tl *tl, int64_t d);
-/* The same for one op's times, and for the rank's unions alone. */
-void p3d_time_shift_op(struct p3d_top *t, int64_t d);
+/* The same for one op's times (inline: once per op of every rank), and
+ * for the rank's unions alone. */
+static inline void p3d_time_shift_op(struct p3d_top *t, int64_t d)
+{
+    t->h0 += d;
+    t->h1 += d;
+    t->hg += d;
+    t->hs += d;
+    t->s += d;
+    t->e += d;
+}
 void p3d_time_shift_ivs(struct p3d_tl *tl, int64_t d);
 /* The two passes over the rank files (p3d_pass.c). */
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t);

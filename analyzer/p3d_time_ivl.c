@@ -13,7 +13,8 @@ void p3d_ivs_add(struct p3d_ivs *l, int64_t s, int64_t e)
 {
     if (e <= s)
         return;
-    l->cap = p3d_grow((void **)&l->v, l->cap, l->n, sizeof(*l->v));
+    if (l->n >= l->cap) /* a call per interval otherwise */
+        l->cap = p3d_grow((void **)&l->v, l->cap, l->n, sizeof(*l->v));
     l->v[l->n].s = s;
     l->v[l->n].e = e;
     l->n++;

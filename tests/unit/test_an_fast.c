@@ -4,7 +4,9 @@
  * whatever the hint and the order of the queries; a rank loaded with a
  * shift (p3d_tload_shift) equals the rank loaded and then shifted; the
  * inline record walk (p3d_reader_next_inl) hands out the records
- * p3d_reader_next does, chunk ends, unknown and damaged records included.
+ * p3d_reader_next does, chunk ends, unknown and damaged records included;
+ * the period search (four signatures at a time) finds what the plain
+ * element-by-element search finds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,12 +152,74 @@ static void test_reader_inline(void **state)
     unlink(f.path);
 }
 
+/* The search as it was written first, one signature at a time. */
+static size_t period_ref(const uint64_t *sig, size_t n, size_t *r0,
+                         size_t *r1)
+{
+    size_t best = 0, best_cov = 0;
+
+    *r0 = *r1 = 0;
+    for (size_t p = 1; p <= n / 2 && best_cov < n; p++) {
+        size_t i = 0, j;
+        while (i + p < n) {
+            if ((n - p - i) + p <= best_cov)
+                break;
+            if (sig[i] != sig[i + p]) {
+                i++;
+                continue;
+            }
+            for (j = i + 1; j + p < n && sig[j] == sig[j + p]; j++)
+                ;
+            if (j - i >= p && j - i + p > best_cov) {
+                best = p;
+                best_cov = j - i + p;
+                *r1 = j + p;
+                *r0 = *r1 - best_cov;
+            }
+            i = j;
+        }
+    }
+    return best;
+}
+
+/* Periodic stretches with noise, set-up and tear-down of every length
+ * (around the unrolled loops' steps of four), few distinct signatures
+ * (many accidental runs). */
+static void test_period_same(void **state)
+{
+    uint64_t sig[700];
+    int found = 0;
+
+    (void)state;
+    srand(11);
+    for (int t = 0; t < 3000; t++) {
+        size_t n = (size_t)(rand() % 700), per = (size_t)(1 + rand() % 40);
+        size_t head = n ? (size_t)rand() % (n / 3 + 1) : 0, r0, r1, q0, q1;
+        int alpha = 2 + rand() % 6, noise = rand() % 50;
+        for (size_t i = 0; i < n; i++) {
+            sig[i] = i < head || i > n - head / 2
+                         ? (uint64_t)(rand() % alpha)
+                         : (uint64_t)((i - head) % per) * 7 + 100;
+            if (noise && rand() % (noise * 10 + 1) == 0)
+                sig[i] = (uint64_t)(rand() % alpha);
+        }
+        size_t p = p3d_steps_period(sig, n, &r0, &r1);
+        size_t ref = period_ref(sig, n, &q0, &q1);
+        assert_int_equal(p, ref);
+        assert_int_equal(r0, q0);
+        assert_int_equal(r1, q1);
+        found += p == per;
+    }
+    assert_true(found > 1000); /* the sequences were periodic */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iv_minus_from),
         cmocka_unit_test(test_load_shifted),
         cmocka_unit_test(test_reader_inline),
+        cmocka_unit_test(test_period_same),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
