@@ -237,7 +237,7 @@ static void p3d_chrome_kwin(struct p3d_cw *w, const struct p3d_rank *r)
     for (size_t k = 0; tl->windowed && k < tl->kwin.n; k++) {
         p3d_chrome_mark(w, r->rank, tl->kwin.v[k].s + c,
                         "kernel records on (P3D_GPU_WINDOW)");
-        if (tl->kwin.v[k].e < (int64_t)1 << 61)
+        if (tl->kwin.v[k].e < P3D_KWIN_OPEN_END / 2) /* closed */
             p3d_chrome_mark(w, r->rank, tl->kwin.v[k].e + c,
                             "kernel records off");
     }

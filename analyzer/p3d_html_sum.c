@@ -37,13 +37,10 @@ static int p3d_vjob_first_kern(const struct p3d_job *job,
     for (int k = a; k + 1 < it->n; k++) {
         uint64_t e = k + 2 < it->n ? it->start[k + 2] : it->end;
         int all = 1;
-        for (int i = 0; i < t->n && all; i++) {
-            const struct p3d_tl *tl = &t->tl[i];
-            int64_t from = (int64_t)it->start[k > 0 ? k - 1 : 0];
-            all = !tl->windowed ||
-                  p3d_ivs_cover(&tl->kwin, from, (int64_t)e) ==
-                      (int64_t)e - from;
-        }
+        for (int i = 0; i < t->n && all; i++)
+            all = p3d_time_kern_cover(&t->tl[i],
+                                      (int64_t)it->start[k > 0 ? k - 1 : 0],
+                                      (int64_t)e);
         if (all)
             return k;
     }

@@ -95,9 +95,7 @@ static void p3d_overlap_lbl(const struct p3d_job *job,
  */
 static int p3d_overlap_kernels(const struct p3d_tl *tl, int64_t s, int64_t e)
 {
-    int64_t from = s - (e - s);
-
-    return !tl->windowed || p3d_ivs_cover(&tl->kwin, from, e) == e - from;
+    return p3d_time_kern_cover(tl, s - (e - s), e);
 }
 
 static void p3d_overlap_one(const struct p3d_job *job, struct p3d_tl *tl,

@@ -292,6 +292,17 @@ struct p3d_split p3d_bubble_split(int64_t send_s, int64_t recv_s,
 
 /* Interval of iteration k of a rank (job numbering), 0 if absent. */
 int p3d_time_window(const struct p3d_tl *tl, int k, int64_t *s, int64_t *e);
+
+/* Where a kernel window still open at the end of its trace ends (before
+ * the clock shift of at most a few hours, p3d_tl_finish). */
+#define P3D_KWIN_OPEN_END ((int64_t)1 << 62)
+/* Whether the rank recorded every kernel launched in [from, e): its trace
+ * has no kernel windows, or one of them covers it. */
+static inline int p3d_time_kern_cover(const struct p3d_tl *tl, int64_t from,
+                                      int64_t e)
+{
+    return !tl->windowed || p3d_ivs_cover(&tl->kwin, from, e) == e - from;
+}
 /* Stage of a global rank under the job layout (0 if unknown). */
 int p3d_time_stage(const struct p3d_job *job, int rank);
 

@@ -347,7 +347,7 @@ static void p3d_tl_finish(struct p3d_tl *tl, struct p3d_tload *ld)
     int moved, dup;
 
     if (tl->kwin_on >= 0)
-        p3d_ivs_add(&tl->kwin, tl->kwin_on, (int64_t)P3D_TIME_MAX);
+        p3d_ivs_add(&tl->kwin, tl->kwin_on, P3D_KWIN_OPEN_END);
     p3d_ivs_union(&tl->kwin);
     moved = p3d_tl_order(tl, ld, &dup);
     n_gpu = p3d_tl_join_all(tl, ld, dup);
