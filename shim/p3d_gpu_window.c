@@ -67,23 +67,22 @@ int p3d_gpu_window_parse(const char *s, struct p3d_gpu_window *w)
         w->mode = P3D_WIN_ALL;
         return 0;
     }
-    if (!strcmp(s, "off") || !strcmp(s, "0") || !strcmp(s, "none")) {
+    if (!strcmp(s, "off") || !strcmp(s, "none")) {
         w->mode = P3D_WIN_NONE;
         return 0;
     }
     w->on_ns = w->every_ns = 0;
-    if (win_secs(s, &end, &w->first_ns) != 0) {
+    if (win_secs(s, &end, &w->first_ns) != 0 ||
+        (*end != '\0' &&             /* else FIRST alone: one window */
+         !(*end == ':' && win_secs(end + 1, &end, &w->on_ns) == 0 &&
+           *end == ':' && win_secs(end + 1, &end, &w->every_ns) == 0 &&
+           *end == '\0' && (w->every_ns > 0 || w->on_ns == 0)))) {
         *w = d;
         return -1;
     }
-    if (*end == '\0')
-        return 0;                     /* FIRST alone: one window */
-    if (*end == ':' && win_secs(end + 1, &end, &w->on_ns) == 0 &&
-        *end == ':' && win_secs(end + 1, &end, &w->every_ns) == 0 &&
-        *end == '\0' && (w->every_ns > 0 || w->on_ns == 0))
-        return 0;
-    *w = d;
-    return -1;
+    if (w->first_ns == 0 && w->on_ns == 0)
+        w->mode = P3D_WIN_NONE;       /* "0", "0:0:600": never */
+    return 0;
 }
 
 int p3d_gpu_window_want(const struct p3d_gpu_window *w, uint64_t since_ns,
@@ -134,9 +133,6 @@ int p3d_gpu_window_config(void)
                       "seconds, all or off: using %d:%d:%d",
                       P3D_ENV_GPU_WINDOW, e, P3D_GPU_WINDOW_FIRST_S,
                       P3D_GPU_WINDOW_ON_S, P3D_GPU_WINDOW_EVERY_S);
-    if (win_cfg.mode == P3D_WIN_SOME && win_cfg.first_ns == 0 &&
-        win_cfg.on_ns == 0)
-        win_cfg.mode = P3D_WIN_NONE;  /* "0:0:600", "0.0": never */
     return win_cfg.mode != P3D_WIN_NONE;
 }
 

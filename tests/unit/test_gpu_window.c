@@ -57,6 +57,11 @@ static void test_gpu_window_forms(void **state)
     assert_true(p3d_gpu_window_want(&w, 0, 10 * S + 3 * S / 4));
     assert_int_equal(p3d_gpu_window_parse("0:5:5", &w), 0);
     assert_true(p3d_gpu_window_want(&w, 7 * S, 1 * S));
+    /* a schedule that never records is no schedule: CUPTI is not claimed */
+    assert_int_equal(p3d_gpu_window_parse("0:0:600", &w), 0);
+    assert_int_equal(w.mode, P3D_WIN_NONE);
+    assert_int_equal(p3d_gpu_window_parse("0.0", &w), 0);
+    assert_int_equal(w.mode, P3D_WIN_NONE);
 }
 
 static void test_gpu_window_bad(void **state)
