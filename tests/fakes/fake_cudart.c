@@ -45,6 +45,7 @@ struct alloc_hdr {
 
 static _Atomic(p3dfake_kernel_listener_fn) fake_listener;
 static _Atomic(p3dfake_kernel_listener_fn) fake_observer;
+static _Atomic(p3dfake_call_observer_fn) fake_call_observer;
 static struct fake_queue *fake_default_q;
 static _Atomic uint64_t fake_used;
 static __thread int fake_device;
@@ -66,6 +67,19 @@ FAKE_API void p3dfake_set_kernel_listener(p3dfake_kernel_listener_fn fn)
 FAKE_API void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn)
 {
     atomic_store(&fake_observer, fn);
+}
+
+FAKE_API void p3dfake_set_call_observer(p3dfake_call_observer_fn fn)
+{
+    atomic_store(&fake_call_observer, fn);
+}
+
+FAKE_API void p3dfake_report_call(uint64_t start_ns, uint64_t end_ns)
+{
+    p3dfake_call_observer_fn ob = atomic_load(&fake_call_observer);
+
+    if (ob)
+        ob(start_ns, end_ns);
 }
 
 FAKE_API void p3dfake_report_kernel(const char *name, void *stream,

@@ -132,6 +132,7 @@ struct fake_redop {
 };
 
 static __thread int fake_depth;
+static __thread uint64_t fake_group_t0; /* entry of the group's first op */
 static __thread struct fake_op *fake_queue;
 static __thread size_t fake_nq, fake_capq;
 static __thread char fake_errbuf[256];
@@ -877,9 +878,14 @@ static void fake_drain(ncclComm_t c)
 static ncclResult_t fake_submit(const struct fake_op *o)
 {
     struct fake_op one = *o;
+    uint64_t t_entry = p3dfake_now_ns();
 
-    if (fake_depth == 0)
-        return fake_launch(&one, 1);
+    if (fake_depth == 0) {
+        ncclResult_t r = fake_launch(&one, 1);
+
+        p3dfake_report_call(t_entry, p3dfake_now_ns());
+        return r;
+    }
     if (fake_nq == fake_capq) {
         size_t cap = fake_capq ? 2 * fake_capq : 16;
         struct fake_op *q = realloc(fake_queue, cap * sizeof(*q));
@@ -889,6 +895,8 @@ static ncclResult_t fake_submit(const struct fake_op *o)
         fake_queue = q;
         fake_capq = cap;
     }
+    if (fake_nq == 0)
+        fake_group_t0 = t_entry;
     fake_queue[fake_nq++] = one;
     return ncclSuccess;
 }
@@ -1040,8 +1048,11 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void)
         return fake_err(ncclInvalidUsage, "ncclGroupEnd without start");
     if (--fake_depth > 0)
         return ncclSuccess;
-    r = fake_nq ? fake_launch(fake_queue, fake_nq) : ncclSuccess;
+    if (fake_nq == 0)
+        return ncclSuccess;
+    r = fake_launch(fake_queue, fake_nq);
     fake_nq = 0;
+    p3dfake_report_call(fake_group_t0, p3dfake_now_ns());
     return r;
 }
 

@@ -26,6 +26,13 @@
  * on the thread that ran the work; it must be cheap and must not call
  * back into the fakes.
  *
+ * Calls.  Fake NCCL also reports, to one process-wide call observer, the
+ * host span of every launch: an ungrouped op from its entry into the fake
+ * until it returns, a group from the entry of its first op into the fake
+ * until its outermost ncclGroupEnd returns
+ * (CLOCK_MONOTONIC ns, on the calling thread, in both modes).  In
+ * synchronous mode that is the time the caller was blocked in NCCL.
+ *
  * Events.  cudaEventRecord stores the host CLOCK_MONOTONIC time at which
  * the stream's work up to that point is complete; work is synchronous, so
  * that is the time of the record call.
@@ -66,6 +73,12 @@ void p3dfake_set_kernel_listener(p3dfake_kernel_listener_fn fn);
  * for the simulator's ground truth, so it does not displace fake CUPTI.
  */
 void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn);
+
+/* Exported by libcudart.so.13 (fake): the call observer (see "Calls");
+ * NULL unregisters.  p3dfake_report_call is what fake NCCL calls. */
+typedef void (*p3dfake_call_observer_fn)(uint64_t start_ns, uint64_t end_ns);
+void p3dfake_set_call_observer(p3dfake_call_observer_fn fn);
+void p3dfake_report_call(uint64_t start_ns, uint64_t end_ns);
 
 /* Exported by libcudart.so.13 (fake): 1 in asynchronous mode. */
 int p3dfake_async(void);

@@ -9,13 +9,13 @@ set -u
 C="-m 4 --fwd-ms 1 --bwd-ms 2 --opt-ms 0.5"
 # shellcheck disable=SC2086
 time_run skew2 --tp 2 --pp 2 --dp 2 --hosts 2 --skew 4:50000000 $C &&
-    time_check skew2 skew=100000 steps=0.01 bubble=0.02
+    time_check skew2 skew=100000 steps=0.005 bubble=0.005
 # every rank its own host: 8 hosts, offsets from -50 ms to +50 ms
 # shellcheck disable=SC2086
 time_run skew8 --iters 4 --tp 2 --pp 2 --dp 2 --hosts 8 \
     --skew 1:50000000 --skew 2:-50000000 --skew 3:7000000 \
     --skew 5:-20000000 --skew 6:33000000 --skew 7:1000 $C &&
-    time_check skew8 skew=100000 steps=0.01 bubble=0.02
+    time_check skew8 skew=100000 steps=0.005 bubble=0.005
 want="clocks: host simhost-2 is -[0-9.]* ms (+- [0-9.]* ms) off host simhost-0"
 grep -q "$want" "$T/skew8.txt" || {
     echo "FAIL skew8: offset not in the text report"

@@ -6,12 +6,14 @@ set -u
 . "$P3D_SRC/tests/integration/test_time_lib.inc"
 time_run commb --tp 2 --dp 2 -m 4 --fwd-ms 0.05 --bwd-ms 0.1 \
     --opt-ms 0.05 --tp-bytes 2M --dp-bytes 8M &&
-    time_check commb verdict=comm steps=0.01
+    time_check commb verdict=comm steps=0.005
 python3 - "$T/commb.json" <<'PY' || fails=$((fails + 1))
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]
-sys.exit(0 if v["group"] == "TP" else print("FAIL commb: group", v["group"]))
+if v["group"] != "TP":
+    print("FAIL commb: group", v["group"])
+    sys.exit(1)
 PY
 time_run compb --tp 2 --dp 2 -m 4 --fwd-ms 4 --bwd-ms 8 --opt-ms 1 &&
-    time_check compb verdict=compute steps=0.01
+    time_check compb verdict=compute steps=0.005
 time_done

@@ -32,6 +32,8 @@ struct rank_ctx {
     char *sbuf, *rbuf;
     size_t buf_bytes;
     int iter;
+    int in_pp;                       /* inside a pipeline send/recv batch */
+    int cur_mb;                      /* micro-batch of the kernel launched */
 };
 
 struct rank_op {

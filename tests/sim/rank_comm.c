@@ -287,29 +287,16 @@ void rank_compute(struct rank_ctx *x, int kind, int mb, double ms)
                                          p3dsim_backward_kernel,
                                          p3dsim_optimizer_kernel };
     const struct sim_cfg *c = x->cfg;
-    uint64_t dur, t0, t1;
+    uint64_t dur;
     void *args[1] = { &dur };
     dim3 one = { 1, 1, 1 };
 
     if (x->rank == c->straggler_rank)
         ms *= 1.0 + c->straggler_pct / 100.0;
     dur = (uint64_t)(ms * 1e6);
-    t0 = rank_now();
+    x->cur_mb = c->async ? 0xffff : mb;   /* async: not known on the stream */
+    /* The fake reports the kernel as it ran: rank_observer records it. */
     cudaLaunchKernel((const void *)fns[kind], one, one, args, 0, x->stream);
-    if (c->async)
-        return;   /* it runs later on the stream: rank_observer records it */
-    t1 = rank_now();
-    x->t->steps[x->iter].busy_ns += t1 - t0;
-    if (x->t->n_busy < SIM_MAX_BUSY) {
-        struct sim_busy *b = &x->t->busy[x->t->n_busy];
-
-        b->start = t0;
-        b->end = t1;
-        b->iter = (uint32_t)x->iter;
-        b->kind = (uint16_t)kind;
-        b->mb = (uint16_t)mb;
-        x->t->n_busy++;
-    }
 }
 
 void rank_destroy_comms(struct rank_ctx *x)
@@ -335,7 +322,14 @@ void rank_sync(struct rank_ctx *x)
 
 static struct rank_ctx *rank_observed;
 
-/* Async mode: compute and PP kernel intervals as the stream ran them. */
+/*
+ * The truth of compute and pipeline time is what the fakes ran, on the
+ * clock the shim reads: each compute kernel's start and end as the fake
+ * cudart ran it, and the pipeline send/recv time as fake NCCL reports it
+ * (async: its kernels on the PP stream; synchronous: the span the rank
+ * was blocked in the batch's NCCL calls, rank_call_observer), not what
+ * the schedule planned.
+ */
 static void rank_observer(const char *name, void *stream, uint64_t s,
                           uint64_t e, int is_nccl)
 {
@@ -344,7 +338,8 @@ static void rank_observer(const char *name, void *stream, uint64_t s,
     struct sim_busy *b;
 
     if (is_nccl) {
-        if (x->nstream[SG_PP] && stream == (void *)x->nstream[SG_PP])
+        if (x->cfg->async && x->nstream[SG_PP] &&
+            stream == (void *)x->nstream[SG_PP])
             st->pp_wait_ns += e - s;
         return;
     }
@@ -357,16 +352,27 @@ static void rank_observer(const char *name, void *stream, uint64_t s,
     b->kind = strstr(name, "forward") ? SB_FWD
               : strstr(name, "backward") ? SB_BWD
               : strstr(name, "optimizer") ? SB_OPT : SB_HANG;
-    b->mb = 0xffff;   /* not known on the stream */
+    b->mb = (uint16_t)x->cur_mb;
     st->busy_ns += e - s;
     x->t->n_busy++;
+}
+
+/* Synchronous mode: a pipeline batch blocks the rank in NCCL from its
+ * first op's entry to its ncclGroupEnd's return, as fake NCCL reports it
+ * (the shim's op record starts just before that entry). */
+static void rank_call_observer(uint64_t s, uint64_t e)
+{
+    struct rank_ctx *x = rank_observed;
+
+    if (!x->cfg->async && x->in_pp)
+        x->t->steps[x->iter].pp_wait_ns += e - s;
 }
 
 void rank_observe(struct rank_ctx *x)
 {
     rank_observed = x;
-    if (x->cfg->async) {
+    if (x->cfg->async)
         cudaEventCreateWithFlags(&x->ev_pre, cudaEventDisableTiming);
-        p3dfake_set_kernel_observer(rank_observer);
-    }
+    p3dfake_set_kernel_observer(rank_observer);
+    p3dfake_set_call_observer(rank_call_observer);
 }

@@ -142,7 +142,6 @@ static void rank_p2p_raw(struct rank_ctx *x, int send_prev, int recv_prev,
     size_t cnt = x->cfg->pp_bytes / 2;
     int n = 0, prev = (x->stage + x->pp - 1) % x->pp;
     int next = (x->stage + 1) % x->pp;
-    uint64_t t0;
 
     if (send_prev)
         ops[n++] = (struct rank_op){ SG_PP, SK_SEND, cnt, ncclBfloat16,
@@ -158,11 +157,10 @@ static void rank_p2p_raw(struct rank_ctx *x, int send_prev, int recv_prev,
                                      ncclSum, next };
     if (n == 0)
         return;
-    t0 = rank_now();
+    x->in_pp = 1;   /* rank_observer: its NCCL kernel is pipeline time */
     rank_submit(x, ops, n, 1);
     rank_sync(x);   /* batch_p2p_sync: torch.cuda.synchronize() */
-    if (!x->cfg->async)
-        x->t->steps[x->iter].pp_wait_ns += rank_now() - t0;
+    x->in_pp = 0;
 }
 
 /* Non-interleaved: the first stage has no prev, the last no next. */
