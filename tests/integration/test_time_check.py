@@ -98,12 +98,15 @@ def counted(truth_step, wins, got_iter, slack_ns=1000000):
     return got, None
 
 
-def check_bubble(truth, got, tol, job_dir):
+def check_bubble(truth, got, tol, job_dir, tol_iter=0.02):
     """Measured bubble against the truth of the same rank-iterations:
     time in pipeline send/recv without compute, over the step, as the
-    fakes ran it.  Every steady rank-iteration but the last (whose end
-    p3d can only estimate: no op follows it) within tol on its own; per
-    stage, the sum over the rank-iterations p3d counted within tol."""
+    fakes ran it.  Per stage, the sum over the steady rank-iterations p3d
+    counted within tol; per stage and steady iteration but the last
+    (whose end p3d can only estimate: no op follows it), the same sum
+    within tol_iter (one rank-iteration's figure rests on op times that
+    a loaded host can shift by its CUDA-event anchor's error; the sums
+    average that out)."""
     warm = got["steps"]["warmup"]
     b = got["bubble"]
     ok = b is not None
@@ -116,14 +119,14 @@ def check_bubble(truth, got, tol, job_dir):
     ok &= abs((b["theory_frac"] or 0) - th) < 1e-3
     gr = {r["rank"]: r for r in got["ranks"]}
     for st in truth["stages"]:
-        wait = step = 0
-        n_in = n_all = 0
+        tot = [0, 0, 0, 0]   # truth wait, step; measured wait, step
+        per = {}
+        n_all = n_in = 0
         for r in truth["ranks"]:
             if r["stage"] != st["stage"]:
                 continue
             wins = kernel_windows(job_dir, r["rank"], r["clock_offset_ns"])
             its = gr[r["rank"]]["iters"]
-            last = len(r["steps"]) - 1
             for it in r["steps"][warm:]:
                 k = it["iter"]
                 n_all += 1
@@ -134,25 +137,34 @@ def check_bubble(truth, got, tol, job_dir):
                 if not inside:
                     continue
                 n_in += 1
-                want = it["pp_wait_ns"] / (it["end"] - it["start"])
-                meas = its[k]["pp_wait_ms"] / its[k]["step_ms"]
-                if k < last and abs(meas - want) > tol:
-                    print("  rank %d iteration %d: measured %.4f vs truth "
-                          "%.4f" % (r["rank"], k, meas, want))
-                    ok = False
-                wait += it["pp_wait_ns"]
-                step += it["end"] - it["start"]
-        if n_in == 0:
+                v = (it["pp_wait_ns"], it["end"] - it["start"],
+                     its[k]["pp_wait_ms"] * 1e6, its[k]["step_ms"] * 1e6)
+                row = per.setdefault(k, [0, 0, 0, 0])
+                for i in range(4):
+                    row[i] += v[i]
+                    tot[i] += v[i]
+        if not per:
             print("  stage %d: no steady iteration inside a kernel window"
                   % st["stage"])
             ok = False
             continue
-        want = wait / step
+        last = max(it["iter"] for it in st["per_iter"])
+        for k, row in sorted(per.items()):
+            want, meas = row[0] / row[1], row[2] / row[3]
+            if k < last and abs(meas - want) > tol_iter:
+                print("  stage %d iteration %d: measured %.4f vs truth %.4f"
+                      % (st["stage"], k, meas, want))
+                ok = False
+        want = tot[0] / tot[1]
         got_s = b["per_stage"][st["stage"]]["bubble_frac"]
         print("  stage %d: measured %.4f vs truth %.4f (%.2f points; %d of "
               "%d steady rank-iterations in kernel windows)"
-              % (st["stage"], got_s, want, 100 * abs(got_s - want), n_in,
-                 n_all))
+              % (st["stage"], got_s, want, 100 * abs(got_s - want),
+                 sum(1 for _ in per) and n_all - sum(
+                     1 for r in truth["ranks"] if r["stage"] == st["stage"]
+                     for it in r["steps"][warm:]
+                     if gr[r["rank"]]["iters"][it["iter"]]["pp_wait_ms"]
+                     is None), n_all))
         ok &= abs(got_s - want) <= tol
     return ok
 

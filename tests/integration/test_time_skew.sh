@@ -2,8 +2,9 @@
 # Clock alignment: ranks posing as hosts with clocks off by up to 50 ms
 # (P3D_TEST_HOSTNAME / P3D_TEST_CLOCK_OFFSET_NS set by p3d-sim --skew);
 # the offsets p3d-analyze estimates from matched collectives and
-# send/recv pairs must be within 100 us of the injected ones, and step
-# times (measured after the correction) within 1 %.
+# send/recv pairs must be within 100 us of the injected ones, step times
+# (measured after the correction) within 0.5 % and the bubble within 0.5
+# points of the truth.
 set -u
 . "$P3D_SRC/tests/integration/test_time_lib.inc"
 C="-m 4 --fwd-ms 1 --bwd-ms 2 --opt-ms 0.5"
