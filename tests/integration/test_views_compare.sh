@@ -2,8 +2,10 @@
 # p3d-analyze --compare RUN... : one row per run in the seed's record
 # template, in the order given, as Markdown and as a JSON array (--json);
 # layout columns from the traces, micro-batches from the PP schedule,
-# step time near the simulator's truth; a folder without traces gives a
-# "no readable traces" row and exit status 2.
+# step time within 0.5 % of the simulator's truth, and the row's bubble
+# the one the single-run analysis measures (itself checked against the
+# truth: 0.5 points); a folder without traces gives a "no readable
+# traces" row and exit status 2.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/sim_lib.sh"
@@ -19,6 +21,10 @@ done
     { echo "FAIL: --compare rc=$?"; cat "$T/err"; exit 1; }
 "$A" -q --compare --json "$T/rows.json" "$T/pp2" "$T/tp2" > /dev/null \
     2>&1 || { echo "FAIL: --compare --json"; exit 1; }
+"$A" -q --json "$T/pp2.json" "$T/pp2" > /dev/null 2>&1 ||
+    { echo "FAIL: --json pp2"; exit 1; }
+python3 "$P3D_SRC/tests/integration/test_time_check.py" "$T/pp2" \
+    "$T/pp2.json" steps=0.005 bubble=0.005 || { echo "FAIL: pp2 vs truth"; exit 1; }
 mkdir -p "$T/empty"
 "$A" -q --compare "$T/tp2" "$T/empty" > "$T/md2" 2> "$T/err2"
 rc=$?
@@ -48,12 +54,17 @@ for r, name in zip(js, ("pp2", "tp2")):
     steps = [statistics.mean(per[k]) for k in sorted(per)]
     want = statistics.median(steps[1:])
     got = r["step_time_ms"]
-    assert abs(got - want) <= 0.1 * want, (name, got, want)
+    assert abs(got - want) <= 0.005 * want, (name, got, want)
     assert r["max_mem_bytes"] > 0 and r["tokens_per_s"] is None
 assert js[0]["micro_batches"] == 6 and js[0]["pp"] == 2
+one = json.load(open(t + "/pp2.json"))["bubble"]
+want = "bubble %.0f%% vs %.0f%% theory" % (100 * one["measured_frac"],
+                                           100 * one["theory_frac"])
+assert want in js[0]["observations"], (want, js[0]["observations"])
 md2 = open(t + "/md2").read()
 assert rc == 2, rc
 assert "| empty |" in md2 and "no readable traces" in md2, md2
-print("compare: rows in order, step times within 10% of the truth")
+print("compare: rows in order, step times within 0.5% of the truth, "
+      "the bubble of the single-run analysis")
 EOF
 echo "ok"

@@ -34,6 +34,8 @@ struct rank_ctx {
     int iter;
     int in_pp;                       /* inside a pipeline send/recv batch */
     int cur_mb;                      /* micro-batch of the kernel launched */
+    int want_first;                  /* the iteration's first NCCL call is
+                                        still to come */
 };
 
 struct rank_op {

@@ -357,15 +357,25 @@ static void rank_observer(const char *name, void *stream, uint64_t s,
     x->t->n_busy++;
 }
 
-/* Synchronous mode: a pipeline batch blocks the rank in NCCL from its
+/*
+ * Synchronous mode: a pipeline batch blocks the rank in NCCL from its
  * first op's entry to its ncclGroupEnd's return, as fake NCCL reports it
- * (the shim's op record starts just before that entry). */
+ * (the shim's op record starts just before that entry).  Both modes: an
+ * iteration starts, in the truth's step times, where its first NCCL call
+ * entered the fake, so a rank descheduled between the schedule's start
+ * and that call shifts truth and traces alike.
+ */
 static void rank_call_observer(uint64_t s, uint64_t e)
 {
     struct rank_ctx *x = rank_observed;
+    struct sim_step *st = &x->t->steps[x->iter];
 
+    if (x->want_first) {
+        st->first_op = s;
+        x->want_first = 0;
+    }
     if (!x->cfg->async && x->in_pp)
-        x->t->steps[x->iter].pp_wait_ns += e - s;
+        st->pp_wait_ns += e - s;
 }
 
 void rank_observe(struct rank_ctx *x)

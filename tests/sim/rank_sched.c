@@ -360,6 +360,7 @@ int rank_iteration(struct rank_ctx *x)
     struct sim_step *s = &x->t->steps[x->iter];
 
     s->start = rank_now();
+    x->want_first = 1;   /* rank_call_observer: s->first_op */
     if (x->pp == 1)
         rank_no_pipe(x);
     else if (x->cfg->vpp > 1)

@@ -100,6 +100,8 @@ struct sim_busy {
 
 struct sim_step {
     uint64_t start, end;         /* CLOCK_MONOTONIC of the real host */
+    uint64_t first_op;           /* entry of its first NCCL call into the
+                                    fake (0: none yet) */
     uint64_t busy_ns;            /* compute kernels */
     uint64_t pp_wait_ns;         /* inside PP send/recv: the bubble */
 };

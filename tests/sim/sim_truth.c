@@ -200,17 +200,39 @@ static void sim_json_comms(FILE *f, const struct sim_cfg *c,
     fprintf(f, "},\n");
 }
 
+/*
+ * Step k runs from the entry of its first NCCL call into fake NCCL to the
+ * entry of step k+1's (the shim's iteration boundaries are those calls'
+ * records, taken just before); the last step ends where the rank's
+ * schedule ended.  host_start/host_end are where the rank's schedule
+ * started and ended each step.
+ */
+static void sim_step_bounds(const struct sim_truth *t, int i, uint64_t *a,
+                            uint64_t *z)
+{
+    const struct sim_step *s = &t->steps[i];
+
+    *a = s->first_op ? s->first_op : s->start;
+    *z = s->end;
+    if (i + 1 < t->n_steps && t->steps[i + 1].first_op)
+        *z = t->steps[i + 1].first_op;
+}
+
 static void sim_json_steps(FILE *f, const struct sim_truth *t)
 {
     fprintf(f, "   \"steps\":[");
     for (int i = 0; i < t->n_steps; i++) {
         const struct sim_step *s = &t->steps[i];
-        uint64_t len = s->end - s->start;
-        uint64_t idle = len > s->busy_ns ? len - s->busy_ns : 0;
+        uint64_t a, z, len, idle;
 
+        sim_step_bounds(t, i, &a, &z);
+        len = z > a ? z - a : 0;
+        idle = len > s->busy_ns ? len - s->busy_ns : 0;
         fprintf(f, "%s\n    {\"iter\":%d,\"start\":%llu,\"end\":%llu,"
+                   "\"host_start\":%llu,\"host_end\":%llu,"
                    "\"busy_ns\":%llu,\"pp_wait_ns\":%llu,\"idle_ns\":%llu}",
-                i ? "," : "", i, (unsigned long long)s->start,
+                i ? "," : "", i, (unsigned long long)a,
+                (unsigned long long)z, (unsigned long long)s->start,
                 (unsigned long long)s->end, (unsigned long long)s->busy_ns,
                 (unsigned long long)s->pp_wait_ns, (unsigned long long)idle);
     }
@@ -396,8 +418,11 @@ static void sim_json_stages(FILE *f, const struct sim_cfg *c,
             for (int r = 0; r < c->world; r++) {
                 if (sim_stage(c, r) != s || !t[r] || t[r]->n_steps <= i)
                     continue;
+                uint64_t a, z;
+
+                sim_step_bounds(t[r], i, &a, &z);
                 wait += (double)t[r]->steps[i].pp_wait_ns;
-                len += (double)(t[r]->steps[i].end - t[r]->steps[i].start);
+                len += (double)(z - a);
                 n++;
             }
             if (n == 0)
