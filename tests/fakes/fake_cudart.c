@@ -35,6 +35,7 @@ struct fake_stream {
     int priority;
     int device;
     struct fake_queue *q;    /* async mode only */
+    _Atomic uint64_t work_end; /* sync: end of work no event followed yet */
 };
 
 struct alloc_hdr {
@@ -69,6 +70,17 @@ FAKE_API void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn)
     atomic_store(&fake_observer, fn);
 }
 
+static int fake_stream_ok(cudaStream_t s);
+static _Atomic uint64_t fake_default_work_end; /* the default streams' */
+
+/* Synchronous mode: where a stream keeps the end of its last work. */
+static _Atomic uint64_t *fake_work_end(cudaStream_t s)
+{
+    if ((uintptr_t)s <= 2)
+        return &fake_default_work_end;
+    return fake_stream_ok(s) ? &((struct fake_stream *)s)->work_end : NULL;
+}
+
 FAKE_API void p3dfake_set_call_observer(p3dfake_call_observer_fn fn)
 {
     atomic_store(&fake_call_observer, fn);
@@ -88,7 +100,10 @@ FAKE_API void p3dfake_report_kernel(const char *name, void *stream,
 {
     p3dfake_kernel_listener_fn fn = atomic_load(&fake_listener);
     p3dfake_kernel_listener_fn ob = atomic_load(&fake_observer);
+    _Atomic uint64_t *w = fake_async() ? NULL : fake_work_end(stream);
 
+    if (w)
+        atomic_store(w, end_ns);
     if (fn)
         fn(name, stream, start_ns, end_ns, is_nccl);
     if (ob)
@@ -355,6 +370,21 @@ FAKE_API cudaError_t cudaEventDestroy(cudaEvent_t e)
     return cudaSuccess;
 }
 
+/*
+ * Synchronous mode: the first event recorded after work on a stream is
+ * reached when that work ended (as on a GPU, where the host enqueues the
+ * record before the work completes), not when the host got around to
+ * recording it, which a descheduled host delays; any other record is
+ * reached at once.
+ */
+static uint64_t fake_record_time(cudaStream_t s)
+{
+    _Atomic uint64_t *w = fake_async() ? NULL : fake_work_end(s);
+    uint64_t t = w ? atomic_exchange(w, 0) : 0;
+
+    return t ? t : p3dfake_now_ns();
+}
+
 FAKE_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s,
                                               unsigned int flags)
 {
@@ -370,7 +400,7 @@ FAKE_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s,
         fake_queue_event(q, fe);   /* completes when the stream gets there */
         return cudaSuccess;
     }
-    atomic_store(&fe->t_ns, p3dfake_now_ns());
+    atomic_store(&fe->t_ns, fake_record_time(s));
     atomic_store(&fe->completed, atomic_fetch_add(&fe->recorded, 1) + 1);
     return cudaSuccess;
 }

@@ -132,7 +132,7 @@ struct fake_redop {
 };
 
 static __thread int fake_depth;
-static __thread uint64_t fake_group_t0; /* entry of the group's first op */
+static __thread uint64_t fake_group_t0; /* outermost ncclGroupStart entry */
 static __thread struct fake_op *fake_queue;
 static __thread size_t fake_nq, fake_capq;
 static __thread char fake_errbuf[256];
@@ -895,8 +895,6 @@ static ncclResult_t fake_submit(const struct fake_op *o)
         fake_queue = q;
         fake_capq = cap;
     }
-    if (fake_nq == 0)
-        fake_group_t0 = t_entry;
     fake_queue[fake_nq++] = one;
     return ncclSuccess;
 }
@@ -1036,7 +1034,8 @@ NCCL_API(ncclResult_t, ncclRecv, void *recvbuff, size_t count,
 
 NCCL_API(ncclResult_t, ncclGroupStart, void)
 {
-    fake_depth++;
+    if (fake_depth++ == 0)
+        fake_group_t0 = p3dfake_now_ns();
     return ncclSuccess;
 }
 

@@ -28,14 +28,18 @@
  *
  * Calls.  Fake NCCL also reports, to one process-wide call observer, the
  * host span of every launch: an ungrouped op from its entry into the fake
- * until it returns, a group from the entry of its first op into the fake
- * until its outermost ncclGroupEnd returns
+ * until it returns, a group from the entry of its outermost
+ * ncclGroupStart until its outermost ncclGroupEnd returns (a group
+ * without ops reports nothing)
  * (CLOCK_MONOTONIC ns, on the calling thread, in both modes).  In
  * synchronous mode that is the time the caller was blocked in NCCL.
  *
  * Events.  cudaEventRecord stores the host CLOCK_MONOTONIC time at which
- * the stream's work up to that point is complete; work is synchronous, so
- * that is the time of the record call.
+ * the stream's work up to that point is complete.  Work is synchronous, so
+ * the first record after a kernel or NCCL launch on a stream gets the time
+ * that work ended (as on a GPU, where the record is queued behind it,
+ * however late the host comes back to record it), and any other record
+ * the time of the record call.
  *
  * Asynchronous mode (P3D_FAKE_ASYNC=1, off by default).  Streams behave
  * like GPU streams: cudaLaunchKernel, NCCL ops (at the outermost

@@ -4,9 +4,9 @@
 #                          (grouped ops: ending at the group's end), no spans;
 #                          "inside": from the shim's entry time to when the
 #                          call returned to gpu_driver, which logs that (the
-#                          shim records the end event after its exit time,
-#                          so on a loaded machine a preemption may separate
-#                          them);
+#                          fake stamps the end event when the op's work
+#                          ended, before the call returned, however late
+#                          the shim records it);
 #                          with asynchronous fake streams (events complete
 #                          after the call returned) the times of one
 #                          stream's ops follow each other without overlap;
@@ -68,9 +68,6 @@ def events_ok(job):
                 fail.append("%s rank %d op %d: gpu %d..%d outside call "
                             "%d..%d" % (job, rank, i, g["gpu_start"],
                                         g["gpu_end"], lo, hi))
-            if not o["group_id"] and g["gpu_end"] < o["t_exit"] - 100_000:
-                fail.append("%s rank %d op %d: ends before the call "
-                            "returned" % (job, rank, i))
         if any(r["type"] == "gpu_span" for r in recs):
             fail.append("%s: spans without CUPTI" % job)
         print("%s rank %d: %d ops, all with event times" %

@@ -359,11 +359,11 @@ static void rank_observer(const char *name, void *stream, uint64_t s,
 
 /*
  * Synchronous mode: a pipeline batch blocks the rank in NCCL from its
- * first op's entry to its ncclGroupEnd's return, as fake NCCL reports it
- * (the shim's op record starts just before that entry).  Both modes: an
- * iteration starts, in the truth's step times, where its first NCCL call
- * entered the fake, so a rank descheduled between the schedule's start
- * and that call shifts truth and traces alike.
+ * ncclGroupStart's entry to its ncclGroupEnd's return, as fake NCCL
+ * reports it (the shim's records of those calls bracket them).  Both
+ * modes: an iteration starts, in the truth's step times, where its first
+ * NCCL call entered the fake, so a rank descheduled between the
+ * schedule's start and that call shifts truth and traces alike.
  */
 static void rank_call_observer(uint64_t s, uint64_t e)
 {
