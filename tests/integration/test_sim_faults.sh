@@ -21,8 +21,8 @@ expect() {
     [ $crc -eq 0 ] || [ $crc -eq 77 ] || fail=1
     return $crc
 }
-expect hang 1 --tp 2 --pp 2 --dp 2 -m 4 --hang 5:pp:7 --timeout 2
-expect ahang 1 --tp 2 --pp 2 --dp 2 -m 4 --hang 5:pp:7 --timeout 2 --async
+expect hang 1 --tp 2 --pp 2 --dp 2 -m 4 --hang 5:pp:7 --stop-when-hung
+expect ahang 1 --tp 2 --pp 2 --dp 2 -m 4 --hang 5:pp:7 --stop-when-hung --async
 expect kill 1 --tp 2 --pp 2 --dp 2 -m 4 --kill 3:40 --grace 0.3
 expect strag 0 --tp 2 --pp 2 --dp 2 -m 4 --straggler 1:50 --fwd-ms 8
 expect mism 0 --tp 2 --pp 2 --dp 2 -m 4 --mismatch 2:tp:5

@@ -88,6 +88,7 @@ struct sim_cfg {
     char shim[PATH_MAX];
     double timeout_s;
     double grace_s;
+    int stop_when_hung;          /* end the job once its hang has formed */
     int quiet;
 };
 

@@ -28,7 +28,7 @@ static const char sim_usage[] =
 "         ep epdp;\n"
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
-"         --grace S --comm-names --async --quiet\n";
+"         --grace S --comm-names --async --quiet --stop-when-hung\n";
 
 static uint64_t sim_bytes(const char *s)
 {
@@ -104,7 +104,7 @@ enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
        O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
        O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
        O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET,
-       O_ASYNC };
+       O_ASYNC, O_STOPHUNG };
 
 static const struct option sim_opts[] = {
     { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
@@ -123,7 +123,7 @@ static const struct option sim_opts[] = {
     { "shim", 1, 0, O_SHIM }, { "out", 1, 0, O_OUT },
     { "job-id", 1, 0, O_JOB }, { "timeout", 1, 0, O_TIMEOUT },
     { "grace", 1, 0, O_GRACE }, { "quiet", 0, 0, O_QUIET },
-    { "async", 0, 0, O_ASYNC },
+    { "async", 0, 0, O_ASYNC }, { "stop-when-hung", 0, 0, O_STOPHUNG },
     { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 };
 
@@ -175,6 +175,7 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_JOB: snprintf(c->job_id, sizeof(c->job_id), "%s", a); break;
     case O_TIMEOUT: c->timeout_s = atof(a); break;
     case O_GRACE: c->grace_s = atof(a); break;
+    case O_STOPHUNG: c->stop_when_hung = 1; break;
     case O_QUIET: c->quiet = 1; break;
     case O_ASYNC: c->async = 1; break;
     default: return -1;

@@ -167,9 +167,63 @@ static void sim_reap(struct sim_run *run, int world, pid_t pid, int st,
     }
 }
 
+/* Whether process pid is running or runnable ('R' in /proc/PID/stat). */
+static int sim_running(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'R';
+}
+
+/*
+ * --stop-when-hung: the hang has formed when the injected rank has stopped
+ * and no live rank has issued an op for SIM_QUIET_SAMPLES samples in a
+ * row, each finding every live rank asleep (blocked, not starved: a rank
+ * a loaded machine keeps waiting for a CPU is runnable).  A wait for that
+ * event, not a fixed time, so a slow machine only makes it come later.
+ */
+#define SIM_QUIET_SAMPLES 5
+static int sim_hang_formed(const struct sim_cfg *c, struct sim_run *run)
+{
+    int quiet = 1, stopped = 0;
+
+    for (int r = 0; r < c->world; r++) {
+        uint64_t issued = 0;
+        int st = 0;
+
+        if (run->reaped[r])
+            continue;
+        if (sim_truth_progress(run, r, &issued, &st) != 0 ||
+            sim_running(run->pid[r]) || issued != run->issued[r])
+            quiet = 0;
+        run->issued[r] = issued;
+        stopped |= st != 0 && r == c->hang_rank;
+    }
+    run->quiet_samples = quiet && stopped ? run->quiet_samples + 1 : 0;
+    return run->quiet_samples >= SIM_QUIET_SAMPLES;
+}
+
+/* SIGTERM/SIGINT to p3d-sim itself: end the job as on its timeout (the
+ * ranks terminated, truth written), so a test can stop it at an event. */
+static volatile sig_atomic_t sim_stop_req;
+static void sim_on_term(int sig)
+{
+    (void)sig;
+    sim_stop_req = 1;
+}
+
 static void sim_wait(const struct sim_cfg *c, struct sim_run *run)
 {
-    double start = sim_now(), kill_at = 0;
+    double start = sim_now(), kill_at = 0, sample_at = 0;
     struct timespec nap = { 0, 10000000 };
 
     while (run->alive > 0) {
@@ -181,8 +235,13 @@ static void sim_wait(const struct sim_cfg *c, struct sim_run *run)
             sim_reap(run, c->world, pid, st, now, c->grace_s);
             continue;
         }
-        if (!run->term_sent && now - start >= c->timeout_s)
+        if (!run->term_sent && (now - start >= c->timeout_s || sim_stop_req))
             run->timed_out = 1;
+        if (c->stop_when_hung && !run->term_sent && now >= sample_at) {
+            sample_at = now + 0.1;
+            if (sim_hang_formed(c, run))
+                run->timed_out = run->hung_stop = 1;
+        }
         if (!run->term_sent &&
             (run->timed_out || (run->fail_at && now >= run->fail_at))) {
             sim_signal_all(run, c->world, SIGTERM);
@@ -252,6 +311,8 @@ int sim_drive(const struct sim_cfg *c, char **argv)
         return 2;
     }
     sim_clean_job(run.jobdir);
+    signal(SIGTERM, sim_on_term);
+    signal(SIGINT, sim_on_term);
     if (sim_launch(c, &run, argv) != 0) {
         fprintf(stderr, "p3d-sim: error: fork failed\n");
         sim_signal_all(&run, c->world, SIGKILL);

@@ -51,6 +51,19 @@ static struct sim_truth *sim_truth_read(const struct sim_run *run, int r)
     return t;
 }
 
+int sim_truth_progress(const struct sim_run *run, int r, uint64_t *issued,
+                       int *stopped)
+{
+    struct sim_truth *t = sim_truth_read(run, r);
+
+    if (!t)
+        return -1;
+    *issued = __atomic_load_n(&t->issued_total, __ATOMIC_RELAXED);
+    *stopped = __atomic_load_n(&t->stopped, __ATOMIC_RELAXED);
+    munmap(t, sizeof(*t));
+    return 0;
+}
+
 /* Members of rank's group under a label's axis mask. */
 static int sim_label_members(const struct sim_cfg *c, unsigned mask,
                              int rank, int *out)
@@ -394,9 +407,10 @@ static void sim_json_faults(FILE *f, const struct sim_cfg *c,
         fprintf(f, "%s{\"rank\":%d,\"host_index\":%d,\"ns\":%lld}",
                 i ? "," : "", c->skew[i].rank,
                 sim_host_of(c, c->skew[i].rank), c->skew[i].ns);
-    fprintf(f, "]},\n\"outcome\":{\"timed_out\":%s,"
+    fprintf(f, "]},\n\"outcome\":{\"timed_out\":%s,\"stopped_when_hung\":%s,"
                "\"terminated_after_failure\":%s,\"wall_s\":%.3f},\n",
             run->timed_out ? "true" : "false",
+            run->hung_stop ? "true" : "false",
             run->fail_at > 0 ? "true" : "false", run->wall_s);
 }
 
