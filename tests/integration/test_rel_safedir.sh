@@ -66,21 +66,23 @@ traces_in() {
 # 1: the job folder planted as nobody's link to nobody's folder
 reset
 plant_link job "$NOB"
+rank link 0
+rank link 1
+untouched link
 for r in 0 1; do
-    rank link $r
     refused link $r "$SH/job" "a symlink owned by another user"
 done
-untouched link
 traces_in link "$SH/$OWN" 0 1
 
 # 2: the job folder planted as nobody's folder, mode 0777
 reset
 mkdir -m 0777 "$SH/job" && chown nobody "$SH/job"
+rank dir 0
+rank dir 1
+[ -z "$(ls -A "$SH/job")" ] || fail "dir: written into nobody's folder"
 for r in 0 1; do
-    rank dir $r
     refused dir $r "$SH/job" "a folder owned by another user"
 done
-[ -z "$(ls -A "$SH/job")" ] || fail "dir: written into nobody's folder"
 traces_in dir "$SH/$OWN" 0 1
 
 # 3: rank 0 made the job folder; then nobody replaced it by a link
@@ -91,8 +93,8 @@ rank late 0
 mv "$SH/job" "$T/moved"
 plant_link job "$NOB"
 rank late 1
-refused late 1 "$SH/job" "a symlink owned by another user"
 untouched late
+refused late 1 "$SH/job" "a symlink owned by another user"
 traces_in late "$T/moved" 0
 traces_in late "$SH/$OWN" 1
 
@@ -111,11 +113,12 @@ traces_in ownlink "$T/real/job" 0 1
 # untraced
 reset
 plant_link theirs "$NOB"
+P3D_TRACE_DIR=$SH/theirs/sub rank theirlink 0
+P3D_TRACE_DIR=$SH/theirs/sub rank theirlink 1
+untouched theirlink
 for r in 0 1; do
-    P3D_TRACE_DIR=$SH/theirs/sub rank theirlink $r
     refused theirlink $r "$SH/theirs" "a symlink owned by another user"
     grep -q "the job runs on untraced" "$T/theirlink.$r.err" ||
         fail "their link: not untraced: $(cat "$T/theirlink.$r.err")"
 done
-untouched theirlink
 exit 0
