@@ -34,7 +34,8 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s);
 
 /*
  * Whether this process should say that processes of its job share a GPU
- * (p3d_gpu_shared.c): creates the marker `job_dir`/.gpu-HOST-BUS; 1 only
+ * (p3d_gpu_shared.c): creates the marker .gpu-HOST-BUS in the job folder
+ * open as `job_dfd` (-1: no folder, returns 0); 1 only
  * for the one process that finds it made by another process of the job
  * and then makes the ".warned" marker, 0 otherwise (first user, already
  * said, or no writable folder).  A marker whose writer (its pid, same
@@ -42,8 +43,7 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s);
  * P3D_GPU_MARKER_STALE_S, is a previous run's and is replaced.
  */
 #define P3D_GPU_MARKER_STALE_S 600
-int p3d_gpu_shared_claim(const char *job_dir, const char *host,
-                         const char *bus);
+int p3d_gpu_shared_claim(int job_dfd, const char *host, const char *bus);
 
 /* Under CUPTI chosen by default: warn once per shared GPU of the job. */
 void p3d_gpu_warn_shared(void);

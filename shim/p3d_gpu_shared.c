@@ -10,7 +10,9 @@
  * number them differently in each, so every process leaves a marker named
  * after its host and its GPU's PCI bus id in the job folder, holding its
  * pid: the second process to reach the marker of a live process shares
- * that GPU (a rerun into the same folder finds its writer gone).
+ * that GPU (a rerun into the same folder finds its writer gone).  Markers
+ * are made through the writer's descriptor of the job folder, the one the
+ * trace went to (p3d_safedir.c), never by path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,15 +28,16 @@
 #include "p3d_gpu_cuda.h"
 #include "p3d_shim.h"
 
-#define P3D_GPU_MARKER_LEN (P3D_PATH_MAX + 2 * P3D_JOB_ID_LEN + 64)
+#define P3D_GPU_MARKER_LEN (2 * P3D_JOB_ID_LEN + 64)
 
-/* The pid written into a marker; 0 if none can be read (yet). */
-static long marker_owner(const char *path)
+/* The pid written into marker `name` in `dfd`; 0 if none can be read
+ * (yet). */
+static long marker_owner(int dfd, const char *name)
 {
     char buf[24];
     long pid = 0;
     ssize_t n;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
     if (fd < 0)
         return 0;
@@ -50,23 +53,24 @@ static long marker_owner(const char *path)
  * so its pid is ours to ask), or it names no writer and is old.  A live
  * writer keeps it however old, as a long job's first rank does.
  */
-static int marker_stale(const char *path, const struct stat *st)
+static int marker_stale(int dfd, const char *name, const struct stat *st)
 {
-    long pid = marker_owner(path);
+    long pid = marker_owner(dfd, name);
 
     if (pid > 0)
         return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
     return time(NULL) - st->st_mtime > P3D_GPU_MARKER_STALE_S;
 }
 
-/* 0 if this call made `path` (holding our pid), EEXIST if another live
- * process's was there, else another errno. */
-static int marker_make(const char *path)
+/* 0 if this call made `name` in `dfd` (holding our pid), EEXIST if
+ * another live process's was there, else another errno. */
+static int marker_make(int dfd, const char *name)
 {
     struct stat st;
     char pid[24];
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  0644);
+    int fd = openat(dfd, name,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0644);
 
     if (fd >= 0) {
         int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
@@ -79,22 +83,24 @@ static int marker_make(const char *path)
     }
     if (errno != EEXIST)
         return errno;
-    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-        marker_stale(path, &st) && unlink(path) == 0)
-        return marker_make(path);
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode) && marker_stale(dfd, name, &st) &&
+        unlinkat(dfd, name, 0) == 0)
+        return marker_make(dfd, name);
     return EEXIST;
 }
 
-int p3d_gpu_shared_claim(const char *job_dir, const char *host,
-                         const char *bus)
+int p3d_gpu_shared_claim(int job_dfd, const char *host, const char *bus)
 {
-    char path[P3D_GPU_MARKER_LEN];
+    char name[P3D_GPU_MARKER_LEN];
 
-    snprintf(path, sizeof(path), "%s/.gpu-%s-%s", job_dir, host, bus);
-    if (strchr(host, '/') || strchr(bus, '/') || marker_make(path) != EEXIST)
+    if (job_dfd < 0 || strchr(host, '/') || strchr(bus, '/'))
         return 0;
-    snprintf(path, sizeof(path), "%s/.gpu-%s-%s.warned", job_dir, host, bus);
-    return marker_make(path) == 0;
+    snprintf(name, sizeof(name), ".gpu-%s-%s", host, bus);
+    if (marker_make(job_dfd, name) != EEXIST)
+        return 0;
+    snprintf(name, sizeof(name), ".gpu-%s-%s.warned", host, bus);
+    return marker_make(job_dfd, name) == 0;
 }
 
 static int gpu_bus_id(char *bus, int len)
@@ -109,16 +115,13 @@ static int gpu_bus_id(char *bus, int len)
 
 void p3d_gpu_warn_shared(void)
 {
-    const struct p3d_cfg *cfg = p3d_core_cfg();
-    char dir[P3D_PATH_MAX + P3D_JOB_ID_LEN + 2];
     char host[P3D_HOST_LEN];
     char bus[32] = "";
 
     if (!gpu_bus_id(bus, sizeof(bus)))
         return;
     p3d_env_hostname(host, sizeof(host));
-    p3d_cfg_job_dir(cfg, dir, sizeof(dir));
-    if (!p3d_gpu_shared_claim(dir, host, bus))
+    if (!p3d_gpu_shared_claim(p3d_writer_dir_fd(), host, bus))
         return;
     p3d_warn_once("gpu_shared", "processes of this job share GPU %s on %s; "
                   "CUPTI kernel tracing slows GPUs that processes "

@@ -238,6 +238,15 @@ static inline int p3d_core_enabled(void)
 void p3d_writer_reset(int forked);
 void p3d_writer_close(void);
 void p3d_writer_path(char *buf, size_t n);
+
+/*
+ * The job folder the trace file is in, as a descriptor (opened through
+ * p3d_safedir, so it is the folder the file went to, <job> or
+ * <job>.<uid>), for other files of the job folder.  Opens the file first
+ * if no record did yet.  -1 when the process runs untraced.  Owned by the
+ * writer: do not close it; valid until p3d_writer_reset.
+ */
+int p3d_writer_dir_fd(void);
 int p3d_writer_is_open(void);
 uint64_t p3d_writer_dropped(void);
 /* Store the run-time NCCL version (ncclGetVersion) in the file header. */

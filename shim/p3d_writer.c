@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "p3d_mem.h"
+#include "p3d_safedir.h"
 #include "p3d_shim.h"
 
 #define P3D_WIN_BYTES (2u << 20) /* mapped at a time: current + 1 ahead */
@@ -110,6 +111,8 @@ static pthread_key_t p3d_w_key;
 static int p3d_w_state;
 static uint32_t p3d_w_gen = 1;
 static int p3d_w_fd = -1;
+static int p3d_w_dfd = -1;      /* the job folder the file is in */
+static char p3d_w_name[48];     /* the file's name in it */
 static int p3d_w_forked;
 static struct p3d_file_hdr *p3d_w_hdr;
 static uint64_t p3d_w_next;     /* next chunk index to claim */
@@ -123,7 +126,7 @@ static uint64_t p3d_w_records; /* counts of threads without a slot, */
 static uint64_t p3d_w_ops;     /* and of exited threads */
 static struct p3d_wcnt p3d_w_cnt[P3D_CNT_SLOTS];
 static uint64_t p3d_w_dropped;
-static char p3d_w_path[P3D_PATH_MAX + P3D_JOB_ID_LEN + 64];
+static char p3d_w_path[P3D_PATH_MAX + P3D_JOB_ID_LEN + 96];
 static char p3d_w_strbuf[P3D_CHUNK_ROOM - sizeof(struct p3d_rec_str)];
 
 static P3D_TLS struct p3d_wthr p3d_w_thr;
@@ -245,49 +248,84 @@ static void p3d_writer_key_init(void)
     pthread_key_create(&p3d_w_key, p3d_writer_thread_exit);
 }
 
-/* mkdir -p with mode 0777 (the umask applies). */
-static int p3d_writer_mkdirs(char *path)
+/* The folder name to fall back to: <job>.<euid>. */
+static void p3d_writer_own_name(const struct p3d_cfg *cfg, char *buf,
+                                size_t n)
 {
-    char *p;
-
-    for (p = path + 1; *p != '\0'; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            *p = '/';
-            return -1;
-        }
-        *p = '/';
-    }
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
+    snprintf(buf, n, "%s.%u", cfg->job_id, (unsigned)geteuid());
 }
 
+/*
+ * Open the job folder through p3d_safedir: <dir>/<job>, or <dir>/<job>.<uid>
+ * when the rule refuses the first.  Leaves the folder's path in
+ * p3d_w_path.  Returns its descriptor; -1 (errno) on a plain error; -2
+ * when refused (warned: the job runs on untraced).
+ */
+static int p3d_writer_open_dir(const struct p3d_cfg *cfg)
+{
+    char own[P3D_JOB_ID_LEN + 16];
+    const char *why;
+    size_t bad;
+    int top, dfd, err;
+
+    snprintf(p3d_w_path, sizeof(p3d_w_path), "%s", cfg->dir);
+    top = p3d_safedir_open_path(cfg->dir, &why, &bad);
+    if (top < 0 && why != NULL) {
+        p3d_warn_once("safedir", "trace folder '%.*s' refused: %s; the job "
+                      "runs on untraced", (int)bad, cfg->dir, why);
+        return -2;
+    }
+    if (top < 0)
+        return -1;
+    p3d_cfg_job_dir(cfg, p3d_w_path, sizeof(p3d_w_path));
+    dfd = p3d_safedir_open_own(top, cfg->job_id, &why);
+    if (dfd < 0 && why != NULL) {
+        p3d_writer_own_name(cfg, own, sizeof(own));
+        p3d_warn_once("safedir", "trace folder '%s' refused: %s; writing "
+                      "to '%s/%s' instead", p3d_w_path, why, cfg->dir, own);
+        snprintf(p3d_w_path, sizeof(p3d_w_path), "%s/%s", cfg->dir, own);
+        dfd = p3d_safedir_open_own(top, own, &why);
+        if (dfd < 0 && why != NULL) {
+            p3d_warn_once("safedir_own", "trace folder '%s' refused: %s; "
+                          "the job runs on untraced", p3d_w_path, why);
+            dfd = -2;
+        }
+    }
+    err = errno;
+    close(top);
+    errno = err;
+    return dfd;
+}
+
+/* Create the rank file in the job folder (p3d_w_dfd); its path goes to
+ * p3d_w_path.  Returns the file's descriptor, -1 (errno) or -2 (refused,
+ * warned). */
 static int p3d_writer_create(const struct p3d_cfg *cfg)
 {
-    char dir[P3D_PATH_MAX + P3D_JOB_ID_LEN + 2];
+    const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    size_t len;
     int fd;
 
-    p3d_cfg_job_dir(cfg, dir, sizeof(dir));
-    snprintf(p3d_w_path, sizeof(p3d_w_path), "%s", dir);
-    if (p3d_writer_mkdirs(dir) != 0)
-        return -1;
+    p3d_w_dfd = p3d_writer_open_dir(cfg);
+    if (p3d_w_dfd < 0) {
+        fd = p3d_w_dfd;
+        p3d_w_dfd = -1;
+        return fd;
+    }
     if (cfg->rank >= 0)
-        snprintf(p3d_w_path, sizeof(p3d_w_path), "%s/rank-%05d.p3d", dir,
+        snprintf(p3d_w_name, sizeof(p3d_w_name), "rank-%05d.p3d",
                  (int)cfg->rank);
     else
-        snprintf(p3d_w_path, sizeof(p3d_w_path), "%s/pid-%ld.p3d", dir,
+        snprintf(p3d_w_name, sizeof(p3d_w_name), "pid-%ld.p3d",
                  (long)getpid());
-    fd = open(p3d_w_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0666);
+    fd = openat(p3d_w_dfd, p3d_w_name, flags, 0666);
     if (fd < 0 && errno == EEXIST && cfg->rank >= 0) {
-        snprintf(p3d_w_path, sizeof(p3d_w_path), "%s/rank-%05d.%ld.p3d", dir,
+        snprintf(p3d_w_name, sizeof(p3d_w_name), "rank-%05d.%ld.p3d",
                  (int)cfg->rank, (long)getpid());
-        fd = open(p3d_w_path,
-                  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        fd = openat(p3d_w_dfd, p3d_w_name, flags, 0666);
     }
+    len = strlen(p3d_w_path);
+    snprintf(p3d_w_path + len, sizeof(p3d_w_path) - len, "/%s", p3d_w_name);
     return fd;
 }
 
@@ -362,6 +400,8 @@ static int p3d_writer_open_file(void)
     int err;
 
     p3d_w_fd = p3d_writer_create(cfg);
+    if (p3d_w_fd == -2)
+        goto refused;
     if (p3d_w_fd < 0)
         goto fail;
     err = posix_fallocate(p3d_w_fd, 0, P3D_DATA_OFFSET);
@@ -381,16 +421,19 @@ static int p3d_writer_open_file(void)
     return 0;
 fail_unlink:
     err = errno;
-    unlink(p3d_w_path);
+    unlinkat(p3d_w_dfd, p3d_w_name, 0);
     errno = err;
 fail:
     err = errno;
-    if (p3d_w_fd >= 0)
-        close(p3d_w_fd);
-    p3d_w_fd = -1;
-    __atomic_store_n(&p3d_w_state, P3D_W_FAILED, __ATOMIC_RELEASE);
     p3d_warn_once("open", "cannot create trace file '%s': %s; the job runs "
                           "on untraced", p3d_w_path, strerror(err));
+refused:
+    if (p3d_w_fd >= 0)
+        close(p3d_w_fd);
+    if (p3d_w_dfd >= 0)
+        close(p3d_w_dfd);
+    p3d_w_fd = p3d_w_dfd = -1;
+    __atomic_store_n(&p3d_w_state, P3D_W_FAILED, __ATOMIC_RELEASE);
     return -1;
 }
 
@@ -753,6 +796,30 @@ static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
     return 0;
 }
 
+/*
+ * Open the file and write its preamble if nobody did yet.  The
+ * application's errno is left as it was, whatever failed on the way.
+ */
+static void p3d_writer_ensure_open(struct p3d_wthr *t)
+{
+    int err = errno;
+
+    if (p3d_writer_state() == P3D_W_UNOPENED && p3d_writer_open_once(t)) {
+        p3d_writer_cmdline();
+        p3d_writer_environ();
+    }
+    errno = err;
+}
+
+int p3d_writer_dir_fd(void)
+{
+    struct p3d_wthr *t = &p3d_w_thr;
+
+    if (!t->in_open && p3d_core_enabled())
+        p3d_writer_ensure_open(t);
+    return p3d_writer_state() == P3D_W_OPEN ? p3d_w_dfd : -1;
+}
+
 /* Slow path: open the file if needed and claim a fresh chunk. */
 static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
 {
@@ -761,10 +828,7 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
     if (t->in_open || !p3d_core_enabled() ||
         __atomic_load_n(&p3d_w_full, __ATOMIC_RELAXED))
         return -1;
-    if (p3d_writer_state() == P3D_W_UNOPENED && p3d_writer_open_once(t)) {
-        p3d_writer_cmdline();
-        p3d_writer_environ();
-    }
+    p3d_writer_ensure_open(t);
     if (p3d_writer_state() != P3D_W_OPEN)
         return -1;
     gen = __atomic_load_n(&p3d_w_gen, __ATOMIC_ACQUIRE);
@@ -950,8 +1014,11 @@ void p3d_writer_reset(int forked)
         munmap(p3d_w_hdr, P3D_DATA_OFFSET);
     if (p3d_w_fd >= 0)
         close(p3d_w_fd);
+    if (p3d_w_dfd >= 0)
+        close(p3d_w_dfd);
     p3d_w_hdr = NULL;
-    p3d_w_fd = -1;
+    p3d_w_fd = p3d_w_dfd = -1;
+    p3d_w_name[0] = '\0';
     p3d_w_next = p3d_w_mapped = 0;
     p3d_w_touching = 0; /* a helper that was touching is gone or stopped */
     p3d_w_full = 0;
