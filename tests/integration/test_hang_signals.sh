@@ -48,14 +48,13 @@ build, t = sys.argv[1], sys.argv[2]
 env = dict(os.environ, P3D_HANG_TIMEOUT="60", P3D_QUIET="1")
 sim = subprocess.Popen([f"{build}/p3d-sim", "--tp", "2", "--pp", "2", "--dp",
                         "2", "-m", "4", "--iters", "1", "--hang", "5:pp:7",
-                        "--timeout", "30", "--out", t, "--job-id", "k9",
+                        "--stop-when-hung=KILL", "--timeout", "50",
+                        "--out", t, "--job-id", "k9",
                         "--shim", f"{build}/libp3dtrace.so", "--quiet"],
                        env=env, stderr=subprocess.DEVNULL)
-time.sleep(3)                         # hung by now, well before 60 s
-kids = open(f"/proc/{sim.pid}/task/{sim.pid}/children").read().split()
-for k in kids:
-    os.kill(int(k), signal.SIGKILL)
-sim.wait()
+sim.wait()   # every rank kill -9'ed once the hang formed, well before 60 s
+truth = json.load(open(f"{t}/k9/truth.json"))
+assert truth["outcome"]["stopped_when_hung"], "the hang never formed"
 an = json.loads(subprocess.run([f"{build}/p3d-analyze", "-q", "--json", "-",
                                 f"{t}/k9"], capture_output=True,
                                text=True).stdout)

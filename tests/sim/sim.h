@@ -88,7 +88,8 @@ struct sim_cfg {
     char shim[PATH_MAX];
     double timeout_s;
     double grace_s;
-    int stop_when_hung;          /* end the job once its hang has formed */
+    int stop_when_hung;          /* end the job once its hang has formed:
+                                    1 as on its timeout, 2 by SIGKILL */
     int quiet;
 };
 

@@ -28,7 +28,7 @@ static const char sim_usage[] =
 "         ep epdp;\n"
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
-"         --grace S --comm-names --async --quiet --stop-when-hung\n";
+"         --grace S --comm-names --async --quiet --stop-when-hung[=KILL]\n";
 
 static uint64_t sim_bytes(const char *s)
 {
@@ -123,7 +123,7 @@ static const struct option sim_opts[] = {
     { "shim", 1, 0, O_SHIM }, { "out", 1, 0, O_OUT },
     { "job-id", 1, 0, O_JOB }, { "timeout", 1, 0, O_TIMEOUT },
     { "grace", 1, 0, O_GRACE }, { "quiet", 0, 0, O_QUIET },
-    { "async", 0, 0, O_ASYNC }, { "stop-when-hung", 0, 0, O_STOPHUNG },
+    { "async", 0, 0, O_ASYNC }, { "stop-when-hung", 2, 0, O_STOPHUNG },
     { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 };
 
@@ -175,7 +175,11 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_JOB: snprintf(c->job_id, sizeof(c->job_id), "%s", a); break;
     case O_TIMEOUT: c->timeout_s = atof(a); break;
     case O_GRACE: c->grace_s = atof(a); break;
-    case O_STOPHUNG: c->stop_when_hung = 1; break;
+    case O_STOPHUNG:
+        if (a && strcmp(a, "KILL") != 0)
+            return -1;
+        c->stop_when_hung = a ? 2 : 1;
+        break;
     case O_QUIET: c->quiet = 1; break;
     case O_ASYNC: c->async = 1; break;
     default: return -1;

@@ -186,10 +186,11 @@ static int sim_running(pid_t pid)
 
 /*
  * --stop-when-hung: the hang has formed when the injected rank has stopped
- * and no live rank has issued an op for SIM_QUIET_SAMPLES samples in a
- * row, each finding every live rank asleep (blocked, not starved: a rank
- * a loaded machine keeps waiting for a CPU is runnable).  A wait for that
- * event, not a fixed time, so a slow machine only makes it come later.
+ * (--hang: it sleeps "in compute"; --kill: it is gone) and no live rank
+ * has issued an op for SIM_QUIET_SAMPLES samples in a row, each finding
+ * every live rank asleep (blocked, not starved: a rank a loaded machine
+ * keeps waiting for a CPU is runnable).  A wait for that event, not a
+ * fixed time, so a slow machine only makes it come later.
  */
 #define SIM_QUIET_SAMPLES 5
 static int sim_hang_formed(const struct sim_cfg *c, struct sim_run *run)
@@ -200,8 +201,10 @@ static int sim_hang_formed(const struct sim_cfg *c, struct sim_run *run)
         uint64_t issued = 0;
         int st = 0;
 
-        if (run->reaped[r])
+        if (run->reaped[r]) {
+            stopped |= r == c->kill_rank;
             continue;
+        }
         if (sim_truth_progress(run, r, &issued, &st) != 0 ||
             sim_running(run->pid[r]) || issued != run->issued[r])
             quiet = 0;
@@ -241,6 +244,11 @@ static void sim_wait(const struct sim_cfg *c, struct sim_run *run)
             sample_at = now + 0.1;
             if (sim_hang_formed(c, run))
                 run->timed_out = run->hung_stop = 1;
+        }
+        if (!run->term_sent && run->hung_stop && c->stop_when_hung == 2) {
+            sim_signal_all(run, c->world, SIGKILL);   /* kill -9 of a hang */
+            run->term_sent = 1;
+            kill_at = now;
         }
         if (!run->term_sent &&
             (run->timed_out || (run->fail_at && now >= run->fail_at))) {
