@@ -137,10 +137,10 @@ def check_watchdog(name, an):
     # ranks inside NCCL long enough for the report to be due (the job is
     # SIGTERMed a few seconds in; the analyzer gives how long each waited)
     due = [w["rank"] for w in an["hang"]["chain"] if not w["inferred"]
-           and w["pending_s"] >= TIMEOUT + 0.5]
+           and w["pending_s"] >= TIMEOUT + 2.0]
     for r in due:
         if r not in seen:
-            return f"rank {r} waited {TIMEOUT + 0.5} s, no watchdog report"
+            return f"rank {r} waited {TIMEOUT + 2.0} s, no watchdog report"
         if seen[r] > TIMEOUT + 5:
             return f"rank {r}: watchdog report after {seen[r]} s"
     STATS["checked"] += len(due)
