@@ -90,12 +90,28 @@ static int gpu_start_auto(void)
     return P3D_GPU_OFF;
 }
 
+/*
+ * Whether the process uses the CUDA runtime: its libcudart is loaded.  In
+ * one that calls NCCL without it (NCCL's own copy is static and hidden),
+ * CUPTI or libcudart loaded on its behalf would initialise CUDA there:
+ * CUPTI fails (error 999) and every rank warned.  Such a process gets no
+ * GPU timing and no message, only a note in its trace.
+ */
+static int gpu_process_uses_cuda(void)
+{
+    if (p3d_resolve("cudaGetDevice", NULL))
+        return 1;
+    p3d_note("gpu timing: off: no CUDA runtime (libcudart) in the process");
+    return 0;
+}
+
 static void gpu_init(void)
 {
     enum p3d_gpu_mode want = p3d_gpu_mode_parse(getenv(P3D_ENV_GPU_TIMING));
     int mode = P3D_GPU_OFF;
 
-    if (!p3d_core_enabled() || want == P3D_GPU_OFF) {
+    if (!p3d_core_enabled() || want == P3D_GPU_OFF ||
+        !gpu_process_uses_cuda()) {
         __atomic_store_n(&p3d_hook_ops_idle, 1, __ATOMIC_RELAXED);
         return;
     }

@@ -44,5 +44,8 @@ $(SHIM_BENCH): tests/integration/shim_bench.c $(BUILD)/fakes/null/libnccl.so.2
 		-L$(BUILD)/fakes/null -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN' \
 		$(P3D_LDFLAGS)
 
+# test_shim_nocuda.sh: an NCCL program without the CUDA runtime
+TEST_DEPS += $(SHIM_BENCH)
+
 .PHONY: shim-bench
 shim-bench: $(LIB) $(SHIM_BENCH)
