@@ -18,8 +18,11 @@
  * Results of the calls are checked; exit status 0 means they were right.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "drvlib.h"
@@ -204,18 +207,53 @@ static int rel_exitthread(int t)
 
 static ncclComm_t rel_abort_comm;
 static ncclResult_t rel_abort_ret = ncclSuccess;
+static _Atomic int rel_blocked_tid;
 
 static void *rel_blocked(void *arg)
 {
     float x = 1, y = 0;
 
     (void)arg;
+    atomic_store(&rel_blocked_tid, (int)syscall(SYS_gettid));
     rel_abort_ret = ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum,
                                   rel_abort_comm, rel_stream);
     if (rel_abort_ret == ncclSuccess)
         rel_abort_ret = cudaStreamSynchronize(rel_stream) == cudaSuccess
                             ? ncclSuccess : ncclUnhandledCudaError;
     return NULL;
+}
+
+/* Thread tid's scheduler state letter from /proc/self/task/TID/stat. */
+static char rel_task_state(int tid)
+{
+    char path[64], buf[256], *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+    if (!(f = fopen(path, "r")))
+        return '?';
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/*
+ * Until the all-reduce thread is blocked inside its call (it started the
+ * call and has slept, 'S', at 5 samples 10 ms apart), 30 s at most: a
+ * fixed sleep here let a slow start abort the comm before the op began.
+ */
+static void rel_wait_blocked(void)
+{
+    int tid, asleep = 0;
+
+    for (int i = 0; i < 3000 && asleep < 5; i++) {
+        usleep(10000);
+        tid = atomic_load(&rel_blocked_tid);
+        asleep = tid && rel_task_state(tid) == 'S' ? asleep + 1 : 0;
+    }
 }
 
 static int rel_abort(void)
@@ -231,7 +269,7 @@ static int rel_abort(void)
         return 0;
     }
     CHECK(pthread_create(&th, NULL, rel_blocked, NULL) == 0);
-    usleep(300000);
+    rel_wait_blocked();
     OK(ncclCommAbort(rel_abort_comm));
     pthread_join(th, NULL);
     printf("all-reduce during abort returned %s\n",
