@@ -41,6 +41,16 @@ static void rel_ar(ncclComm_t c, float v)
     CHECK(y == v);
 }
 
+/* With $REL_GO = PATH: wait (60 s at most) until PATH exists, so a test
+ * can act between two calls of the loop however slow the machine. */
+static void rel_wait_go(void)
+{
+    const char *go = getenv("REL_GO");
+
+    for (int i = 0; go && i < 6000 && access(go, F_OK) != 0; i++)
+        usleep(10000);
+}
+
 static int rel_loop(int n)
 {
     ncclComm_t c = drv_solo();
@@ -53,6 +63,7 @@ static int rel_loop(int n)
         if (i == 0 && getenv("REL_SAY_FIRST")) {
             printf("first call done\n");
             fflush(stdout);
+            rel_wait_go();
         }
     }
     OK(ncclCommDestroy(c));

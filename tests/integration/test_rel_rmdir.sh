@@ -6,16 +6,19 @@
 REL_SLEEP_US=1000 timeout 60 "$REL_DRIVER" "$REL_LIB" loop 400 \
     > "$T/plain" || fail "plain run"
 mkdir -p "$T/keep"
-REL_SAY_FIRST=1 REL_SLEEP_US=1000 LD_PRELOAD=$SHIM timeout 60 \
+# the driver waits after its first call until $T/go exists: the folder
+# is removed while the job still has 399 calls to make
+REL_SAY_FIRST=1 REL_GO=$T/go REL_SLEEP_US=1000 LD_PRELOAD=$SHIM timeout 60 \
     "$REL_DRIVER" "$REL_LIB" loop 400 > "$T/shim" 2> "$T/err" &
 pid=$!
 i=0
 until grep -q 'first call' "$T/shim" 2>/dev/null; do
-    i=$((i + 1)); [ $i -lt 500 ] || fail "no first call"; sleep 0.01
+    i=$((i + 1)); [ $i -lt 3000 ] || fail "no first call"; sleep 0.01
 done
 f=$(ls "$T"/traces/job/*.p3d | head -1)
 ln "$f" "$T/keep/rank.p3d" || fail "hard link"
 rm -rf "$T/traces" || fail "rm"
+: > "$T/go"
 wait $pid || fail "job harmed: $(cat "$T/err")"
 grep -v 'first call' "$T/shim" | cmp -s - "$T/plain" || fail "output differs"
 [ -e "$T/traces" ] && fail "trace folder came back"
