@@ -599,9 +599,18 @@ FAKE_API cudaError_t cudaFreeHost(void *p)
     return fake_free(p);
 }
 
+static _Atomic uint64_t fake_meminfo_calls;
+
+FAKE_API uint64_t p3dfake_meminfo_calls(void)
+{
+    return atomic_load(&fake_meminfo_calls);
+}
+
 FAKE_API cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 {
     uint64_t used = atomic_load(&fake_used) + P3DFAKE_CONTEXT_BYTES;
+
+    atomic_fetch_add(&fake_meminfo_calls, 1);
 
     if (!free_b || !total)
         return fake_ret(cudaErrorInvalidValue);

@@ -101,6 +101,10 @@ void p3dfake_report_kernel(const char *name, void *stream,
 /* Exported by libcudart.so.13 (fake): CLOCK_MONOTONIC in ns. */
 uint64_t p3dfake_now_ns(void);
 
+/* Exported by libcudart.so.13 (fake): cudaMemGetInfo calls so far, so a
+ * test can wait for a sampler to have looked. */
+uint64_t p3dfake_meminfo_calls(void);
+
 /* Fake device memory in use, bytes (what cudaMemGetInfo subtracts). */
 uint64_t p3dfake_device_used(void);
 

@@ -23,7 +23,8 @@ $(FAKE_CUDA_DRV): tests/fakes/fake_cuda_driver.c
 $(GPU_DRIVER): tests/integration/gpu_driver.c $(FAKE_CUDA_DRV) \
 		$(BUILD)/fakes/libnccl.so.2 $(BUILD)/fakes/libcudart.so.13
 	@mkdir -p $(dir $@)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) $(P3D_CFLAGS) -rdynamic -o $@ $< \
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) -Itests/fakes $(P3D_CFLAGS) \
+		-rdynamic -o $@ $< \
 		-L$(BUILD)/fakes -l:libnccl.so.2 -l:libcudart.so.13 \
 		-l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../fakes' $(P3D_LDFLAGS) \
 		-pthread

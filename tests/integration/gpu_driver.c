@@ -34,6 +34,8 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
+#include "p3dfake.h"
+
 #define MIB (1ull << 20)
 #define CHECK(c)                                                              \
     do {                                                                      \
@@ -270,6 +272,20 @@ static void gpa_alloc(void)
 #define SMALL_N 2000
 static void *small[SMALL_N];
 
+/*
+ * Until the shim's sampler has called cudaMemGetInfo twice more (so the
+ * first sample's record is written), 20 s at most: it samples on its own
+ * thread every 100 ms, which a loaded machine may not run in time for a
+ * fixed sleep.
+ */
+static void wait_meminfo(void)
+{
+    uint64_t n0 = p3dfake_meminfo_calls();
+
+    for (int i = 0; i < 2000 && p3dfake_meminfo_calls() < n0 + 2; i++)
+        sleep_ms(10);
+}
+
 static int mem_main(void)
 {
     void *a, *b, *c, *x, *y, *h1, *h2, *m;
@@ -308,7 +324,7 @@ static int mem_main(void)
     printf("expect managed %llu\n", 2 * MIB);
     (void)b;
     (void)c;
-    sleep_ms(150);   /* let the sampler see cudaMemGetInfo once */
+    wait_meminfo();
     return 0;
 }
 
