@@ -125,8 +125,21 @@ for rank, t in sorted(traces.items()):
           (rank, n_linked, worst, items, len(spans), busy, true_busy))
     if items != 100:
         fail.append("rank %d: %d compute items, want 100" % (rank, items))
-    if len(spans) > 60 and sys.argv[4] != "async":
-        fail.append("rank %d: %d spans: not merged" % (rank, len(spans)))
+    # Spans the shim's rule (gap below 10 us, at most 10 ms) makes of the
+    # kernels as the fake ran them: a loaded host spaces its launches
+    # out, so this comes from the truth, not from a fixed count; buffer
+    # flushes may close a span early (a few more).
+    want = 0
+    ks = sorted((s, e) for n, _, s, e in kern if not n)
+    for k, (s, e) in enumerate(ks):
+        if k == 0 or s - ks[k - 1][1] >= 10_000 or e - first >= 10_000_000:
+            want += 1
+            first = s
+    print("rank %d: %d spans, %d by the truth's kernel gaps"
+          % (rank, len(spans), want))
+    if len(spans) > want + 4 and sys.argv[4] != "async":
+        fail.append("rank %d: %d spans, %d by the truth: not merged" %
+                    (rank, len(spans), want))
     if abs(busy - true_busy) > 1000:
         fail.append("rank %d: busy %d != %d" % (rank, busy, true_busy))
     if any(r["end"] - r["start"] > 10_000_000 and r["n_items"] > 1
