@@ -111,10 +111,40 @@ done
 "$an" --json "$tmp/j.json" --chrome "$tmp/c.json" "$tmp/windows" \
     > /dev/null 2>&1
 python3 - "$tmp/report" "$tmp/j.json" "$tmp/c.json" "$tmp/windows" \
-    "$P3D_SRC/tests/tools" <<'PY'
+    "$P3D_SRC/tests/tools" "$tmp/windows.truth" <<'PY'
 import json
 import re
 import sys
+
+
+def truth_share(path):
+    """Compute share of a step as the fake ran it: per rank, the steps'
+    2 ms kernels it recorded (inside windows) grouped by step, each fully
+    recorded step's busy time over the time to the next step's start
+    (the next one in the same window)."""
+    kern = {}
+    for line in open(path):
+        _, pid, nccl, _, s, e, _ = line.split()
+        if nccl == "0" and int(e) - int(s) >= 1_000_000:
+            kern.setdefault(pid, []).append((int(s), int(e)))
+    busy = span = 0
+    for ks in kern.values():
+        ks.sort()
+        steps = []
+        for s, e in ks:
+            if steps and s - steps[-1][-1][1] < 3_000_000:
+                steps[-1].append((s, e))
+            else:
+                steps.append([(s, e)])
+        # consecutive steps only: not a pair across a gap between windows
+        pairs = [(a, b) for a, b in zip(steps, steps[1:])
+                 if len(a) == len(b) == 4]
+        gaps = sorted(b[0][0] - a[0][0] for a, b in pairs)
+        for a, b in pairs:
+            if b[0][0] - a[0][0] <= 1.5 * gaps[len(gaps) // 2]:
+                busy += sum(e - s for s, e in a)
+                span += b[0][0] - a[0][0]
+    return 100.0 * busy / span if span else None
 rep = open(sys.argv[1]).read()
 m = re.search(r"kernel records: in windows \(P3D_GPU_WINDOW\); (\d+) of "
               r"(\d+) steady rank-iterations lie inside one", rep)
@@ -126,9 +156,13 @@ comp = float(c.group(1))
 print("analyzer: %d of %d steady rank-iterations covered, compute %.1f%%"
       % (cov, all_, comp))
 assert 0 < cov < all_, "want some but not all iterations covered"
-# 8 ms of compute per ~20 ms step; counting the uncovered steps as no
-# compute would bring it to about cov/all of that.
-assert 25 <= comp <= 60, "compute %.1f%% of a covered step" % comp
+# 8 ms of compute per ~20 ms step as planned; how much it really was is
+# what the fake ran (a loaded host lengthens the 2 ms kernels and the
+# 10 ms sleep unevenly); counting the uncovered steps as no compute would
+# bring it to about cov/all of that.
+want = truth_share(sys.argv[6])
+print("truth: compute %.1f%% of a step" % want)
+assert abs(comp - want) <= 5, "compute %.1f%%, truth %.1f%%" % (comp, want)
 j = json.load(open(sys.argv[2]))
 kw = j["verdict"]["kernel_windows"]
 assert kw == {"steady_rank_iterations": all_, "covered": cov}, kw
