@@ -35,7 +35,8 @@ struct fake_stream {
     int priority;
     int device;
     struct fake_queue *q;    /* async mode only */
-    _Atomic uint64_t work_end; /* sync: end of work no event followed yet */
+    _Atomic uint64_t work_end; /* sync: end of its last NCCL launch */
+    _Atomic int work_recs;     /* records still to be stamped with it */
 };
 
 struct alloc_hdr {
@@ -72,13 +73,36 @@ FAKE_API void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn)
 
 static int fake_stream_ok(cudaStream_t s);
 static _Atomic uint64_t fake_default_work_end; /* the default streams' */
+static _Atomic int fake_default_work_recs;
 
-/* Synchronous mode: where a stream keeps the end of its last work. */
-static _Atomic uint64_t *fake_work_end(cudaStream_t s)
+/* Synchronous mode: where a stream keeps the end of its last NCCL launch
+ * and how many event records are still to get it; 0 if none. */
+static int fake_work_slot(cudaStream_t s, _Atomic uint64_t **end,
+                          _Atomic int **recs)
 {
-    if ((uintptr_t)s <= 2)
-        return &fake_default_work_end;
-    return fake_stream_ok(s) ? &((struct fake_stream *)s)->work_end : NULL;
+    if (fake_async())
+        return 0;
+    if ((uintptr_t)s <= 2) {
+        *end = &fake_default_work_end;
+        *recs = &fake_default_work_recs;
+        return 1;
+    }
+    if (!fake_stream_ok(s))
+        return 0;
+    *end = &((struct fake_stream *)s)->work_end;
+    *recs = &((struct fake_stream *)s)->work_recs;
+    return 1;
+}
+
+FAKE_API void p3dfake_stream_done(void *stream, uint64_t end_ns, int n_ops)
+{
+    _Atomic uint64_t *end;
+    _Atomic int *recs;
+
+    if (fake_work_slot(stream, &end, &recs)) {
+        atomic_store(end, end_ns);
+        atomic_store(recs, n_ops);
+    }
 }
 
 FAKE_API void p3dfake_set_call_observer(p3dfake_call_observer_fn fn)
@@ -100,10 +124,11 @@ FAKE_API void p3dfake_report_kernel(const char *name, void *stream,
 {
     p3dfake_kernel_listener_fn fn = atomic_load(&fake_listener);
     p3dfake_kernel_listener_fn ob = atomic_load(&fake_observer);
-    _Atomic uint64_t *w = fake_async() ? NULL : fake_work_end(stream);
+    _Atomic uint64_t *end;
+    _Atomic int *recs;
 
-    if (w)
-        atomic_store(w, end_ns);
+    if (!is_nccl && fake_work_slot(stream, &end, &recs))
+        atomic_store(recs, 0); /* compute ran after it: stream moved on */
     if (fn)
         fn(name, stream, start_ns, end_ns, is_nccl);
     if (ob)
@@ -371,18 +396,25 @@ FAKE_API cudaError_t cudaEventDestroy(cudaEvent_t e)
 }
 
 /*
- * Synchronous mode: the first event recorded after work on a stream is
- * reached when that work ended (as on a GPU, where the host enqueues the
- * record before the work completes), not when the host got around to
- * recording it, which a descheduled host delays; any other record is
- * reached at once.
+ * Synchronous mode: the events recorded right after an NCCL launch on a
+ * stream, one per op the launch had there (an end event per op, as the
+ * shim and any per-op timer record them), are reached when the launch's
+ * kernels ended (as on a GPU, where they are queued behind the running
+ * kernel), not when the host got around to recording them, which a
+ * descheduled host delays.  Any other record (the next op's start event,
+ * one after a compute kernel, whose host time on a GPU would have
+ * overlapped it) is reached at once.
  */
 static uint64_t fake_record_time(cudaStream_t s)
 {
-    _Atomic uint64_t *w = fake_async() ? NULL : fake_work_end(s);
-    uint64_t t = w ? atomic_exchange(w, 0) : 0;
+    _Atomic uint64_t *end;
+    _Atomic int *recs;
 
-    return t ? t : p3dfake_now_ns();
+    if (fake_work_slot(s, &end, &recs) && atomic_fetch_sub(recs, 1) > 0)
+        return atomic_load(end);
+    if (fake_work_slot(s, &end, &recs))
+        atomic_store(recs, 0);
+    return p3dfake_now_ns();
 }
 
 FAKE_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s,

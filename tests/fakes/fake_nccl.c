@@ -132,7 +132,7 @@ struct fake_redop {
 };
 
 static __thread int fake_depth;
-static __thread uint64_t fake_group_t0; /* outermost ncclGroupStart entry */
+static __thread uint64_t fake_group_t0; /* entry of the group's first op */
 static __thread struct fake_op *fake_queue;
 static __thread size_t fake_nq, fake_capq;
 static __thread char fake_errbuf[256];
@@ -814,12 +814,35 @@ static void fake_report(const struct fake_op *ops, size_t n, uint64_t t0)
     }
 }
 
+/* Synchronous mode: per stream of the launch, when its ops ended and how
+ * many there were (the fake cudart stamps the events recorded next). */
+static void fake_streams_done(const struct fake_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n && !p3dfake_async(); i++) {
+        uint64_t end = 0;
+        int k = 0, first = 1;
+
+        for (size_t j = 0; j < i && first; j++)
+            first = ops[j].stream != ops[i].stream;
+        if (!first)
+            continue;
+        for (size_t j = i; j < n; j++)
+            if (ops[j].stream == ops[i].stream) {
+                end = ops[j].t_end > end ? ops[j].t_end : end;
+                k++;
+            }
+        if (end) /* ops that ran (an in-place 1-rank op did not) */
+            p3dfake_stream_done((void *)ops[i].stream, end, k);
+    }
+}
+
 static ncclResult_t fake_launch_now(struct fake_op *ops, size_t n)
 {
     uint64_t t0 = p3dfake_now_ns();
     ncclResult_t r = fake_run(ops, n);
 
     fake_report(ops, n, t0);
+    fake_streams_done(ops, n);
     for (size_t i = 0; i < n; i++)
         if (ops[i].ret != ncclSuccess)
             atomic_store(&ops[i].comm->async_err, ops[i].ret);
@@ -874,6 +897,17 @@ static void fake_drain(ncclComm_t c)
         nanosleep(&ts, NULL);
 }
 
+/* When a synchronous launch's ops completed (their last t_end); now if
+ * they ran asynchronously or not at all. */
+static uint64_t fake_ops_end(const struct fake_op *ops, size_t n)
+{
+    uint64_t end = 0;
+
+    for (size_t i = 0; i < n && !p3dfake_async(); i++)
+        end = ops[i].t_end > end ? ops[i].t_end : end;
+    return end ? end : p3dfake_now_ns();
+}
+
 /* Queue inside a group, else run now. */
 static ncclResult_t fake_submit(const struct fake_op *o)
 {
@@ -883,7 +917,7 @@ static ncclResult_t fake_submit(const struct fake_op *o)
     if (fake_depth == 0) {
         ncclResult_t r = fake_launch(&one, 1);
 
-        p3dfake_report_call(t_entry, p3dfake_now_ns());
+        p3dfake_report_call(t_entry, fake_ops_end(&one, 1));
         return r;
     }
     if (fake_nq == fake_capq) {
@@ -895,6 +929,8 @@ static ncclResult_t fake_submit(const struct fake_op *o)
         fake_queue = q;
         fake_capq = cap;
     }
+    if (fake_nq == 0)
+        fake_group_t0 = t_entry;
     fake_queue[fake_nq++] = one;
     return ncclSuccess;
 }
@@ -1034,8 +1070,7 @@ NCCL_API(ncclResult_t, ncclRecv, void *recvbuff, size_t count,
 
 NCCL_API(ncclResult_t, ncclGroupStart, void)
 {
-    if (fake_depth++ == 0)
-        fake_group_t0 = p3dfake_now_ns();
+    fake_depth++;
     return ncclSuccess;
 }
 
@@ -1050,8 +1085,8 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void)
     if (fake_nq == 0)
         return ncclSuccess;
     r = fake_launch(fake_queue, fake_nq);
+    p3dfake_report_call(fake_group_t0, fake_ops_end(fake_queue, fake_nq));
     fake_nq = 0;
-    p3dfake_report_call(fake_group_t0, p3dfake_now_ns());
     return r;
 }
 

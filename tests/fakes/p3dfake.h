@@ -27,19 +27,20 @@
  * back into the fakes.
  *
  * Calls.  Fake NCCL also reports, to one process-wide call observer, the
- * host span of every launch: an ungrouped op from its entry into the fake
- * until it returns, a group from the entry of its outermost
- * ncclGroupStart until its outermost ncclGroupEnd returns (a group
- * without ops reports nothing)
- * (CLOCK_MONOTONIC ns, on the calling thread, in both modes).  In
- * synchronous mode that is the time the caller was blocked in NCCL.
+ * span of every launch: from the entry of its first op into the fake (an
+ * ungrouped op's own) until its ops completed (asynchronous mode: until
+ * the launch returned; a group without ops reports nothing), in
+ * CLOCK_MONOTONIC ns, on the calling thread.  In synchronous mode that is
+ * the time from when the caller started issuing it to its completion,
+ * which a per-op timer's start and end events bracket.
  *
  * Events.  cudaEventRecord stores the host CLOCK_MONOTONIC time at which
  * the stream's work up to that point is complete.  Work is synchronous, so
- * the first record after a kernel or NCCL launch on a stream gets the time
- * that work ended (as on a GPU, where the record is queued behind it,
- * however late the host comes back to record it), and any other record
- * the time of the record call.
+ * the records right after an NCCL launch on a stream, as many as the
+ * launch had ops there (one end event per op), get the time its kernels
+ * ended (as on a GPU, where they are queued behind the running kernel,
+ * however late the host comes back to record them); any other record,
+ * after a compute kernel too, gets the time of the record call.
  *
  * Asynchronous mode (P3D_FAKE_ASYNC=1, off by default).  Streams behave
  * like GPU streams: cudaLaunchKernel, NCCL ops (at the outermost
@@ -97,6 +98,11 @@ int p3dfake_stream_enqueue(void *stream, void (*fn)(void *), void *arg);
 /* Exported by libcudart.so.13 (fake): report one kernel interval. */
 void p3dfake_report_kernel(const char *name, void *stream,
                            uint64_t start_ns, uint64_t end_ns, int is_nccl);
+
+/* Exported by libcudart.so.13 (fake), called by fake NCCL after a
+ * synchronous launch: its n_ops ops on `stream` ended at end_ns (see
+ * "Events"). */
+void p3dfake_stream_done(void *stream, uint64_t end_ns, int n_ops);
 
 /* Exported by libcudart.so.13 (fake): CLOCK_MONOTONIC in ns. */
 uint64_t p3dfake_now_ns(void);

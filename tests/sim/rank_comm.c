@@ -325,10 +325,10 @@ static struct rank_ctx *rank_observed;
 /*
  * The truth of compute and pipeline time is what the fakes ran, on the
  * clock the shim reads: each compute kernel's start and end as the fake
- * cudart ran it, and the pipeline send/recv time as fake NCCL reports it
- * (async: its kernels on the PP stream; synchronous: the span the rank
- * was blocked in the batch's NCCL calls, rank_call_observer), not what
- * the schedule planned.
+ * cudart ran it, and each pipeline send/recv batch as fake NCCL ran it
+ * (async: its kernels on the PP stream; synchronous: from its first op's
+ * entry to its completion, rank_call_observer), not what the schedule
+ * planned.
  */
 static void rank_observer(const char *name, void *stream, uint64_t s,
                           uint64_t e, int is_nccl)
@@ -358,12 +358,12 @@ static void rank_observer(const char *name, void *stream, uint64_t s,
 }
 
 /*
- * Synchronous mode: a pipeline batch blocks the rank in NCCL from its
- * ncclGroupStart's entry to its ncclGroupEnd's return, as fake NCCL
- * reports it (the shim's records of those calls bracket them).  Both
- * modes: an iteration starts, in the truth's step times, where its first
- * NCCL call entered the fake, so a rank descheduled between the
- * schedule's start and that call shifts truth and traces alike.
+ * Synchronous mode: a pipeline batch takes the rank from its first op's
+ * entry into fake NCCL to the batch's completion (what the shim's start
+ * and end events of its ops bracket).  Both modes: an iteration starts,
+ * in the truth's step times, where its first NCCL call entered the fake,
+ * so a rank descheduled between the schedule's start and that call
+ * shifts truth and traces alike.
  */
 static void rank_call_observer(uint64_t s, uint64_t e)
 {
