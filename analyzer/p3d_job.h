@@ -95,7 +95,19 @@ struct p3d_layout {
     int contradicted;       /* the stated layout explains less */
     char best[96];          /* best inferred layout, as text */
     int best_explained;
+    int confidence;         /* P3D_CONF_* (p3d_infer.c says when) */
+    char conf_why[200];     /* the reason, one clause */
+    int n_alts;             /* other layouts that fit, best first */
+    struct p3d_layout_alt {
+        char text[96];      /* "tp=1 cp=1 ep=1 dp=8 pp=1 order=..." */
+        char why[160];      /* why it lost, or that it fits as well */
+    } alts[3];
 };
+
+/* How sure the layout is (JSON layout.confidence). */
+enum { P3D_CONF_CERTAIN, P3D_CONF_LIKELY, P3D_CONF_AMBIGUOUS,
+       P3D_CONF_NONE };
+extern const char *const p3d_conf_name[]; /* "certain", ... ("none") */
 
 struct p3d_mismatch;
 struct p3d_time_res;
