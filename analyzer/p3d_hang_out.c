@@ -150,11 +150,13 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
         fprintf(f, " since %.3f s,", p3d_ho_pending(job, w));
     else
         fprintf(f, " since a time the trace does not place,");
-    fprintf(f, " for %s%s\n",
+    fprintf(f, " for %s%s%s\n",
             w->n_for ? "rank(s) " : "", w->n_for ? who
             : w->op == P3D_HANG_OP_INIT ? "members not known (no rank of "
               "its stage made this communicator)"
-            : "no missing member (all arrived)");
+            : "no missing member (all arrived)",
+            w->proven ? " [its call returned, but it cannot have completed:"
+                        " they never issued their part]" : "");
 }
 
 static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
@@ -261,8 +263,10 @@ static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
     p3d_fmt_ranks(buf, sizeof(buf), r, n);
     if (n)
         fprintf(f, "  note: no GPU completion times on rank(s) %s: there "
-                "an op counts as incomplete only if its call never "
-                "returned (GPU completion unknown)\n", buf);
+                "an op counts as incomplete if its call never returned, or "
+                "if a member it needs never issued its part (then it "
+                "cannot have completed, nor what its stream ran after "
+                "it)\n", buf);
     free(r);
 }
 
@@ -403,11 +407,13 @@ static void p3d_hj_wait(FILE *f, const struct p3d_job *job,
     fprintf(f, "%s\n      {\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
             "\"label\": \"%s\", \"op\": \"%s\", \"seq\": %" PRId64 ", "
             "\"peer\": %d, \"depth\": %d, \"inferred\": %s, "
+            "\"proven_by_peers\": %s, "
             "\"pending_s\": %.6f, \"waiting_for\": [", first ? "" : ",",
             w->rank, w->comm,
             p3d_ho_lbl(w->label), p3d_ho_op(w->op),
             w->seq == UINT64_MAX ? (int64_t)-1 : (int64_t)w->seq, w->peer,
             w->depth, w->inferred ? "true" : "false",
+            w->proven ? "true" : "false",
             p3d_ho_pending(job, w));
     for (int k = 0; k < w->n_for; k++)
         fprintf(f, "%s%d", k ? ", " : "", w->waiting_for[k]);

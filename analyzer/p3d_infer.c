@@ -71,6 +71,19 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
     return n;
 }
 
+/*
+ * The one group a communicator evidences: among the groups it is (bits)
+ * whose kind its traffic fits, the one its traffic points at first, else
+ * the most specific.  One communicator is one group, so the same ranks
+ * cannot stand for, say, both an EP and a CP group.
+ */
+static unsigned p3d_one_label(unsigned fit, unsigned primary)
+{
+    unsigned pick = fit & primary ? fit & primary : fit;
+
+    return pick & (~pick + 1u); /* lowest bit: most specific label */
+}
+
 static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
                                   const enum p3d_use *use)
@@ -85,7 +98,7 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
         if (!g->n_members || g->n_missing)
             continue;
         bits = p3d_layout_match(l, g->members, g->n_members);
-        seen |= bits & want; /* its traffic is that group's kind */
+        seen |= p3d_one_label(bits & want, p3d_use_primary(use[i]));
         if (g->n_members >= 2) {
             s.total++;
             s.explained += bits != 0;

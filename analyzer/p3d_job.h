@@ -22,10 +22,16 @@ struct p3d_opstat {
 };
 
 /* Usage facts that tell communicators with equal members apart. */
+#define P3D_USE_SIZES 8 /* distinct all-reduce sizes counted */
 struct p3d_usage {
     uint64_t tiny_ar;     /* all-reduces of <= 8 bytes */
     uint64_t tiny_f32_ar; /* 1-element fp32 all-reduces */
     uint64_t big_ar;      /* all-reduces of >= 1 MiB */
+    uint16_t dtypes[P3D_OP_COUNT]; /* ncclDataType_t bits seen per op */
+    uint8_t rs_redops;    /* reduce-scatter ops: bit = ncclRedOp_t (0-4),
+                             bit 5 = user-defined (premul sum) */
+    uint64_t ar_size[P3D_USE_SIZES], ar_n[P3D_USE_SIZES]; /* > 8 bytes */
+    uint64_t ar_sizes_other; /* all-reduces of further sizes */
 };
 
 struct p3d_rcomm { /* one communicator as one rank saw it */
