@@ -94,6 +94,7 @@ static void p3d_gcomm_add(struct p3d_gcomm *g, const struct p3d_rcomm *rc)
         if (rc->use.ar_n[k])
             p3d_usage_ar_size(&g->use, rc->use.ar_size[k], rc->use.ar_n[k]);
     g->use.ar_sizes_other += rc->use.ar_sizes_other;
+    g->use.bc_int64 += rc->use.bc_int64;
     if (rc->order < g->order)
         g->order = rc->order;
 }

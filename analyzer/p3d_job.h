@@ -32,6 +32,7 @@ struct p3d_usage {
                              bit 5 = user-defined (premul sum) */
     uint64_t ar_size[P3D_USE_SIZES], ar_n[P3D_USE_SIZES]; /* > 8 bytes */
     uint64_t ar_sizes_other; /* all-reduces of further sizes */
+    uint64_t bc_int64;    /* broadcasts of int64 (Megatron's batch) */
 };
 
 struct p3d_rcomm { /* one communicator as one rank saw it */

@@ -111,6 +111,8 @@ static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
 {
     if (o->op < P3D_OP_COUNT && o->dtype < 16)
         u->dtypes[o->op] |= (uint16_t)(1u << o->dtype);
+    if (o->op == P3D_OP_BROADCAST && o->dtype == 4 /* ncclInt64 */)
+        u->bc_int64++;
     if (o->op == P3D_OP_REDUCESCATTER && o->redop != P3D_REDOP_NONE)
         u->rs_redops |= (uint8_t)(1u << (o->redop < 5 ? o->redop : 5));
     if (o->op != P3D_OP_ALLREDUCE)

@@ -108,10 +108,16 @@ static int p3d_grad_sharding(const struct p3d_gcomm *g)
     return ag && rs > ag;
 }
 
-/* Megatron's TP data broadcasts are int64 (ncclInt64 = 4). */
+/*
+ * Megatron's TP data broadcasts: int64 (ncclInt64 = 4), a few each micro-
+ * batch, so several per member.  DDP broadcasts int64 shapes once at
+ * construction (and a BatchNorm's int64 counter each forward, but its
+ * all-reduces then have bucket sizes, p3d_ar_modal).
+ */
 static int p3d_int64_bcast(const struct p3d_gcomm *g)
 {
-    return (g->use.dtypes[P3D_OP_BROADCAST] & (1u << 4)) != 0;
+    return g->use.bc_int64 >= 3 * (uint64_t)(g->n_members ? g->n_members
+                                                          : 1);
 }
 
 static enum p3d_use p3d_usage_rsag(const struct p3d_gcomm *g,
@@ -153,7 +159,7 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
     if (g->use.tiny_ar == total)
         return P3D_USE_TINY;
     if (bc && frequent && (bc + ar) * 10 >= total * 9 &&
-        (p3d_int64_bcast(g) || !busiest))
+        ((p3d_int64_bcast(g) && p3d_ar_modal(&g->use) >= 0.5) || !busiest))
         return P3D_USE_BCAST;
     if ((bc + ar) * 10 >= total * 9 && busiest) /* nothing to compare */
         return p3d_ar_modal(&g->use) < 0.5 ? P3D_USE_DDP : P3D_USE_ANY_AR;
