@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "p3d_job.h"
+#include "p3d_layout.h"
 #include "p3d_util.h"
 
 static int p3d_cmp_int(const void *a, const void *b)
@@ -86,6 +87,14 @@ static void p3d_gcomm_add(struct p3d_gcomm *g, const struct p3d_rcomm *rc)
     g->use.tiny_ar += rc->use.tiny_ar;
     g->use.tiny_f32_ar += rc->use.tiny_f32_ar;
     g->use.big_ar += rc->use.big_ar;
+    for (int k = 0; k < P3D_OP_COUNT; k++)
+        g->use.dtypes[k] |= rc->use.dtypes[k];
+    g->use.rs_redops |= rc->use.rs_redops;
+    for (int k = 0; k < P3D_USE_SIZES; k++)
+        if (rc->use.ar_n[k])
+            p3d_usage_ar_size(&g->use, rc->use.ar_size[k], rc->use.ar_n[k]);
+    g->use.ar_sizes_other += rc->use.ar_sizes_other;
+    g->use.bc_int64 += rc->use.bc_int64;
     if (rc->order < g->order)
         g->order = rc->order;
 }

@@ -201,7 +201,7 @@ void p3d_compare_row(const struct p3d_job *job, const struct p3d_vjob *s,
 
     memset(row, 0, sizeof(*row));
     snprintf(row->config, sizeof(row->config), "%s", name);
-    if (l->valid) {
+    if (l->valid && l->confidence != P3D_CONF_NONE) { /* else n/a */
         row->tp = l->size[P3D_AX_TP];
         row->pp = l->size[P3D_AX_PP];
         row->cp = l->size[P3D_AX_CP];

@@ -421,6 +421,7 @@ void p3d_hang_free(struct p3d_job *job)
         if (h->open)
             p3d_reader_close(&h->rd);
         free(h->ops), free(h->done), free(h->pend), free(h->keys);
+        free(h->proven);
         free(h->gends), free(h->gpu), free(h->stacks), free(h->mods);
     }
     if (hj)

@@ -51,6 +51,8 @@ struct p3d_hang_wait {
     int waiting_for[P3D_HANG_WAITFOR];
     int depth;           /* distance to a root (0 = waits on it) */
     int inferred;        /* not in NCCL: blocked creating the comm */
+    int proven;          /* its call returned; incomplete because a member
+                            it needs never issued its part */
 };
 
 

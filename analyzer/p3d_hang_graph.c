@@ -36,8 +36,7 @@ int p3d_hg_has_file(const struct p3d_hg *g, int b)
 }
 
 /* Has member b (global) issued the counterpart of o (rank a's op)? */
-static int p3d_hg_arrived(const struct p3d_hg *g, int b,
-                          const struct p3d_rec_op *o)
+int p3d_hg_arrived(const struct p3d_hg *g, int b, const struct p3d_rec_op *o)
 {
     const struct p3d_hrank *h = &g->hj->hr[b];
 
@@ -183,12 +182,22 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
     return n;
 }
 
+/* Whether rank a's op record o is pending only by p3d_hang_prove.c. */
+static int p3d_hg_proven(const struct p3d_hrank *h, const struct p3d_rec_op *o)
+{
+    for (size_t i = 0; h->proven && i < h->n_ops; i++)
+        if (h->ops[i] == o)
+            return h->proven[i];
+    return 0;
+}
+
 /* Describe the wait by op record o of rank a's comm. */
 static void p3d_hg_wait_op(const struct p3d_hg *g, const struct p3d_rec_op *o,
                            struct p3d_hang_wait *w)
 {
     int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
 
+    w->proven = p3d_hg_proven(&g->hj->hr[w->rank], o);
     w->comm = o->comm_hash;
     w->op = o->op;
     w->seq = o->seq;
@@ -323,6 +332,7 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
 
     res->t_end = p3d_hg_t_end(hj);
     res->state = p3d_xcalloc((size_t)hj->world, sizeof(int));
+    p3d_hg_prove(&g);
     for (int a = 0; a < hj->world; a++)
         res->detected |= hj->hr[a].state == P3D_HS_WAITING ||
                          hj->hr[a].state == P3D_HS_NOT_IN_NCCL;

@@ -29,6 +29,8 @@ struct p3d_hrank {
     size_t n_ops, cap_ops;
     uint8_t *done;                   /* GPU said complete */
     uint8_t *pend;                   /* never completed */
+    uint8_t *proven;                 /* pend because a member it needs
+                                        never issued its part (NULL: none) */
     struct p3d_hkey *keys;           /* sorted */
     size_t n_keys;
     const struct p3d_rec_group **gends; /* outermost GroupEnds */
@@ -77,6 +79,10 @@ struct p3d_hg {
 void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
                  const struct p3d_rec_op *o);
 int p3d_hg_has_file(const struct p3d_hg *g, int b);
+/* Has member b (global) issued the counterpart of o? */
+int p3d_hg_arrived(const struct p3d_hg *g, int b, const struct p3d_rec_op *o);
+/* p3d_hang_prove.c: returned ops a member they need never matched. */
+void p3d_hg_prove(struct p3d_hg *g);
 /* p3d_hang_init.c */
 int p3d_hg_coord(const struct p3d_job *job, int r, int ax);
 int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,

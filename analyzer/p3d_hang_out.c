@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "p3d_hang_int.h"
+#include "p3d_json.h"
+#include "p3d_names.h"
 #include "p3d_report.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
@@ -108,6 +110,22 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
     }
 }
 
+
+/*
+ * Seconds rank w had waited when the trace ended.  A wait whose start
+ * lies after the job's last record (a clock the alignment could not
+ * place, or no start recorded) has waited 0 s as far as the traces show,
+ * never the unsigned wrap-around of a negative time.
+ */
+static double p3d_ho_pending(const struct p3d_job *job,
+                             const struct p3d_hang_wait *w)
+{
+    uint64_t end = job->hang->t_end;
+
+    return w->t_enter && end > w->t_enter ? (double)(end - w->t_enter) / 1e9
+                                          : 0.0;
+}
+
 static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
                         const struct p3d_hang_wait *w)
 {
@@ -128,12 +146,17 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
     if (w->peer >= 0)
         fprintf(f, " %s rank %d", w->op == P3D_OP_RECV ? "from"
                 : w->op == P3D_OP_SEND ? "to" : "root", w->peer);
-    fprintf(f, " since %.3f s, for %s%s\n",
-            (double)(job->hang->t_end - w->t_enter) / 1e9,
+    if (w->t_enter && job->hang->t_end > w->t_enter)
+        fprintf(f, " since %.3f s,", p3d_ho_pending(job, w));
+    else
+        fprintf(f, " since a time the trace does not place,");
+    fprintf(f, " for %s%s%s\n",
             w->n_for ? "rank(s) " : "", w->n_for ? who
             : w->op == P3D_HANG_OP_INIT ? "members not known (no rank of "
               "its stage made this communicator)"
-            : "no missing member (all arrived)");
+            : "no missing member (all arrived)",
+            w->proven ? " [its call returned, but it cannot have completed:"
+                        " they never issued their part]" : "");
 }
 
 static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
@@ -141,11 +164,15 @@ static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
 {
     for (int i = 0; i < res->n_mm; i++) {
         const struct p3d_hang_mm *m = &res->mm[i];
+        char a[32], b[32];
+
         fprintf(f, "    mismatch: %s #%" PRIu64 " on comm 0x%016" PRIx64
-                " (%s): rank %d has %s %" PRId64 ", rank %d has %" PRId64
-                "\n", p3d_ho_op(m->op), m->seq, m->comm,
+                " (%s): rank %d has %s %s, rank %d has %s\n",
+                p3d_ho_op(m->op), m->seq, m->comm,
                 p3d_ho_lbl(p3d_hang_label(job, m->comm)), m->rank_a,
-                p3d_mm_field_name[m->field], m->va, m->rank_b, m->vb);
+                p3d_mm_field_name[m->field],
+                p3d_mm_value(m->field, m->va, a, sizeof(a)), m->rank_b,
+                p3d_mm_value(m->field, m->vb, b, sizeof(b)));
     }
 }
 
@@ -236,8 +263,10 @@ static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
     p3d_fmt_ranks(buf, sizeof(buf), r, n);
     if (n)
         fprintf(f, "  note: no GPU completion times on rank(s) %s: there "
-                "an op counts as incomplete only if its call never "
-                "returned (GPU completion unknown)\n", buf);
+                "an op counts as incomplete if its call never returned, or "
+                "if a member it needs never issued its part (then it "
+                "cannot have completed, nor what its stream ran after "
+                "it)\n", buf);
     free(r);
 }
 
@@ -378,12 +407,14 @@ static void p3d_hj_wait(FILE *f, const struct p3d_job *job,
     fprintf(f, "%s\n      {\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
             "\"label\": \"%s\", \"op\": \"%s\", \"seq\": %" PRId64 ", "
             "\"peer\": %d, \"depth\": %d, \"inferred\": %s, "
+            "\"proven_by_peers\": %s, "
             "\"pending_s\": %.6f, \"waiting_for\": [", first ? "" : ",",
             w->rank, w->comm,
             p3d_ho_lbl(w->label), p3d_ho_op(w->op),
             w->seq == UINT64_MAX ? (int64_t)-1 : (int64_t)w->seq, w->peer,
             w->depth, w->inferred ? "true" : "false",
-            (double)(job->hang->t_end - w->t_enter) / 1e9);
+            w->proven ? "true" : "false",
+            p3d_ho_pending(job, w));
     for (int k = 0; k < w->n_for; k++)
         fprintf(f, "%s%d", k ? ", " : "", w->waiting_for[k]);
     fputs("], ", f);
@@ -398,14 +429,16 @@ static void p3d_hj_mm(FILE *f, const struct p3d_job *job)
     fputs("\"mismatches\": [", f);
     for (int i = 0; i < res->n_mm; i++) {
         const struct p3d_hang_mm *m = &res->mm[i];
+
         fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
                 "\"op\": \"%s\", \"seq\": %" PRIu64 ", \"field\": \"%s\", "
-                "\"odd_rank\": %d, \"odd_value\": %" PRId64 ", "
-                "\"other_rank\": %d, \"other_value\": %" PRId64 "}",
-                i ? ", " : "", m->comm,
+                "\"odd_rank\": %d, ", i ? ", " : "", m->comm,
                 p3d_ho_lbl(p3d_hang_label(job, m->comm)), p3d_ho_op(m->op),
-                m->seq, p3d_mm_field_name[m->field], m->rank_a, m->va,
-                m->rank_b, m->vb);
+                m->seq, p3d_mm_field_name[m->field], m->rank_a);
+        p3d_json_mm_value(f, "odd_value", m->field, m->va);
+        fprintf(f, ", \"other_rank\": %d, ", m->rank_b);
+        p3d_json_mm_value(f, "other_value", m->field, m->vb);
+        fputs("}", f);
     }
     fputs("]", f);
 }

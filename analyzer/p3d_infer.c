@@ -8,9 +8,22 @@
  * pp-dp-cp-tp mesh, last axis fastest, is the first of these).  Score =
  * (communicators of >= 2 ranks that are an exact group, communicators
  * whose usage fits the group they would be, communicators whose usage
- * points first at that group), ties broken towards the
- * default order, then larger dp, then smaller cp, ep, pp: axes nothing
- * observed needs are not invented.
+ * points first at that group, then fewer axes > 1 that no observed
+ * communicator is a group of: a dimension with no traffic of its own is
+ * no evidence that it exists), ties broken towards the default order,
+ * then larger dp (DP takes the ranks the other axes leave), then smaller
+ * cp, ep, pp: axes nothing observed needs are not invented.
+ *
+ * Confidence (what the report and JSON layout.confidence say):
+ *   certain    the Megatron command line or --layout states it, the traces
+ *              agree, and every rank's trace was read;
+ *   likely     inferred, and no other layout fits the traces as well;
+ *   ambiguous  another layout fits exactly as well but would label some
+ *              observed communicator differently (the priors above chose);
+ *              or ranks are missing, so groups are only partly seen;
+ *   none       no communicator of 2+ ranks had every member traced: the
+ *              layout shown is a placeholder (a single rank file, say).
+ * The alternatives listed are the best other layouts, with why each lost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +34,16 @@
 
 static const char *const p3d_orders[] = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
 
+const char *const p3d_conf_name[] = {"certain", "likely", "ambiguous",
+                                     "none"};
+
 struct p3d_score {
     int explained, usage, primary, total;
+    int unseen; /* axes > 1 with no observed group (lower is better) */
 };
+
+/* Candidates kept for the confidence and the alternatives. */
+#define P3D_TOP 8
 
 static uint64_t p3d_max_cpm(const struct p3d_job *job)
 {
@@ -37,11 +57,39 @@ static uint64_t p3d_max_cpm(const struct p3d_job *job)
     return m;
 }
 
+/* Axes > 1 (tp, cp, pp, ep) none of whose groups is an observed
+ * communicator with traffic of that group's kind under l; seen = the
+ * label bits the communicators took that their usage supports. */
+static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
+{
+    int n = 0;
+
+    n += l->size[P3D_AX_TP] > 1 && !(seen & (1u << P3D_LBL_TP));
+    n += l->size[P3D_AX_CP] > 1 && !(seen & (1u << P3D_LBL_CP));
+    n += l->size[P3D_AX_PP] > 1 && !(seen & (1u << P3D_LBL_PP));
+    n += l->ep > 1 && !(seen & (1u << P3D_LBL_EP));
+    return n;
+}
+
+/*
+ * The one group a communicator evidences: among the groups it is (bits)
+ * whose kind its traffic fits, the one its traffic points at first, else
+ * the most specific.  One communicator is one group, so the same ranks
+ * cannot stand for, say, both an EP and a CP group.
+ */
+static unsigned p3d_one_label(unsigned fit, unsigned primary)
+{
+    unsigned pick = fit & primary ? fit & primary : fit;
+
+    return pick & (~pick + 1u); /* lowest bit: most specific label */
+}
+
 static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
                                   const enum p3d_use *use)
 {
-    struct p3d_score s = {0, 0, 0, 0};
+    struct p3d_score s = {0, 0, 0, 0, 0};
+    unsigned seen = 0;
 
     for (int i = 0; i < job->n_comms; i++) {
         const struct p3d_gcomm *g = &job->comms[i];
@@ -50,6 +98,7 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
         if (!g->n_members || g->n_missing)
             continue;
         bits = p3d_layout_match(l, g->members, g->n_members);
+        seen |= p3d_one_label(bits & want, p3d_use_primary(use[i]));
         if (g->n_members >= 2) {
             s.total++;
             s.explained += bits != 0;
@@ -58,7 +107,20 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
             s.usage += (bits & want) != 0;
         s.primary += (bits & p3d_use_primary(use[i])) != 0;
     }
+    s.unseen = p3d_unseen(l, seen);
     return s;
+}
+
+/* >0 if score a is better than b on the evidence (not the priors). */
+static int p3d_better_evidence(struct p3d_score sa, struct p3d_score sb)
+{
+    if (sa.explained != sb.explained)
+        return sa.explained - sb.explained;
+    if (sa.usage != sb.usage)
+        return sa.usage - sb.usage;
+    if (sa.primary != sb.primary)
+        return sa.primary - sb.primary;
+    return sb.unseen - sa.unseen;
 }
 
 /* >0 if candidate a is better than b. */
@@ -67,13 +129,10 @@ static int p3d_better(const struct p3d_layout *a, struct p3d_score sa,
 {
     int oa = !strcmp(a->order, p3d_orders[0]);
     int ob = !strcmp(b->order, p3d_orders[0]);
+    int ev = p3d_better_evidence(sa, sb);
 
-    if (sa.explained != sb.explained)
-        return sa.explained - sb.explained;
-    if (sa.usage != sb.usage)
-        return sa.usage - sb.usage;
-    if (sa.primary != sb.primary)
-        return sa.primary - sb.primary;
+    if (ev)
+        return ev;
     if (oa != ob)
         return oa - ob;
     if (a->size[P3D_AX_DP] != b->size[P3D_AX_DP])
@@ -85,12 +144,36 @@ static int p3d_better(const struct p3d_layout *a, struct p3d_score sa,
     return b->size[P3D_AX_PP] - a->size[P3D_AX_PP];
 }
 
+struct p3d_cand {
+    struct p3d_layout l;
+    struct p3d_score s;
+};
+
 struct p3d_search {
     const struct p3d_job *job;
     const enum p3d_use *use;
     struct p3d_layout best;
     struct p3d_score best_s;
+    struct p3d_cand top[P3D_TOP]; /* the best candidates, best first */
+    int n_top;
 };
+
+/* Keep candidate (l, sc) among the P3D_TOP best. */
+static void p3d_keep(struct p3d_search *s, const struct p3d_layout *l,
+                     struct p3d_score sc)
+{
+    int full = s->n_top == P3D_TOP;
+    int i = full ? P3D_TOP - 1 : s->n_top++;
+
+    if (full && p3d_better(l, sc, &s->top[i].l, s->top[i].s) <= 0)
+        return;
+    while (i > 0 && p3d_better(l, sc, &s->top[i - 1].l, s->top[i - 1].s) > 0) {
+        s->top[i] = s->top[i - 1];
+        i--;
+    }
+    s->top[i].l = *l;
+    s->top[i].s = sc;
+}
 
 static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
 {
@@ -110,6 +193,7 @@ static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
                 fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d %s: "
                         "explained %d usage %d primary %d\n", tp, cp, dp,
                         pp, ep, l.order, sc.explained, sc.usage, sc.primary);
+            p3d_keep(s, &l, sc);
             if (!s->best.valid ||
                 p3d_better(&l, sc, &s->best, s->best_s) > 0) {
                 s->best = l;
@@ -160,6 +244,141 @@ static void p3d_adopt(struct p3d_layout *out, const struct p3d_layout *l,
     out->seq = seq ? seq : l->seq;
 }
 
+/* Whether a and b label some observed communicator differently. */
+static int p3d_labels_differ(const struct p3d_job *job,
+                             const struct p3d_layout *a,
+                             const struct p3d_layout *b)
+{
+    for (int i = 0; i < job->n_comms; i++) {
+        const struct p3d_gcomm *g = &job->comms[i];
+
+        if (g->n_members < 2 || g->n_missing)
+            continue;
+        if (p3d_layout_match(a, g->members, g->n_members) !=
+            p3d_layout_match(b, g->members, g->n_members))
+            return 1;
+    }
+    return 0;
+}
+
+static int p3d_same_layout(const struct p3d_layout *a,
+                           const struct p3d_layout *b)
+{
+    return !memcmp(a->size, b->size, sizeof(a->size)) && a->ep == b->ep &&
+           !strcmp(a->order, b->order);
+}
+
+/* Why candidate c (score cs) is not the chosen layout (score bs). */
+static void p3d_why_not(const struct p3d_job *job, const struct p3d_layout *b,
+                        struct p3d_score bs, const struct p3d_layout *c,
+                        struct p3d_score cs, char *buf, size_t n)
+{
+    if (cs.explained != bs.explained)
+        snprintf(buf, n, "%d of %d communicators of 2+ ranks are its groups"
+                 " (%d for the chosen)", cs.explained, cs.total,
+                 bs.explained);
+    else if (cs.usage != bs.usage)
+        snprintf(buf, n, "the traffic of %d communicators fits the groups "
+                 "it would make them (%d for the chosen)", cs.usage,
+                 bs.usage);
+    else if (cs.primary != bs.primary)
+        snprintf(buf, n, "the traffic of %d communicators is the signature "
+                 "of the group it would make them (%d for the chosen)",
+                 cs.primary, bs.primary);
+    else if (cs.unseen != bs.unseen)
+        snprintf(buf, n, "%d of its dimensions > 1 have no communicator of "
+                 "their own", cs.unseen);
+    else if (p3d_labels_differ(job, b, c))
+        snprintf(buf, n, "fits the traces exactly as well, with other "
+                 "labels; chosen by prior: the default order, then larger "
+                 "DP, smaller CP, EP, PP");
+    else
+        snprintf(buf, n, "fits as well and labels every communicator the "
+                 "same (it differs only where no traffic shows); chosen by "
+                 "prior");
+}
+
+/* The alternatives to the chosen layout, from the best candidates. */
+static void p3d_alternatives(const struct p3d_search *s,
+                             const struct p3d_layout *chosen,
+                             struct p3d_score cs, struct p3d_layout *out)
+{
+    out->n_alts = 0;
+    for (int i = 0; i < s->n_top && out->n_alts < 3; i++) {
+        const struct p3d_cand *c = &s->top[i];
+        struct p3d_layout_alt *a = &out->alts[out->n_alts];
+
+        if (p3d_same_layout(&c->l, chosen))
+            continue;
+        p3d_layout_str(&c->l, a->text, sizeof(a->text));
+        p3d_why_not(s->job, chosen, cs, &c->l, c->s, a->why, sizeof(a->why));
+        out->n_alts++;
+    }
+}
+
+/* A candidate that fits exactly as well as chosen but labels some
+ * communicator differently, or NULL. */
+static const struct p3d_cand *p3d_rival(const struct p3d_search *s,
+                                        const struct p3d_layout *chosen,
+                                        struct p3d_score cs)
+{
+    for (int i = 0; i < s->n_top; i++) {
+        const struct p3d_cand *c = &s->top[i];
+
+        if (!p3d_same_layout(&c->l, chosen) &&
+            p3d_better_evidence(c->s, cs) == 0 &&
+            p3d_labels_differ(s->job, chosen, &c->l))
+            return c;
+    }
+    return NULL;
+}
+
+/* out->confidence and conf_why (the rule is in the comment at the top). */
+static void p3d_confidence(const struct p3d_search *s, int stated,
+                           struct p3d_layout *out)
+{
+    const struct p3d_job *job = s->job;
+    int w = job->world_size > 0 ? job->world_size : job->n_ranks;
+    int found = p3d_job_ranks_found(job);
+    const struct p3d_cand *rival = NULL;
+    char r[96];
+
+    if (out->total == 0) {
+        out->confidence = P3D_CONF_NONE;
+        snprintf(out->conf_why, sizeof(out->conf_why), "no communicator of "
+                 "2+ ranks has every member traced (%d of %d ranks read)",
+                 found, w);
+        return;
+    }
+    if (stated && !out->contradicted && found == w) {
+        out->confidence = P3D_CONF_CERTAIN;
+        snprintf(out->conf_why, sizeof(out->conf_why), "%s, and the traces "
+                 "agree", !strcmp(out->source, "user") ? "--layout says so"
+                 : "the job's command line says so");
+        return;
+    }
+    if (!stated)
+        rival = p3d_rival(s, out, s->best_s);
+    out->confidence = P3D_CONF_AMBIGUOUS;
+    if (rival) {
+        p3d_layout_str(&rival->l, r, sizeof(r));
+        snprintf(out->conf_why, sizeof(out->conf_why), "%s fits the traces "
+                 "exactly as well and labels communicators differently",
+                 r);
+    } else if (found < w) {
+        snprintf(out->conf_why, sizeof(out->conf_why), "only %d of %d "
+                 "ranks traced: their groups are only partly seen", found,
+                 w);
+    } else if (stated) {
+        snprintf(out->conf_why, sizeof(out->conf_why), "stated, but the "
+                 "traces fit another layout better");
+    } else {
+        out->confidence = P3D_CONF_LIKELY;
+        snprintf(out->conf_why, sizeof(out->conf_why), "inferred: no other "
+                 "layout fits the traces as well");
+    }
+}
+
 void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
                       int force, struct p3d_layout *out)
 {
@@ -188,5 +407,13 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
     if (s.best.valid)
         p3d_layout_str(&s.best, out->best, sizeof(out->best));
     out->best_explained = s.best_s.explained;
+    if (out->valid) {
+        int stated = strcmp(out->source, "inferred") != 0;
+
+        p3d_confidence(&s, stated, out);
+        if (out->confidence != P3D_CONF_NONE) /* else nothing to compare */
+            p3d_alternatives(&s, out, stated ? p3d_score(job, out, s.use)
+                                             : s.best_s, out);
+    }
     free((void *)s.use);
 }

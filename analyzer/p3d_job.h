@@ -22,10 +22,17 @@ struct p3d_opstat {
 };
 
 /* Usage facts that tell communicators with equal members apart. */
+#define P3D_USE_SIZES 8 /* distinct all-reduce sizes counted */
 struct p3d_usage {
     uint64_t tiny_ar;     /* all-reduces of <= 8 bytes */
     uint64_t tiny_f32_ar; /* 1-element fp32 all-reduces */
     uint64_t big_ar;      /* all-reduces of >= 1 MiB */
+    uint16_t dtypes[P3D_OP_COUNT]; /* ncclDataType_t bits seen per op */
+    uint8_t rs_redops;    /* reduce-scatter ops: bit = ncclRedOp_t (0-4),
+                             bit 5 = user-defined (premul sum) */
+    uint64_t ar_size[P3D_USE_SIZES], ar_n[P3D_USE_SIZES]; /* > 8 bytes */
+    uint64_t ar_sizes_other; /* all-reduces of further sizes */
+    uint64_t bc_int64;    /* broadcasts of int64 (Megatron's batch) */
 };
 
 struct p3d_rcomm { /* one communicator as one rank saw it */
@@ -95,7 +102,19 @@ struct p3d_layout {
     int contradicted;       /* the stated layout explains less */
     char best[96];          /* best inferred layout, as text */
     int best_explained;
+    int confidence;         /* P3D_CONF_* (p3d_infer.c says when) */
+    char conf_why[200];     /* the reason, one clause */
+    int n_alts;             /* other layouts that fit, best first */
+    struct p3d_layout_alt {
+        char text[96];      /* "tp=1 cp=1 ep=1 dp=8 pp=1 order=..." */
+        char why[160];      /* why it lost, or that it fits as well */
+    } alts[3];
 };
+
+/* How sure the layout is (JSON layout.confidence). */
+enum { P3D_CONF_CERTAIN, P3D_CONF_LIKELY, P3D_CONF_AMBIGUOUS,
+       P3D_CONF_NONE };
+extern const char *const p3d_conf_name[]; /* "certain", ... ("none") */
 
 struct p3d_mismatch;
 struct p3d_time_res;

@@ -17,8 +17,10 @@
 
 #include "p3d_bw.h"
 #include "p3d_hang.h"
+#include "p3d_json.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
+#include "p3d_names.h"
 #include "p3d_report.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
@@ -100,8 +102,20 @@ static void p3d_json_layout(FILE *f, const struct p3d_job *job)
     p3d_js(f, l->order);
     fputs(", \"source\": ", f);
     p3d_js(f, l->source);
-    fprintf(f, ", \"explained\": %d, \"total\": %d, \"contradicted\": %s},\n",
+    fprintf(f, ", \"explained\": %d, \"total\": %d, \"contradicted\": %s",
             l->explained, l->total, l->contradicted ? "true" : "false");
+    fprintf(f, ", \"confidence\": \"%s\", \"confidence_why\": ",
+            p3d_conf_name[l->confidence]);
+    p3d_js(f, l->conf_why);
+    fputs(", \"alternatives\": [", f);
+    for (int i = 0; i < l->n_alts; i++) {
+        fputs(i ? ", {\"layout\": " : "{\"layout\": ", f);
+        p3d_js(f, l->alts[i].text);
+        fputs(", \"why\": ", f);
+        p3d_js(f, l->alts[i].why);
+        fputc('}', f);
+    }
+    fputs("]},\n", f);
 }
 
 static void p3d_json_byop(FILE *f, const struct p3d_opstat *st)
@@ -242,15 +256,32 @@ static void p3d_json_match(FILE *f, const struct p3d_job *job)
             m->n_short);
     for (int i = 0; i < m->n_kept; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
+
         fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"op\": \"%s\", "
-                "\"seq\": %" PRIu64 ", \"field\": \"%s\", \"rank_a\": %d, "
-                "\"value_a\": %" PRId64 ", \"rank_b\": %d, \"value_b\": %"
-                PRId64 "}", i ? ", " : "", x->comm,
-                p3d_op_name[x->op % P3D_OP_COUNT], x->seq,
-                p3d_mm_field_name[x->field], x->rank_a, x->va, x->rank_b,
-                x->vb);
+                "\"seq\": %" PRIu64 ", \"field\": \"%s\", \"rank_a\": %d, ",
+                i ? ", " : "", x->comm, p3d_op_name[x->op % P3D_OP_COUNT],
+                x->seq, p3d_mm_field_name[x->field], x->rank_a);
+        p3d_json_mm_value(f, "value_a", x->field, x->va);
+        fprintf(f, ", \"rank_b\": %d, ", x->rank_b);
+        p3d_json_mm_value(f, "value_b", x->field, x->vb);
+        fputs("}", f);
     }
     fputs("]},\n", f);
+}
+
+/*
+ * A mismatch value: "key": "bf16" (with "key_raw": 9) for the op kind,
+ * datatype and reduction op, "key": 1024 for counts, roots and tallies.
+ */
+void p3d_json_mm_value(FILE *f, const char *key, int field, int64_t v)
+{
+    char buf[32];
+
+    if (p3d_mm_named(field))
+        fprintf(f, "\"%s\": \"%s\", \"%s_raw\": %" PRId64, key,
+                p3d_mm_value(field, v, buf, sizeof(buf)), key, v);
+    else
+        fprintf(f, "\"%s\": %" PRId64, key, v);
 }
 
 void p3d_json_write(FILE *f, const struct p3d_job *job)

@@ -40,7 +40,24 @@ static const int p3d_pref[][4] = {
     [P3D_USE_AR] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_TINY] = {P3D_LBL_MP, P3D_LBL_WORLD, -1},
     [P3D_USE_BIGAR] = {P3D_LBL_EMB, P3D_LBL_DP_CP, P3D_LBL_DP, -1},
+    [P3D_USE_GRAD] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP, -1},
+    [P3D_USE_DDP] = {P3D_LBL_DP_CP, P3D_LBL_DP, -1},
+    [P3D_USE_SP] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
+    [P3D_USE_ANY_AR] = {P3D_LBL_TP, P3D_LBL_DP_CP, P3D_LBL_DP, -1},
+    [P3D_USE_ANY_LAYER] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_CP,
+                           P3D_LBL_TP},
 };
+
+/* A data-parallel gradient signature on a member set that is a DP group:
+ * plain DDP or FSDP on the world (default) communicator. */
+static int p3d_use_grads(enum p3d_use use, unsigned bits)
+{
+    int grad = use == P3D_USE_GRAD || use == P3D_USE_DDP ||
+               use == P3D_USE_RSAG || use == P3D_USE_ANY_AR ||
+               use == P3D_USE_ANY_LAYER;
+
+    return grad && (bits & (B(P3D_LBL_DP) | B(P3D_LBL_DP_CP)));
+}
 
 static int p3d_first(unsigned bits)
 {
@@ -57,8 +74,10 @@ int p3d_label_pick(unsigned bits, enum p3d_use use, const struct p3d_gcomm *g,
 
     if (!bits)
         return P3D_LBL_OTHER;
-    if ((bits & B(P3D_LBL_WORLD)) && g->order == 0 && dup_label < 0)
-        return P3D_LBL_WORLD; /* the first communicator of every rank */
+    if ((bits & B(P3D_LBL_WORLD)) && g->order == 0 && dup_label < 0 &&
+        !p3d_use_grads(use, bits))
+        return P3D_LBL_WORLD; /* the first communicator of every rank,
+                                 unless it carries, say, DDP's gradients */
     if (use == P3D_USE_TINY && (bits & B(P3D_LBL_WORLD)) &&
         !(tiny_int && (bits & B(P3D_LBL_MP))))
         return P3D_LBL_WORLD;

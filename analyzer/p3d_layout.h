@@ -37,7 +37,12 @@ enum p3d_use {
     P3D_USE_BIGAR, /* few big all-reduces: EMB (or DP without dist-opt) */
     P3D_USE_AR,    /* many all-reduces: TP */
     P3D_USE_MIXED,
-    P3D_USE_LAYER  /* frequent reduce-scatter/all-gather: CP (or TP+SP) */
+    P3D_USE_LAYER, /* frequent reduce-scatter/all-gather: CP (or TP+SP) */
+    P3D_USE_GRAD,  /* gradients reduce-scattered, params all-gathered: DP */
+    P3D_USE_SP,    /* per-layer RS/AG with Megatron's batch broadcasts: TP */
+    P3D_USE_DDP,   /* all-reduces of varied bucket sizes: DP (DDP) */
+    P3D_USE_ANY_AR,    /* only all-reduces, how often unknown: TP or DP */
+    P3D_USE_ANY_LAYER  /* only RS/AG, how often unknown: DP, CP or TP */
 };
 
 extern const char *const p3d_use_name[];
@@ -60,6 +65,8 @@ unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
 /* Usage class of a joined communicator; max_cpm is the job's largest
  * calls-per-member over all communicators (frequency reference). */
 enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm);
+/* Count n more all-reduces of `bytes` in u's size table. */
+void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n);
 /* Calls per member of a communicator. */
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g);
 /* Bitmask of labels consistent with a usage class. */

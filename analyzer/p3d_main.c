@@ -63,7 +63,10 @@ static void p3d_usage(FILE *f)
         "this layout\n"
         "                    (order: first axis fastest, Megatron's "
         "spelling; 'titan'\n"
-        "                    = torchtitan's pp-dp-cp-tp mesh)\n"
+        "                    = torchtitan's pp-dp-cp-tp mesh); 'infer': "
+        "from the\n"
+        "                    traces alone, ignoring a recorded command "
+        "line\n"
         "  --all             analyse every job found, not only the newest\n"
         "  --chrome FILE     timeline as Chrome trace JSON (Perfetto, "
         "chrome://tracing)\n"
@@ -295,6 +298,10 @@ static int p3d_set_layout(struct p3d_job *job, const struct p3d_opts *o)
     job->hint_fits = job->hint.valid && !job->layout.contradicted;
     if (!o->layout)
         return 0;
+    if (!strcmp(o->layout, "infer")) { /* the traces alone */
+        p3d_layout_infer(job, NULL, 0, &job->layout);
+        return 0;
+    }
     if (p3d_layout_parse(&user, o->layout, job->world_size) < 0)
         return -1;
     p3d_layout_infer(job, &user, 1, &job->layout);
@@ -533,7 +540,8 @@ int main(int argc, char **argv)
 
     if (p3d_parse_args(argc, argv, &o) < 0)
         return P3D_EXIT_BAD;
-    if (o.layout && p3d_layout_parse(&(struct p3d_layout){0}, o.layout, 0))
+    if (o.layout && strcmp(o.layout, "infer") &&
+        p3d_layout_parse(&(struct p3d_layout){0}, o.layout, 0))
         return P3D_EXIT_BAD;
     if (p3d_check_outs(&o) < 0)
         return P3D_EXIT_BAD;

@@ -315,9 +315,24 @@ static void p3d_overlap_fracs(struct p3d_time_res *t)
         t->f_lbl[l] = sum[7 + l] / sum[0];
 }
 
-static void p3d_overlap_verdict(struct p3d_time_res *t)
+/* A verdict from some ranks only says so: the others may differ. */
+static void p3d_overlap_partial(const struct p3d_job *job,
+                                struct p3d_time_res *t)
+{
+    int w = job->world_size > 0 ? job->world_size : job->n_ranks;
+    int found = p3d_job_ranks_found(job);
+    size_t n = strlen(t->why);
+
+    if (found < w && n < sizeof(t->why))
+        snprintf(t->why + n, sizeof(t->why) - n, " (from the %d of %d ranks "
+                 "traced only)", found, w);
+}
+
+static void p3d_overlap_verdict(const struct p3d_job *job,
+                                struct p3d_time_res *t)
 {
     double top = 0;
+    int unknown_groups = job->layout.confidence == P3D_CONF_NONE;
 
     t->top_lbl = -1;
     for (int l = 0; l < P3D_LBL_COUNT; l++)
@@ -335,6 +350,7 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
                                "covers one: P3D_GPU_WINDOW)" : "",
                  100 * t->f_nccl, t->top_lbl >= 0 ? ", mostly on " : "",
                  t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "");
+        p3d_overlap_partial(job, t);
         return;
     }
     snprintf(t->why, sizeof(t->why),
@@ -343,8 +359,12 @@ static void p3d_overlap_verdict(struct p3d_time_res *t)
                                                    : "does not dominate",
              100 * t->f_exposed, 100 * t->f_compute, 100 * t->f_idle,
              t->top_lbl >= 0 ? "; most exposed time is on " : "",
-             t->top_lbl >= 0 ? p3d_label_name[t->top_lbl] : "",
-             t->top_lbl >= 0 ? " ops" : "");
+             t->top_lbl < 0 ? ""
+             : unknown_groups ? "communicators whose group these traces "
+                                "cannot tell"
+             : p3d_label_name[t->top_lbl],
+             t->top_lbl >= 0 && !unknown_groups ? " ops" : "");
+    p3d_overlap_partial(job, t);
 }
 
 /* After pass 1 and the job iterations. */
@@ -355,5 +375,5 @@ void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t)
         return;
     p3d_overlap_steps(job, t);
     p3d_overlap_fracs(t);
-    p3d_overlap_verdict(t);
+    p3d_overlap_verdict(job, t);
 }

@@ -15,6 +15,7 @@
 
 #include "p3d_hang.h"
 #include "p3d_job.h"
+#include "p3d_layout.h"
 #include "p3d_match.h"
 #include "p3d_reader.h"
 #include "p3d_util.h"
@@ -108,10 +109,18 @@ static void p3d_on_info(struct p3d_rank *r, const struct p3d_rec_comm_info *i)
 
 static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
 {
+    if (o->op < P3D_OP_COUNT && o->dtype < 16)
+        u->dtypes[o->op] |= (uint16_t)(1u << o->dtype);
+    if (o->op == P3D_OP_BROADCAST && o->dtype == 4 /* ncclInt64 */)
+        u->bc_int64++;
+    if (o->op == P3D_OP_REDUCESCATTER && o->redop != P3D_REDOP_NONE)
+        u->rs_redops |= (uint8_t)(1u << (o->redop < 5 ? o->redop : 5));
     if (o->op != P3D_OP_ALLREDUCE)
         return;
     if (o->bytes <= 8)
         u->tiny_ar++;
+    else
+        p3d_usage_ar_size(u, o->bytes, 1);
     if (o->count == 1 && o->dtype == 7 /* ncclFloat32 */)
         u->tiny_f32_ar++;
     if (o->bytes >= (1u << 20))

@@ -12,6 +12,7 @@
 #include "p3d_hang.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
+#include "p3d_names.h"
 #include "p3d_report.h"
 #include "p3d_time.h"
 
@@ -106,6 +107,11 @@ static void p3d_report_layout(FILE *f, const struct p3d_job *job)
     p3d_layout_str(l, s, sizeof(s));
     fprintf(f, "layout: %s (%s; %d of %d communicators of 2+ ranks are "
             "its groups)\n", s, l->source, l->explained, l->total);
+    fprintf(f, "  confidence: %s: %s\n", p3d_conf_name[l->confidence],
+            l->conf_why);
+    for (int i = 0; i < l->n_alts && l->confidence >= P3D_CONF_AMBIGUOUS;
+         i++)
+        fprintf(f, "    or %s: %s\n", l->alts[i].text, l->alts[i].why);
     if (job->hint.valid) {
         p3d_layout_str(&job->hint, s, sizeof(s));
         fprintf(f, "  the job's command line says %s: the traces %s\n", s,
@@ -286,13 +292,17 @@ static int p3d_same_diff(const struct p3d_mismatch *a,
 static void p3d_report_mm(FILE *f, const struct p3d_mismatch *x, int n,
                           const char *lab)
 {
+    char a[32], b[32];
+
     fprintf(f, "  mismatch: comm 0x%016" PRIx64 " (%s) %s #%" PRIu64
-            ": %s differs: rank %d has %" PRId64 ", rank%s", x->comm, lab,
+            ": %s differs: rank %d has %s, rank%s", x->comm, lab,
             p3d_op_name[x->op % P3D_OP_COUNT], x->seq,
-            p3d_mm_field_name[x->field], x->rank_a, x->va, n > 1 ? "s" : "");
+            p3d_mm_field_name[x->field], x->rank_a,
+            p3d_mm_value(x->field, x->va, a, sizeof(a)), n > 1 ? "s" : "");
     for (int k = 0; k < n; k++)
         fprintf(f, "%s%d", k ? "," : " ", x[k].rank_b);
-    fprintf(f, " ha%s %" PRId64 "\n", n > 1 ? "ve" : "s", x->vb);
+    fprintf(f, " ha%s %s\n", n > 1 ? "ve" : "s",
+            p3d_mm_value(x->field, x->vb, b, sizeof(b)));
 }
 
 const char *p3d_mm_other_text(const struct p3d_mismatch *x,

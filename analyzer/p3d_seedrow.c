@@ -245,7 +245,7 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
 
     memset(&row, 0, sizeof(row));
     snprintf(row.config, sizeof(row.config), "%s", job->job_id);
-    if (l->valid) {
+    if (l->valid && l->confidence != P3D_CONF_NONE) { /* else n/a */
         row.tp = l->size[P3D_AX_TP];
         row.pp = l->size[P3D_AX_PP];
         row.cp = l->size[P3D_AX_CP];

@@ -1,17 +1,63 @@
 /*
  * p3d_usage.c - what a communicator is used for, from its traffic.
  *
- * Member sets alone cannot tell apart groups Megatron builds with equal
- * members (PP and EMB at PP=2, WORLD and the grad-norm world comm, TP and
- * MP at PP=1, DP and CP when one of them is 1).  The usage fingerprints of
- * megatron.md section 8 can: Send/Recv is PP, big per-step reduce-scatter
- * and all-gather is DP, per-layer all-gathers are CP (or TP with sequence
- * parallelism), broadcasts with frequent all-reduces are TP, 1-element
- * all-reduces are MP or a world comm, one big all-reduce per step is EMB.
+ * Member sets alone cannot tell apart groups with equal members (PP and
+ * EMB at PP=2, WORLD and the grad-norm world comm, TP and MP at PP=1, DP
+ * and CP when one of them is 1, and a lone world communicator that any
+ * dimension could be).  Its traffic can, by signatures taken from the
+ * frameworks' code (NVIDIA/Megatron-LM d98e8a64, pytorch/pytorch,
+ * pytorch/torchtitan b5bcd76c, TransformerEngine d0067d0d):
+ *   - Send/Recv: PP (Megatron p2p_communication.py, torch pipelining), or
+ *     a CP ring (TE cp_comm_type "p2p").
+ *   - All-to-all: EP (Megatron token dispatcher), or CP (TE "a2a").
+ *   - Broadcasts of int64 with frequent all-reduces: Megatron TP, whose
+ *     ranks broadcast each micro-batch's tokens, labels and positions
+ *     (get_batch_on_this_tp_rank / tensor_parallel.broadcast_data, int64)
+ *     and all-reduce every layer's activations (tensor_parallel/layers.py).
+ *     With sequence parallelism the all-reduces become all-gathers and
+ *     reduce-scatters, the int64 broadcasts stay (P3D_USE_SP).
+ *   - Gradients reduce-scattered in a wider dtype than the parameters are
+ *     all-gathered in, or averaged (ncclAvg) or pre-multiplied (a user
+ *     op): DP sharding.  FSDP2 all-gathers params in param_dtype and
+ *     reduce-scatters grads in reduce_dtype (fp32 under torchtitan) with
+ *     AVG or PREMUL_SUM (fsdp/_fully_shard/_fsdp_collectives.py,
+ *     _get_gradient_divide_factors); Megatron's distributed optimizer
+ *     reduce-scatters fp32 grads and all-gathers bf16 params
+ *     (distributed/param_and_grad_buffer.py).  A CP all-gather of K/V
+ *     reduce-scatters dK/dV in the same dtype with SUM (TE
+ *     AttnFuncWithCPAndKVAllGather) or not at all (torch
+ *     _attention.py).  (P3D_USE_GRAD)
+ *   - Only all-reduces, of varied sizes: DDP's gradient buckets (reducer.
+ *     cpp compute_bucket_assignment_by_size: whole parameters until >= 1
+ *     MiB for the first, >= 25 MiB for the rest, so sizes differ), where a
+ *     TP group all-reduces one activation size, layer after layer.
+ *     (P3D_USE_DDP)
+ *   - Per step or per layer: a communicator with far fewer calls than the
+ *     busiest is per step (DP gradients, EMB); as busy as the busiest, per
+ *     layer (TP, CP).  The busiest itself has nothing to compare with: its
+ *     all-reduces (P3D_USE_ANY_AR) or reduce-scatters and all-gathers
+ *     (P3D_USE_ANY_LAYER) fit several groups, and the layout says so
+ *     (confidence "ambiguous") unless its members decide.
+ *   - Only <= 8-byte all-reduces: MP or a world comm (Megatron's grad norm,
+ *     found-inf, loss); one big all-reduce per step: EMB.
  */
 #include "p3d_layout.h"
 
 #define B(x) (1u << (x))
+
+/* One more all-reduce of `bytes` in the size table (fixed, merged per
+ * communicator: a few distinct sizes are exact, more are counted apart). */
+void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n)
+{
+    for (int k = 0; k < P3D_USE_SIZES; k++) {
+        if (u->ar_n[k] && u->ar_size[k] != bytes)
+            continue;
+        u->ar_size[k] = bytes;
+        u->ar_n[k] += n;
+        return;
+    }
+    u->ar_sizes_other += n;
+}
 
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g)
 {
@@ -22,11 +68,78 @@ uint64_t p3d_calls_per_member(const struct p3d_gcomm *g)
     return total / (uint64_t)(g->n_members ? g->n_members : 1);
 }
 
+/* The share of a communicator's > 8-byte all-reduces that have its most
+ * common size (1 when they are all alike, as a TP group's). */
+static double p3d_ar_modal(const struct p3d_usage *u)
+{
+    uint64_t top = 0, n = u->ar_sizes_other;
+
+    for (int k = 0; k < P3D_USE_SIZES; k++) {
+        n += u->ar_n[k];
+        top = u->ar_n[k] > top ? u->ar_n[k] : top;
+    }
+    return n ? (double)top / (double)n : 1.0;
+}
+
+/* Highest ncclDataType_t bit of a mask, ordered by element size. */
+static int p3d_dt_width(uint16_t mask)
+{
+    static const int bytes[16] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+    int w = 0;
+
+    for (int d = 0; d < 16; d++)
+        if ((mask & (1u << d)) && bytes[d] > w)
+            w = bytes[d];
+    return w;
+}
+
+/* Gradients reduce-scattered wider than params are gathered, or with
+ * AVG / a user-defined (premul-sum) op: DP sharding (header comment). */
+static int p3d_grad_sharding(const struct p3d_gcomm *g)
+{
+    const struct p3d_usage *u = &g->use;
+    int rs = p3d_dt_width(u->dtypes[P3D_OP_REDUCESCATTER]);
+    int ag = p3d_dt_width(u->dtypes[P3D_OP_ALLGATHER]);
+
+    if (!g->st[P3D_OP_REDUCESCATTER].calls)
+        return 0;
+    if (u->rs_redops & ((1u << 4) | (1u << 5))) /* ncclAvg, premul sum */
+        return 1;
+    return ag && rs > ag;
+}
+
+/*
+ * Megatron's TP data broadcasts: int64 (ncclInt64 = 4), a few each micro-
+ * batch, so several per member.  DDP broadcasts int64 shapes once at
+ * construction (and a BatchNorm's int64 counter each forward, but its
+ * all-reduces then have bucket sizes, p3d_ar_modal).
+ */
+static int p3d_int64_bcast(const struct p3d_gcomm *g)
+{
+    return g->use.bc_int64 >= 3 * (uint64_t)(g->n_members ? g->n_members
+                                                          : 1);
+}
+
+static enum p3d_use p3d_usage_rsag(const struct p3d_gcomm *g,
+                                   uint64_t rsag, uint64_t bc,
+                                   uint64_t max_cpm, int busiest)
+{
+    if (p3d_grad_sharding(g))
+        return P3D_USE_GRAD;
+    if (bc && p3d_int64_bcast(g))
+        return P3D_USE_SP;
+    if (busiest)
+        return P3D_USE_ANY_LAYER;
+    return rsag / (uint64_t)(g->n_members ? g->n_members : 1) * 4 >= max_cpm
+               ? P3D_USE_LAYER : P3D_USE_RSAG; /* per layer, or per step */
+}
+
 enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
 {
     const struct p3d_opstat *s = g->st;
     uint64_t total = 0, p2p, ar, bc, rsag, a2a;
-    int frequent = p3d_calls_per_member(g) * 8 >= max_cpm;
+    uint64_t cpm = p3d_calls_per_member(g);
+    int frequent = cpm * 8 >= max_cpm, busiest = cpm >= max_cpm;
 
     for (int k = 0; k < P3D_OP_COUNT; k++)
         total += s[k].calls;
@@ -41,13 +154,15 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
         return P3D_USE_P2P;
     if (a2a * 2 >= total)
         return P3D_USE_A2A;
-    if (rsag * 2 >= total) /* per layer (CP, TP+SP) or per step (DP) */
-        return rsag / (uint64_t)(g->n_members ? g->n_members : 1) * 4 >=
-               max_cpm ? P3D_USE_LAYER : P3D_USE_RSAG;
+    if (rsag * 2 >= total) /* per layer (CP, TP+SP, FSDP) or per step (DP) */
+        return p3d_usage_rsag(g, rsag, bc, max_cpm, busiest);
     if (g->use.tiny_ar == total)
         return P3D_USE_TINY;
-    if (bc && frequent && (bc + ar) * 10 >= total * 9)
+    if (bc && frequent && (bc + ar) * 10 >= total * 9 &&
+        ((p3d_int64_bcast(g) && p3d_ar_modal(&g->use) >= 0.5) || !busiest))
         return P3D_USE_BCAST;
+    if ((bc + ar) * 10 >= total * 9 && busiest) /* nothing to compare */
+        return p3d_ar_modal(&g->use) < 0.5 ? P3D_USE_DDP : P3D_USE_ANY_AR;
     if (ar == total && frequent)
         return P3D_USE_AR;
     if (ar == total && (g->use.big_ar * 2 >= ar || !frequent))
@@ -63,12 +178,20 @@ unsigned p3d_use_labels(enum p3d_use u)
     case P3D_USE_A2A:
         return B(P3D_LBL_EP) | B(P3D_LBL_CP);
     case P3D_USE_RSAG:
+    case P3D_USE_GRAD:
+    case P3D_USE_DDP:
         return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
     case P3D_USE_LAYER:
         return B(P3D_LBL_CP) | B(P3D_LBL_TP);
+    case P3D_USE_ANY_LAYER:
+        return B(P3D_LBL_CP) | B(P3D_LBL_TP) | B(P3D_LBL_DP) |
+               B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
     case P3D_USE_BCAST:
     case P3D_USE_AR:
+    case P3D_USE_SP:
         return B(P3D_LBL_TP);
+    case P3D_USE_ANY_AR:
+        return B(P3D_LBL_TP) | B(P3D_LBL_DP) | B(P3D_LBL_DP_CP);
     case P3D_USE_TINY:
         return B(P3D_LBL_MP) | B(P3D_LBL_WORLD);
     case P3D_USE_BIGAR:
@@ -78,6 +201,9 @@ unsigned p3d_use_labels(enum p3d_use u)
     }
 }
 
+/* The labels a usage class points to first; none for the ANY classes,
+ * whose traffic fits several groups equally (the layout's priors then
+ * choose, and say so). */
 unsigned p3d_use_primary(enum p3d_use u)
 {
     switch (u) {
@@ -86,11 +212,14 @@ unsigned p3d_use_primary(enum p3d_use u)
     case P3D_USE_A2A:
         return B(P3D_LBL_EP);
     case P3D_USE_RSAG:
+    case P3D_USE_GRAD:
+    case P3D_USE_DDP:
         return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
     case P3D_USE_LAYER:
         return B(P3D_LBL_CP);
     case P3D_USE_BCAST:
     case P3D_USE_AR:
+    case P3D_USE_SP:
         return B(P3D_LBL_TP);
     case P3D_USE_TINY:
         return B(P3D_LBL_MP) | B(P3D_LBL_WORLD);

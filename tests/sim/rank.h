@@ -53,6 +53,8 @@ int rank_one(struct rank_ctx *x, int grp, int kind, size_t count,
              ncclDataType_t dt, ncclRedOp_t op, int peer);
 void rank_compute(struct rank_ctx *x, int kind, int mb, double ms);
 int rank_iteration(struct rank_ctx *x);
+int rank_torch_iteration(struct rank_ctx *x); /* --framework ddp|fsdp */
+size_t rank_torch_buf_bytes(const struct sim_cfg *c);
 void rank_destroy_comms(struct rank_ctx *x);
 void rank_observe(struct rank_ctx *x);
 void rank_sync(struct rank_ctx *x);

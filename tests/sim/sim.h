@@ -45,6 +45,10 @@ enum sim_kind {
 /* Compute kinds of busy intervals. */
 enum sim_busy_kind { SB_FWD, SB_BWD, SB_OPT, SB_HANG };
 
+/* Whose collectives (--framework): Megatron-LM's groups and schedules, or
+ * plain PyTorch DDP / FSDP2 on the world group (rank_torch.c). */
+enum sim_framework { SIM_FW_MEGATRON, SIM_FW_DDP, SIM_FW_FSDP };
+
 struct sim_skew {
     int rank;
     long long ns;
@@ -69,6 +73,7 @@ struct sim_cfg {
     int dist_opt;                /* distributed optimizer */
     int comm_names;              /* pass commName like newer torch */
     int async;                   /* P3D_FAKE_ASYNC=1: GPU-like streams */
+    int framework;               /* enum sim_framework */
     int hosts;                   /* simulated hosts (0: one) */
     /* faults; rank -1 = none */
     int straggler_rank;

@@ -28,7 +28,9 @@ static const char sim_usage[] =
 "         ep epdp;\n"
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
-"         --grace S --comm-names --async --quiet --stop-when-hung[=KILL]\n";
+"         --grace S --comm-names --async --quiet --stop-when-hung[=KILL]\n"
+"         --framework megatron|ddp|fsdp (ddp, fsdp: PyTorch on the world\n"
+"         group; --dp only)\n";
 
 static uint64_t sim_bytes(const char *s)
 {
@@ -104,7 +106,7 @@ enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
        O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
        O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
        O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET,
-       O_ASYNC, O_STOPHUNG };
+       O_ASYNC, O_STOPHUNG, O_FW };
 
 static const struct option sim_opts[] = {
     { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
@@ -124,6 +126,7 @@ static const struct option sim_opts[] = {
     { "job-id", 1, 0, O_JOB }, { "timeout", 1, 0, O_TIMEOUT },
     { "grace", 1, 0, O_GRACE }, { "quiet", 0, 0, O_QUIET },
     { "async", 0, 0, O_ASYNC }, { "stop-when-hung", 2, 0, O_STOPHUNG },
+    { "framework", 1, 0, O_FW },
     { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 };
 
@@ -182,6 +185,16 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
         break;
     case O_QUIET: c->quiet = 1; break;
     case O_ASYNC: c->async = 1; break;
+    case O_FW:
+        if (!strcmp(a, "megatron"))
+            c->framework = SIM_FW_MEGATRON;
+        else if (!strcmp(a, "ddp"))
+            c->framework = SIM_FW_DDP;
+        else if (!strcmp(a, "fsdp"))
+            c->framework = SIM_FW_FSDP;
+        else
+            return -1;
+        break;
     default: return -1;
     }
     return 0;
@@ -217,6 +230,12 @@ static int sim_check(struct sim_cfg *c)
     }
     if (sim_check_ep(c) != 0)
         return -1;
+    if (c->framework != SIM_FW_MEGATRON &&
+        (c->world != c->size[SA_DP] || c->ep > 1)) {
+        fprintf(stderr, "p3d-sim: error: --framework ddp|fsdp is data "
+                "parallel only: give --dp alone\n");
+        return -1;
+    }
     if (sim_parse_order(c->order_str, c->order) != 0 ||
         c->world > SIM_MAX_RANKS || c->size[SA_PP] > SIM_MAX_STAGES ||
         c->m < 1 || c->vpp < 1 || c->iters < 1 || c->iters > SIM_MAX_ITERS ||

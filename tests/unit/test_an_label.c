@@ -50,6 +50,39 @@ static void test_pp2_emb_equals_pp(void **state)
                      P3D_LBL_P2P);
 }
 
+/* The busiest communicator has nothing to compare its frequency with:
+ * all-reduces of one size could be TP or DP (ANY_AR); of varied, bucket
+ * sizes they are DDP's gradients; a few int64 broadcasts (DDP's shapes
+ * at construction) do not make it Megatron's TP; FSDP's fp32 reduce-
+ * scatter of what it all-gathers in bf16 is DP. */
+static void test_busiest_alone(void **state)
+{
+    struct p3d_gcomm ar = comm(P3D_OP_ALLREDUCE, 100, 1 << 20, 8);
+    struct p3d_gcomm fsdp = comm(P3D_OP_ALLGATHER, 64, 1 << 20, 8);
+
+    (void)state;
+    p3d_usage_ar_size(&ar.use, 1 << 20, 100);
+    assert_int_equal(p3d_usage_class(&ar, p3d_calls_per_member(&ar)),
+                     P3D_USE_ANY_AR);
+    memset(&ar.use, 0, sizeof(ar.use));
+    for (int k = 0; k < 5; k++)
+        p3d_usage_ar_size(&ar.use, (1u << 20) + 4096u * (unsigned)k, 20);
+    ar.st[P3D_OP_BROADCAST].calls = 8;
+    ar.use.bc_int64 = 8; /* once per member */
+    assert_int_equal(p3d_usage_class(&ar, p3d_calls_per_member(&ar)),
+                     P3D_USE_DDP);
+    fsdp.st[P3D_OP_REDUCESCATTER].calls = 32 * 8;
+    fsdp.use.dtypes[P3D_OP_ALLGATHER] = 1u << 9;      /* bf16 */
+    fsdp.use.dtypes[P3D_OP_REDUCESCATTER] = 1u << 7;  /* f32 */
+    assert_int_equal(p3d_usage_class(&fsdp, 1000), P3D_USE_GRAD); /* any */
+    fsdp.use.dtypes[P3D_OP_REDUCESCATTER] = 1u << 9;  /* as a CP's dK/dV */
+    assert_int_equal(p3d_usage_class(&fsdp, p3d_calls_per_member(&fsdp)),
+                     P3D_USE_ANY_LAYER);
+    fsdp.use.rs_redops = 1u << 4;                     /* but averaged */
+    assert_int_equal(p3d_usage_class(&fsdp, p3d_calls_per_member(&fsdp)),
+                     P3D_USE_GRAD);
+}
+
 static void test_two_world_comms(void **state)
 {
     unsigned bits = B(P3D_LBL_WORLD);
@@ -69,6 +102,8 @@ static void test_tp_vs_mp_at_pp1(void **state)
 
     (void)state;
     tp.st[P3D_OP_BROADCAST].calls = 30;
+    tp.use.bc_int64 = 30; /* Megatron's batch broadcasts are int64 */
+    p3d_usage_ar_size(&tp.use, 1 << 19, 200);
     assert_int_equal(p3d_usage_class(&tp, 115), P3D_USE_BCAST);
     assert_int_equal(p3d_label_pick(bits, P3D_USE_BCAST, &tp, -1),
                      P3D_LBL_TP);
@@ -138,6 +173,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pp2_emb_equals_pp),
         cmocka_unit_test(test_two_world_comms),
+        cmocka_unit_test(test_busiest_alone),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
         cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
