@@ -39,7 +39,12 @@ def check_nesting(ev):
     for e in ev:
         if e["ph"] == "X":
             assert e["dur"] >= 0 and e["ts"] >= 0, e
-            tracks[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+            # in integer ns, as Perfetto reads them: the ops of one group
+            # end together, and ts + dur in floating point may differ in
+            # the last bit where the ns are the same
+            a = round(e["ts"] * 1000)
+            tracks[(e["pid"], e["tid"])].append(
+                (a, a + round(e["dur"] * 1000)))
     for k, v in tracks.items():
         v.sort(key=lambda x: (x[0], -x[1]))
         stack = []
