@@ -95,6 +95,9 @@ static void p3d_gcomm_add(struct p3d_gcomm *g, const struct p3d_rcomm *rc)
             p3d_usage_ar_size(&g->use, rc->use.ar_size[k], rc->use.ar_n[k]);
     g->use.ar_sizes_other += rc->use.ar_sizes_other;
     g->use.bc_int64 += rc->use.bc_int64;
+    /* with the rank's last batch, still open when its trace ended */
+    g->use.p2p_batches += rc->use.p2p_batches + (rc->use.p2p_dirs != 0);
+    g->use.p2p_both += rc->use.p2p_both + (rc->use.p2p_dirs == 3);
     if (rc->order < g->order)
         g->order = rc->order;
 }

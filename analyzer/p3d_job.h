@@ -33,6 +33,10 @@ struct p3d_usage {
     uint64_t ar_size[P3D_USE_SIZES], ar_n[P3D_USE_SIZES]; /* > 8 bytes */
     uint64_t ar_sizes_other; /* all-reduces of further sizes */
     uint64_t bc_int64;    /* broadcasts of int64 (Megatron's batch) */
+    uint64_t p2p_batches; /* Send/Recv batches (a group, or a lone op) */
+    uint64_t p2p_both;    /* of them, with a send and a receive */
+    uint32_t p2p_gid;     /* scan: the batch in progress, its directions */
+    uint8_t p2p_dirs;
 };
 
 struct p3d_rcomm { /* one communicator as one rank saw it */

@@ -46,6 +46,7 @@ static const int p3d_pref[][4] = {
     [P3D_USE_ANY_AR] = {P3D_LBL_TP, P3D_LBL_DP_CP, P3D_LBL_DP, -1},
     [P3D_USE_ANY_LAYER] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_CP,
                            P3D_LBL_TP},
+    [P3D_USE_RING] = {P3D_LBL_CP, P3D_LBL_PP, P3D_LBL_P2P, -1},
 };
 
 /* A data-parallel gradient signature on a member set that is a DP group:

@@ -42,7 +42,8 @@ enum p3d_use {
     P3D_USE_SP,    /* per-layer RS/AG with Megatron's batch broadcasts: TP */
     P3D_USE_DDP,   /* all-reduces of varied bucket sizes: DP (DDP) */
     P3D_USE_ANY_AR,    /* only all-reduces, how often unknown: TP or DP */
-    P3D_USE_ANY_LAYER  /* only RS/AG, how often unknown: DP, CP or TP */
+    P3D_USE_ANY_LAYER, /* only RS/AG, how often unknown: DP, CP or TP */
+    P3D_USE_RING   /* Send/Recv, every batch both ways: a CP ring */
 };
 
 extern const char *const p3d_use_name[];
@@ -67,6 +68,8 @@ unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
 enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm);
 /* Count n more all-reduces of `bytes` in u's size table. */
 void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n);
+/* The Send/Recv batch in progress in u is complete (p3d_usage.c). */
+void p3d_usage_p2p_end(struct p3d_usage *u);
 /* Calls per member of a communicator. */
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g);
 /* Bitmask of labels consistent with a usage class. */

@@ -109,6 +109,17 @@ static void p3d_on_info(struct p3d_rank *r, const struct p3d_rec_comm_info *i)
 
 static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
 {
+    if (o->op == P3D_OP_SEND || o->op == P3D_OP_RECV) {
+        uint8_t dir = o->op == P3D_OP_SEND ? 1 : 2;
+
+        if (!o->group_id || o->group_id != u->p2p_gid) {
+            p3d_usage_p2p_end(u);
+            u->p2p_gid = o->group_id;
+        }
+        u->p2p_dirs |= dir;
+        if (!o->group_id)
+            p3d_usage_p2p_end(u); /* a lone op is its own batch */
+    }
     if (o->op < P3D_OP_COUNT && o->dtype < 16)
         u->dtypes[o->op] |= (uint16_t)(1u << o->dtype);
     if (o->op == P3D_OP_BROADCAST && o->dtype == 4 /* ncclInt64 */)

@@ -7,8 +7,9 @@
  * dimension could be).  Its traffic can, by signatures taken from the
  * frameworks' code (NVIDIA/Megatron-LM d98e8a64, pytorch/pytorch,
  * pytorch/torchtitan b5bcd76c, TransformerEngine d0067d0d):
- *   - Send/Recv: PP (Megatron p2p_communication.py, torch pipelining), or
- *     a CP ring (TE cp_comm_type "p2p").
+ *   - Send/Recv: PP (Megatron p2p_communication.py, torch pipelining),
+ *     or, when every batch both sends and receives, a CP ring (TE
+ *     cp_comm_type "p2p", torch context_parallel) (P3D_USE_RING).
  *   - All-to-all: EP (Megatron token dispatcher), or CP (TE "a2a").
  *   - Broadcasts of int64 with frequent all-reduces: Megatron TP, whose
  *     ranks broadcast each micro-batch's tokens, labels and positions
@@ -57,6 +58,16 @@ void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n)
         return;
     }
     u->ar_sizes_other += n;
+}
+
+/* The Send/Recv batch in progress in u is complete: count it. */
+void p3d_usage_p2p_end(struct p3d_usage *u)
+{
+    if (!u->p2p_dirs)
+        return;
+    u->p2p_batches++;
+    u->p2p_both += u->p2p_dirs == 3;
+    u->p2p_dirs = 0;
 }
 
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g)
@@ -134,6 +145,22 @@ static enum p3d_use p3d_usage_rsag(const struct p3d_gcomm *g,
                ? P3D_USE_LAYER : P3D_USE_RSAG; /* per layer, or per step */
 }
 
+/*
+ * A ring: every Send/Recv batch of every member both sends and receives
+ * (TE's and torch's ring attention, one send-next/recv-prev per step),
+ * where a pipeline's warm-up and cool-down batches go one way only
+ * (Megatron p2p_communication.py send_forward, recv_backward, ...; only
+ * 1F1B's steady state pairs them).  One open batch per member at the
+ * end of a trace is allowed, and enough batches must be seen.
+ */
+static int p3d_ring(const struct p3d_gcomm *g)
+{
+    uint64_t n = (uint64_t)(g->n_members ? g->n_members : 1);
+    const struct p3d_usage *u = &g->use;
+
+    return u->p2p_batches >= 2 * n && u->p2p_batches - u->p2p_both <= n;
+}
+
 enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
 {
     const struct p3d_opstat *s = g->st;
@@ -151,7 +178,7 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
     rsag = s[P3D_OP_REDUCESCATTER].calls + s[P3D_OP_ALLGATHER].calls;
     a2a = s[P3D_OP_ALLTOALL].calls;
     if (p2p * 2 >= total)
-        return P3D_USE_P2P;
+        return p3d_ring(g) ? P3D_USE_RING : P3D_USE_P2P;
     if (a2a * 2 >= total)
         return P3D_USE_A2A;
     if (rsag * 2 >= total) /* per layer (CP, TP+SP, FSDP) or per step (DP) */
@@ -174,6 +201,7 @@ unsigned p3d_use_labels(enum p3d_use u)
 {
     switch (u) {
     case P3D_USE_P2P:
+    case P3D_USE_RING:
         return B(P3D_LBL_PP) | B(P3D_LBL_P2P) | B(P3D_LBL_CP);
     case P3D_USE_A2A:
         return B(P3D_LBL_EP) | B(P3D_LBL_CP);
@@ -216,6 +244,7 @@ unsigned p3d_use_primary(enum p3d_use u)
     case P3D_USE_DDP:
         return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
     case P3D_USE_LAYER:
+    case P3D_USE_RING:
         return B(P3D_LBL_CP);
     case P3D_USE_BCAST:
     case P3D_USE_AR:

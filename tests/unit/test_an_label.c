@@ -83,6 +83,23 @@ static void test_busiest_alone(void **state)
                      P3D_USE_GRAD);
 }
 
+/* Send/Recv: a ring when every batch both sends and receives (CP), a
+ * pipeline when warm-up and cool-down batches go one way (PP). */
+static void test_ring_vs_pipeline(void **state)
+{
+    struct p3d_gcomm g = comm(P3D_OP_SEND, 40, 1 << 16, 2);
+
+    (void)state;
+    g.st[P3D_OP_RECV].calls = 40;
+    g.use.p2p_batches = 40;
+    g.use.p2p_both = 40;
+    assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_RING);
+    g.use.p2p_both = 28; /* 1F1B: 8 one-way batches */
+    assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_P2P);
+    g.use.p2p_both = 39; /* one open at a member's trace end */
+    assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_RING);
+}
+
 static void test_two_world_comms(void **state)
 {
     unsigned bits = B(P3D_LBL_WORLD);
@@ -174,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_pp2_emb_equals_pp),
         cmocka_unit_test(test_two_world_comms),
         cmocka_unit_test(test_busiest_alone),
+        cmocka_unit_test(test_ring_vs_pipeline),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
         cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
