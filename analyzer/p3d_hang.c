@@ -15,7 +15,7 @@
 
 const char *const p3d_hang_state_name[] = {
     "ok", "waiting", "not_in_nccl", "killed", "exited", "no_trace", "stuck",
-    "cycle"};
+    "cycle", "mismatch"};
 
 #define P3D_PUSH(arr, n, cap, v)                                              \
     do {                                                                      \

@@ -32,7 +32,8 @@ enum p3d_hang_state {
     P3D_HS_EXITED,      /* closed cleanly while others waited */
     P3D_HS_NO_TRACE,    /* no readable trace file */
     P3D_HS_STUCK,       /* waiting, but every peer arrived */
-    P3D_HS_CYCLE        /* in a circular wait, the most waited-on rank */
+    P3D_HS_CYCLE,       /* in a circular wait, the most waited-on rank */
+    P3D_HS_MISMATCH     /* its op disagrees with its peers' (the odd one) */
 };
 
 extern const char *const p3d_hang_state_name[];
@@ -106,6 +107,8 @@ struct p3d_hang_res {
     int *state;                      /* [world_size] p3d_hang_state */
     uint64_t t_end;                  /* latest record of the job */
     void *priv;                      /* per-rank scan data (stacks) */
+    int stall;                       /* every member arrived, none
+                                        completed, nothing disagrees */
 };
 
 /* Analyse job (after p3d_comm_join and labels); sets job->hang. */

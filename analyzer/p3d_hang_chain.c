@@ -62,9 +62,10 @@ void p3d_hg_mismatches(const struct p3d_hg *g,
         y->va = x->va, y->vb = x->vb;
         y->rank_a = x->rank_b, y->rank_b = x->rank_a;  /* b is the odd */
         y->va = x->vb, y->vb = x->va;                  /* one by default */
-        if (x->field == P3D_MM_COUNT &&
-            p3d_hg_uses(g, x->rank_a, x->comm, x->op, x->va) == 1 &&
-            p3d_hg_uses(g, x->rank_b, x->comm, x->op, x->vb) > 1) {
+        if (p3d_hg_odd(g, x) == x->rank_a ||
+            (p3d_hg_odd(g, x) < 0 && x->field == P3D_MM_COUNT &&
+             p3d_hg_uses(g, x->rank_a, x->comm, x->op, x->va) == 1 &&
+             p3d_hg_uses(g, x->rank_b, x->comm, x->op, x->vb) > 1)) {
             y->rank_a = x->rank_a, y->rank_b = x->rank_b;  /* a is odd */
             y->va = x->va, y->vb = x->vb;
         }

@@ -172,10 +172,13 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
     for (int a = 0; a < w; a++)
         if (reach[a] && !p3d_hg_out(g, a) && !g->hj->hr[a].init_unknown)
             root[n++] = a;
-    for (int a = 0; n == 0 && a < w; a++)   /* a cycle: the stuck ones */
+    for (int a = 0; n == 0 && a < w; a++)   /* none: the stuck ones, all */
         if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING &&
             !g->hj->hr[a].hard)
-            root[n++] = a;
+            for (int b = a; b < w; b++)
+                if (reach[b] && g->hj->hr[b].state == P3D_HS_WAITING &&
+                    !g->hj->hr[b].hard)
+                    root[n++] = b;
     if (n == 0)                             /* a cycle of hard waits */
         n = p3d_hg_cycle_roots(g, reach, root);
     free(reach);
@@ -345,6 +348,8 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
     }
     if (res->detected) {
         n_root = p3d_hg_roots(&g, root);
+        n_root = p3d_hg_odd_roots(&g, root, n_root);
+        res->stall = n_root == 0;
         p3d_hg_depth(&g, root, n_root, depth);
         p3d_hg_waits(&g, res, depth);
         res->roots = p3d_xcalloc((size_t)n_root + 1, sizeof(*res->roots));

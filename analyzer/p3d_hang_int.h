@@ -53,6 +53,7 @@ struct p3d_hrank {
     int init_unknown;                /* in an init, members unknown */
     int inferred;                    /* outside NCCL, blocked making a comm */
     int cycle;                       /* root of a circular wait */
+    int odd;                         /* root: its op disagrees (mismatch) */
 };
 
 struct p3d_hjob {
@@ -81,6 +82,13 @@ void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
 int p3d_hg_has_file(const struct p3d_hg *g, int b);
 /* Has member b (global) issued the counterpart of o? */
 int p3d_hg_arrived(const struct p3d_hg *g, int b, const struct p3d_rec_op *o);
+/* p3d_hang_odd.c: stuck roots replaced by the mismatches' odd ranks;
+ * returns their number (0: nobody missing, nothing disagrees: a stall). */
+int p3d_hg_odd_roots(struct p3d_hg *g, int *root, int n_root);
+struct p3d_mismatch;
+/* The rank of mismatch x whose value fewer members of the same kind of
+ * group issued at that seq; -1 on a tie. */
+int p3d_hg_odd(const struct p3d_hg *g, const struct p3d_mismatch *x);
 /* p3d_hang_prove.c: returned ops a member they need never matched. */
 void p3d_hg_prove(struct p3d_hg *g);
 /* p3d_hang_init.c */

@@ -47,6 +47,11 @@ static const char *p3d_ho_state_text(int s)
         return "inside NCCL in a circular wait (deadlock): it waits on "
                "ranks that wait on it, and most waits end at it; look "
                "for an op it skipped or reordered";
+    case P3D_HS_MISMATCH:
+        return "inside NCCL with an op that disagrees with what its peers "
+               "(and the other groups of its kind) issued at the same "
+               "point: it skipped, reordered or mis-sized a collective "
+               "(the mismatch below)";
     default: return p3d_hang_state_name[s];
     }
 }
@@ -278,6 +283,7 @@ static const char *p3d_ho_state_word(int s)
     case P3D_HS_EXITED: return "exited early";
     case P3D_HS_NO_TRACE: return "no trace";
     case P3D_HS_STUCK: return "stuck in NCCL";
+    case P3D_HS_MISMATCH: return "mismatched op";
     case P3D_HS_CYCLE: return "circular wait";
     default: return p3d_hang_state_name[s];
     }
@@ -300,7 +306,8 @@ void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n)
         k += (size_t)snprintf(buf + k, n - k, " and %d more",
                               res->n_roots - 4);
     if (!res->n_roots && k < n)
-        snprintf(buf + k, n - k, " not found");
+        snprintf(buf + k, n - k, res->stall ? " none: all arrived, none "
+                 "completed (NCCL or network stall)" : " not found");
 }
 
 void p3d_hang_report(FILE *f, const struct p3d_job *job)
@@ -324,8 +331,17 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
         r[i] = res->roots[i].rank;
     p3d_fmt_ranks(roots, sizeof(roots), r, res->n_roots < 64 ? res->n_roots
                                                              : 64);
-    fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; root "
-            "rank(s) %s\n", res->n_waiting, roots);
+    if (res->stall)
+        fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; no "
+                "root rank: every member of the communicators they wait on "
+                "entered the op, none completed, and no op disagrees. That "
+                "is not a desync but a stall in NCCL or the network: "
+                "NCCL_RAS_ENABLE=1 (ncclras lists the peers' states), "
+                "NCCL_DEBUG=INFO, and the NICs' and links' error counters "
+                "would tell\n", res->n_waiting);
+    else
+        fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; "
+                "root rank(s) %s\n", res->n_waiting, roots);
     for (int i = 0; i < res->n_roots; i++)
         p3d_ho_root(f, job, &res->roots[i]);
     fprintf(f, "  chain of waits (nearest the root first):\n");
@@ -487,8 +503,9 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
         return;
     }
     p3d_symbol_run_start(job->start_ns);
-    fprintf(f, "{\"detected\": %s, \"root_ranks\": [",
-            res->detected ? "true" : "false");
+    fprintf(f, "{\"detected\": %s, \"stall\": %s, \"root_ranks\": [",
+            res->detected ? "true" : "false",
+            res->detected && res->stall ? "true" : "false");
     for (int i = 0; i < res->n_roots; i++)
         fprintf(f, "%s%d", i ? ", " : "", res->roots[i].rank);
     fputs("],\n    \"roots\": [", f);

@@ -115,7 +115,7 @@ void p3d_hg_fill_root(const struct p3d_hg *g, int r,
 
     memset(rt, 0, sizeof(*rt));
     rt->rank = r;
-    rt->state = h->cycle ? P3D_HS_CYCLE
+    rt->state = h->odd ? P3D_HS_MISMATCH : h->cycle ? P3D_HS_CYCLE
                 : h->state == P3D_HS_WAITING ? P3D_HS_STUCK : h->state;
     rt->owed_label = rt->owed_op = -1;
     rt->last = h->n_ops ? h->ops[h->n_ops - 1] : NULL;
