@@ -37,6 +37,7 @@ struct fake_stream {
     struct fake_queue *q;    /* async mode only */
     _Atomic uint64_t work_end; /* sync: end of its last NCCL launch */
     _Atomic int work_recs;     /* records still to be stamped with it */
+    _Atomic uint64_t first_rec; /* first other record since its last work */
 };
 
 struct alloc_hdr {
@@ -74,6 +75,7 @@ FAKE_API void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn)
 static int fake_stream_ok(cudaStream_t s);
 static _Atomic uint64_t fake_default_work_end; /* the default streams' */
 static _Atomic int fake_default_work_recs;
+static _Atomic uint64_t fake_default_first_rec;
 
 /* Synchronous mode: where a stream keeps the end of its last NCCL launch
  * and how many event records are still to get it; 0 if none. */
@@ -94,6 +96,24 @@ static int fake_work_slot(cudaStream_t s, _Atomic uint64_t **end,
     return 1;
 }
 
+/* Synchronous mode: when the stream's next work was first waited for by
+ * an event record (a timer's start event), 0 if not yet; NULL if none. */
+static _Atomic uint64_t *fake_first_slot(cudaStream_t s)
+{
+    if (fake_async())
+        return NULL;
+    if ((uintptr_t)s <= 2)
+        return &fake_default_first_rec;
+    return fake_stream_ok(s) ? &((struct fake_stream *)s)->first_rec : NULL;
+}
+
+FAKE_API uint64_t p3dfake_stream_first_record(void *stream)
+{
+    _Atomic uint64_t *f = fake_first_slot(stream);
+
+    return f ? atomic_load(f) : 0;
+}
+
 FAKE_API void p3dfake_stream_done(void *stream, uint64_t end_ns, int n_ops)
 {
     _Atomic uint64_t *end;
@@ -103,6 +123,8 @@ FAKE_API void p3dfake_stream_done(void *stream, uint64_t end_ns, int n_ops)
         atomic_store(end, end_ns);
         atomic_store(recs, n_ops);
     }
+    if (fake_first_slot(stream))
+        atomic_store(fake_first_slot(stream), 0);
 }
 
 FAKE_API void p3dfake_set_call_observer(p3dfake_call_observer_fn fn)
@@ -129,6 +151,8 @@ FAKE_API void p3dfake_report_kernel(const char *name, void *stream,
 
     if (!is_nccl && fake_work_slot(stream, &end, &recs))
         atomic_store(recs, 0); /* compute ran after it: stream moved on */
+    if (fake_first_slot(stream))
+        atomic_store(fake_first_slot(stream), 0);
     if (fn)
         fn(name, stream, start_ns, end_ns, is_nccl);
     if (ob)
@@ -410,11 +434,17 @@ static uint64_t fake_record_time(cudaStream_t s)
     _Atomic uint64_t *end;
     _Atomic int *recs;
 
+    _Atomic uint64_t *first = fake_first_slot(s);
+    uint64_t now, zero = 0;
+
     if (fake_work_slot(s, &end, &recs) && atomic_fetch_sub(recs, 1) > 0)
         return atomic_load(end);
     if (fake_work_slot(s, &end, &recs))
         atomic_store(recs, 0);
-    return p3dfake_now_ns();
+    now = p3dfake_now_ns();
+    if (first)
+        atomic_compare_exchange_strong(first, &zero, now);
+    return now;
 }
 
 FAKE_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s,

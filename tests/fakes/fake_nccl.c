@@ -908,6 +908,15 @@ static uint64_t fake_ops_end(const struct fake_op *ops, size_t n)
     return end ? end : p3dfake_now_ns();
 }
 
+/* Where a launch began for the stream: the entry of its first op (t0), or
+ * an event recorded on the first op's stream for it before that. */
+static uint64_t fake_launch_start(const struct fake_op *ops, uint64_t t0)
+{
+    uint64_t f = p3dfake_stream_first_record((void *)ops[0].stream);
+
+    return f && f < t0 ? f : t0;
+}
+
 /* Queue inside a group, else run now. */
 static ncclResult_t fake_submit(const struct fake_op *o)
 {
@@ -915,9 +924,10 @@ static ncclResult_t fake_submit(const struct fake_op *o)
     uint64_t t_entry = p3dfake_now_ns();
 
     if (fake_depth == 0) {
+        uint64_t t0 = fake_launch_start(&one, t_entry);
         ncclResult_t r = fake_launch(&one, 1);
 
-        p3dfake_report_call(t_entry, fake_ops_end(&one, 1));
+        p3dfake_report_call(t0, fake_ops_end(&one, 1));
         return r;
     }
     if (fake_nq == fake_capq) {
@@ -1077,6 +1087,7 @@ NCCL_API(ncclResult_t, ncclGroupStart, void)
 NCCL_API(ncclResult_t, ncclGroupEnd, void)
 {
     ncclResult_t r;
+    uint64_t t0;
 
     if (fake_depth == 0)
         return fake_err(ncclInvalidUsage, "ncclGroupEnd without start");
@@ -1084,8 +1095,9 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void)
         return ncclSuccess;
     if (fake_nq == 0)
         return ncclSuccess;
+    t0 = fake_launch_start(fake_queue, fake_group_t0);
     r = fake_launch(fake_queue, fake_nq);
-    p3dfake_report_call(fake_group_t0, fake_ops_end(fake_queue, fake_nq));
+    p3dfake_report_call(t0, fake_ops_end(fake_queue, fake_nq));
     fake_nq = 0;
     return r;
 }

@@ -28,8 +28,10 @@
  *
  * Calls.  Fake NCCL also reports, to one process-wide call observer, the
  * span of every launch: from the entry of its first op into the fake (an
- * ungrouped op's own) until its ops completed (asynchronous mode: until
- * the launch returned; a group without ops reports nothing), in
+ * ungrouped op's own), or from an event recorded on its stream for it
+ * before that (a timer's start event), until its ops completed
+ * (asynchronous mode: until the launch returned; a group without ops
+ * reports nothing), in
  * CLOCK_MONOTONIC ns, on the calling thread.  In synchronous mode that is
  * the time from when the caller started issuing it to its completion,
  * which a per-op timer's start and end events bracket.
@@ -103,6 +105,11 @@ void p3dfake_report_kernel(const char *name, void *stream,
  * synchronous launch: its n_ops ops on `stream` ended at end_ns (see
  * "Events"). */
 void p3dfake_stream_done(void *stream, uint64_t end_ns, int n_ops);
+
+/* Exported by libcudart.so.13 (fake): synchronous mode, when an event
+ * was first recorded on the stream since its last work (the start event
+ * of a timer of the work to come), 0 if none. */
+uint64_t p3dfake_stream_first_record(void *stream);
 
 /* Exported by libcudart.so.13 (fake): CLOCK_MONOTONIC in ns. */
 uint64_t p3dfake_now_ns(void);

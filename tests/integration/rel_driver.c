@@ -11,11 +11,13 @@
  *              shim that kept pointers into the old libnccl crashes.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 typedef int (*rel_main_fn)(int argc, char **argv);
 
@@ -63,6 +65,24 @@ static int rel_range(const char *name, uintptr_t *lo, uintptr_t *hi)
     return *hi > *lo ? 0 : -1;
 }
 
+/*
+ * Make the freed range [lo, hi) unusable, page by page: a page something
+ * else mapped meanwhile (a thread's stack, the shim's next trace window:
+ * the kernel reuses freed addresses) is left as it is, since a stale call
+ * into it would not run NCCL's code either.
+ */
+static int rel_poison(uintptr_t lo, uintptr_t hi)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+
+    for (uintptr_t a = lo; a < hi; a += (uintptr_t)pg)
+        if (mmap((void *)a, (size_t)pg, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+                 0) == MAP_FAILED && errno != EEXIST)
+            return -1;
+    return 0;
+}
+
 static int rel_reload(const char *lib, char *n)
 {
     char *args[] = {"loop", n, NULL};
@@ -77,9 +97,7 @@ static int rel_reload(const char *lib, char *n)
         printf("libnccl stayed loaded\n");
         return 4;
     }
-    if (mmap((void *)lo, hi - lo, PROT_NONE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) ==
-        MAP_FAILED)
+    if (rel_poison(lo, hi) != 0)
         return 5;
     rc = rel_call(lib, 2, args, &h);
     if (rc == 0 && rel_range("/libnccl.so.2", &lo2, &hi2) == 0 && lo2 != lo)
