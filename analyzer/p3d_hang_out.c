@@ -297,6 +297,11 @@ void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n)
     buf[0] = 0;
     if (res == NULL || !res->detected || n < 2)
         return;
+    if (res->stall) {
+        snprintf(buf, n, "HUNG: no root (all arrived, none completed: an "
+                 "NCCL or network stall)");
+        return;
+    }
     k = (size_t)snprintf(buf, n, "HUNG: root rank");
     for (int i = 0; i < res->n_roots && i < 4 && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, "%s %d (%s)", i ? "," : "",
@@ -306,8 +311,7 @@ void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n)
         k += (size_t)snprintf(buf + k, n - k, " and %d more",
                               res->n_roots - 4);
     if (!res->n_roots && k < n)
-        snprintf(buf + k, n - k, res->stall ? " none: all arrived, none "
-                 "completed (NCCL or network stall)" : " not found");
+        snprintf(buf + k, n - k, " not found");
 }
 
 void p3d_hang_report(FILE *f, const struct p3d_job *job)

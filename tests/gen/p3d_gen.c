@@ -13,6 +13,10 @@
  *   --p2p            micro-batches after the first send/recv on 2-rank comms
  *   --gpu            write gpu_op records
  *   --no-comms       write no comm records (ops on unseen comms)
+ *   --stall          after the steps every rank enters one more world
+ *                    all-reduce that never returns, and notes SIGTERM:
+ *                    all members arrived, none completed (an NCCL or
+ *                    network stall, no desync)
  *   --truth FILE     write "0xHASH USED_AS m0,m1,..." per communicator
  *   bad input (R = rank): --truncate R --killed R --bad-magic R
  *   --future-major R --huge-len R --unknown-tag R --missing R
@@ -39,13 +43,15 @@ enum { F_WORLD, F_TP, F_PP, F_EMB, F_DPCP, F_MP, F_WORLD2, F_CP, F_EP,
 static const char *const fam_label[F_N] = {
     "WORLD", "TP", "PP", "EMB", "DP-CP", "MP", "WORLD", "CP", "EP", "P2P"};
 
+static int g_stalling; /* the op being written never returns */
+
 static struct {
-    int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops;
+    int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops, stall;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
     int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
-} g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
+} g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
        -1, -1, -1, -1, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 struct comm {
@@ -296,12 +302,12 @@ static void put_op(struct wr *w, struct comm *c, int op, int dtype, int redop,
     r.stream = 0x5000;
     r.t_enter = w->t;
     w->t += 10000;
-    r.t_exit = r.t_enter + 3000;
+    r.t_exit = g_stalling ? 0 : r.t_enter + 3000;
     r.peer = peer;
     r.tid = 4242;
     r.comm_rank = c->rank;
     put(w, &r, sizeof(r));
-    if (g.gpu)
+    if (g.gpu && !g_stalling)
         put_gpu(w, &r);
 }
 
@@ -531,6 +537,14 @@ static void body(struct rank_ctx *x)
         put_unknown(&x->w, 0x0077);
     for (int s = 0; s < steps; s++)
         step(x, s);
+    if (g.stall) {
+        static const char term[] = "SIGTERM received";
+
+        g_stalling = 1;
+        coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 1024, -1);
+        g_stalling = 0;
+        put_str(&x->w, P3D_REC_NOTE, term, sizeof(term) - 1);
+    }
 }
 
 static void path_of(char *p, size_t n, int r, const char *extra)
@@ -679,6 +693,7 @@ static void parse(int argc, char **argv)
         if (!strcmp(o, "--p2p")) { g.p2p = 1; continue; }
         if (!strcmp(o, "--gpu")) { g.gpu = 1; continue; }
         if (!strcmp(o, "--no-comms")) { g.no_comms = 1; continue; }
+        if (!strcmp(o, "--stall")) { g.stall = 1; continue; }
         if (o[0] != '-') { g.out = o; continue; }
         if (!v) {
             fprintf(stderr, "p3d-gen: '%s' needs a value\n", o);
