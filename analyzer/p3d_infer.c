@@ -152,10 +152,8 @@ struct p3d_cand {
 struct p3d_search {
     const struct p3d_job *job;
     const enum p3d_use *use;
-    struct p3d_layout best;
-    struct p3d_score best_s;
-    struct p3d_cand top[P3D_TOP]; /* the best candidates, best first */
-    int n_top;
+    struct p3d_cand top[P3D_TOP]; /* the best candidates, best first: */
+    int n_top;                    /* top[0] is the best (zeroed if none) */
 };
 
 /* Keep candidate (l, sc) among the P3D_TOP best. */
@@ -194,11 +192,6 @@ static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
                         "explained %d usage %d primary %d\n", tp, cp, dp,
                         pp, ep, l.order, sc.explained, sc.usage, sc.primary);
             p3d_keep(s, &l, sc);
-            if (!s->best.valid ||
-                p3d_better(&l, sc, &s->best, s->best_s) > 0) {
-                s->best = l;
-                s->best_s = sc;
-            }
         }
     }
 }
@@ -358,7 +351,7 @@ static void p3d_confidence(const struct p3d_search *s, int stated,
         return;
     }
     if (!stated)
-        rival = p3d_rival(s, out, s->best_s);
+        rival = p3d_rival(s, out, s->top[0].s); /* the best's score */
     out->confidence = P3D_CONF_AMBIGUOUS;
     if (rival) {
         p3d_layout_str(&rival->l, r, sizeof(r));
@@ -382,6 +375,7 @@ static void p3d_confidence(const struct p3d_search *s, int stated,
 void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
                       int force, struct p3d_layout *out)
 {
+    const struct p3d_cand *best;
     struct p3d_search s;
     int w = job->world_size > 0 ? job->world_size : job->n_ranks;
 
@@ -391,29 +385,30 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
     s.use = p3d_classify_all(job);
     if (w > 0)
         p3d_search(&s, w);
+    best = &s.top[0];
     if (hint && hint->valid) {
         struct p3d_score hs = p3d_score(job, hint, s.use);
-        int fits = hs.explained >= s.best_s.explained &&
-                   hs.usage >= s.best_s.usage &&
-                   hs.primary >= s.best_s.primary;
+        int fits = hs.explained >= best->s.explained &&
+                   hs.usage >= best->s.usage &&
+                   hs.primary >= best->s.primary;
         if (fits || force)
             p3d_adopt(out, hint, hs, hint->source);
         else
-            p3d_adopt(out, &s.best, s.best_s, "inferred");
+            p3d_adopt(out, &best->l, best->s, "inferred");
         out->contradicted = !fits;
-    } else if (s.best.valid) {
-        p3d_adopt(out, &s.best, s.best_s, "inferred");
+    } else if (best->l.valid) {
+        p3d_adopt(out, &best->l, best->s, "inferred");
     }
-    if (s.best.valid)
-        p3d_layout_str(&s.best, out->best, sizeof(out->best));
-    out->best_explained = s.best_s.explained;
+    if (best->l.valid)
+        p3d_layout_str(&best->l, out->best, sizeof(out->best));
+    out->best_explained = best->s.explained;
     if (out->valid) {
         int stated = strcmp(out->source, "inferred") != 0;
 
         p3d_confidence(&s, stated, out);
         if (out->confidence != P3D_CONF_NONE) /* else nothing to compare */
             p3d_alternatives(&s, out, stated ? p3d_score(job, out, s.use)
-                                             : s.best_s, out);
+                                             : best->s, out);
     }
     free((void *)s.use);
 }
