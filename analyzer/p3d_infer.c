@@ -331,7 +331,7 @@ static void p3d_confidence(const struct p3d_search *s, int stated,
                            struct p3d_layout *out)
 {
     const struct p3d_job *job = s->job;
-    int w = job->world_size > 0 ? job->world_size : job->n_ranks;
+    int w = p3d_job_world(job);
     int found = p3d_job_ranks_found(job);
     const struct p3d_cand *rival = NULL;
     char r[96];
@@ -377,7 +377,7 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
 {
     const struct p3d_cand *best;
     struct p3d_search s;
-    int w = job->world_size > 0 ? job->world_size : job->n_ranks;
+    int w = p3d_job_world(job);
 
     memset(&s, 0, sizeof(s));
     memset(out, 0, sizeof(*out));

@@ -18,6 +18,11 @@ int p3d_job_ranks_found(const struct p3d_job *job)
     return found;
 }
 
+int p3d_job_world(const struct p3d_job *job)
+{
+    return job->world_size > 0 ? job->world_size : job->n_ranks;
+}
+
 int p3d_job_host_first(const struct p3d_job *job, int i)
 {
     const char *h = job->ranks[i].hdr.hostname;

@@ -167,6 +167,8 @@ struct p3d_rank *p3d_job_rank(const struct p3d_job *job, int rank);
 void p3d_job_free(struct p3d_job *job);
 /* Ranks whose trace could be read (p3d_job.c). */
 int p3d_job_ranks_found(const struct p3d_job *job);
+/* Ranks of the job: its world size, else the ranks found. */
+int p3d_job_world(const struct p3d_job *job);
 /* 1 when rank file i names a host no earlier file names (0 for a file
  * with no readable header: its host is unknown).  For host lists. */
 int p3d_job_host_first(const struct p3d_job *job, int i);

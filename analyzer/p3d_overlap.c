@@ -319,7 +319,7 @@ static void p3d_overlap_fracs(struct p3d_time_res *t)
 static void p3d_overlap_partial(const struct p3d_job *job,
                                 struct p3d_time_res *t)
 {
-    int w = job->world_size > 0 ? job->world_size : job->n_ranks;
+    int w = p3d_job_world(job);
     int found = p3d_job_ranks_found(job);
     size_t n = strlen(t->why);
 

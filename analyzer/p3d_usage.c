@@ -70,13 +70,19 @@ void p3d_usage_p2p_end(struct p3d_usage *u)
     u->p2p_dirs = 0;
 }
 
+/* Members of g, at least 1 (a divisor and a scale). */
+static uint64_t p3d_members(const struct p3d_gcomm *g)
+{
+    return (uint64_t)(g->n_members ? g->n_members : 1);
+}
+
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g)
 {
     uint64_t total = 0;
 
     for (int k = 0; k < P3D_OP_COUNT; k++)
         total += g->st[k].calls;
-    return total / (uint64_t)(g->n_members ? g->n_members : 1);
+    return total / p3d_members(g);
 }
 
 /* The share of a communicator's > 8-byte all-reduces that have its most
@@ -127,8 +133,7 @@ static int p3d_grad_sharding(const struct p3d_gcomm *g)
  */
 static int p3d_int64_bcast(const struct p3d_gcomm *g)
 {
-    return g->use.bc_int64 >= 3 * (uint64_t)(g->n_members ? g->n_members
-                                                          : 1);
+    return g->use.bc_int64 >= 3 * p3d_members(g);
 }
 
 static enum p3d_use p3d_usage_rsag(const struct p3d_gcomm *g,
@@ -141,7 +146,7 @@ static enum p3d_use p3d_usage_rsag(const struct p3d_gcomm *g,
         return P3D_USE_SP;
     if (busiest)
         return P3D_USE_ANY_LAYER;
-    return rsag / (uint64_t)(g->n_members ? g->n_members : 1) * 4 >= max_cpm
+    return rsag / p3d_members(g) * 4 >= max_cpm
                ? P3D_USE_LAYER : P3D_USE_RSAG; /* per layer, or per step */
 }
 
@@ -155,7 +160,7 @@ static enum p3d_use p3d_usage_rsag(const struct p3d_gcomm *g,
  */
 static int p3d_ring(const struct p3d_gcomm *g)
 {
-    uint64_t n = (uint64_t)(g->n_members ? g->n_members : 1);
+    uint64_t n = p3d_members(g);
     const struct p3d_usage *u = &g->use;
 
     return u->p2p_batches >= 2 * n && u->p2p_batches - u->p2p_both <= n;
