@@ -22,6 +22,9 @@ static const char *const p3d_dtypes[] = {
 
 static const char *const p3d_redops[] = {"sum", "prod", "max", "min", "avg"};
 
+/* Bytes per element, in the same order (the shim's table, p3d_nccl.c). */
+static const int p3d_dtype_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+
 #define P3D_NELEM(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
 
 const char *p3d_dtype_name(int64_t dt, char *buf, size_t n)
@@ -30,6 +33,11 @@ const char *p3d_dtype_name(int64_t dt, char *buf, size_t n)
         return p3d_dtypes[dt];
     snprintf(buf, n, "type %lld", (long long)dt);
     return buf;
+}
+
+int p3d_dtype_bytes(int64_t dt)
+{
+    return dt >= 0 && dt < P3D_NELEM(p3d_dtype_size) ? p3d_dtype_size[dt] : 0;
 }
 
 const char *p3d_redop_name(int64_t op, char *buf, size_t n)

@@ -11,6 +11,9 @@
 
 /* "bf16", "f32", ... ; "type N" for a value NCCL 2.28 does not define. */
 const char *p3d_dtype_name(int64_t dt, char *buf, size_t n);
+/* Bytes per element of ncclDataType_t dt; 0 for a value NCCL 2.28 does
+ * not define. */
+int p3d_dtype_bytes(int64_t dt);
 /* "sum", "max", ... ; "premulsum" (user-defined), "none" (no reduction). */
 const char *p3d_redop_name(int64_t op, char *buf, size_t n);
 /* Whether mismatch field f (P3D_MM_*) holds an enumeration with names. */

@@ -43,6 +43,7 @@
  *     found-inf, loss); one big all-reduce per step: EMB.
  */
 #include "p3d_layout.h"
+#include "p3d_names.h"
 
 #define B(x) (1u << (x))
 
@@ -98,15 +99,14 @@ static double p3d_ar_modal(const struct p3d_usage *u)
     return n ? (double)top / (double)n : 1.0;
 }
 
-/* Highest ncclDataType_t bit of a mask, ordered by element size. */
+/* Bytes per element of the widest ncclDataType_t of a mask of them. */
 static int p3d_dt_width(uint16_t mask)
 {
-    static const int bytes[16] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
     int w = 0;
 
     for (int d = 0; d < 16; d++)
-        if ((mask & (1u << d)) && bytes[d] > w)
-            w = bytes[d];
+        if ((mask & (1u << d)) && p3d_dtype_bytes(d) > w)
+            w = p3d_dtype_bytes(d);
     return w;
 }
 
