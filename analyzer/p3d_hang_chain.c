@@ -42,14 +42,17 @@ static int p3d_hg_on_chain(const struct p3d_hang_res *res, uint64_t comm)
 
 /*
  * Mismatches on the chain (all of them when no hang was found).  Of two
- * disagreeing members the odd one is the one whose value it used only
- * this once on that communicator (matching keeps the lowest rank as
- * reference, which is not necessarily the odd one).
+ * disagreeing members the odd one is the one whose value fewer members of
+ * the same kind of group issued at that seq (p3d_hg_odd); on a tie, for a
+ * count, the one that used its value only this once on that communicator
+ * (matching keeps the lowest rank as reference, which is not necessarily
+ * the odd one); else the matcher's second rank.
  */
 void p3d_hg_mismatches(const struct p3d_hg *g,
                               struct p3d_hang_res *res)
 {
     const struct p3d_match_res *m = g->job->match;
+    int odd;
 
     for (int i = 0; m != NULL && i < m->n_kept && res->n_mm < 16; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
@@ -62,8 +65,9 @@ void p3d_hg_mismatches(const struct p3d_hg *g,
         y->va = x->va, y->vb = x->vb;
         y->rank_a = x->rank_b, y->rank_b = x->rank_a;  /* b is the odd */
         y->va = x->vb, y->vb = x->va;                  /* one by default */
-        if (p3d_hg_odd(g, x) == x->rank_a ||
-            (p3d_hg_odd(g, x) < 0 && x->field == P3D_MM_COUNT &&
+        odd = p3d_hg_odd(g, x);
+        if (odd == x->rank_a ||
+            (odd < 0 && x->field == P3D_MM_COUNT &&
              p3d_hg_uses(g, x->rank_a, x->comm, x->op, x->va) == 1 &&
              p3d_hg_uses(g, x->rank_b, x->comm, x->op, x->vb) > 1)) {
             y->rank_a = x->rank_a, y->rank_b = x->rank_b;  /* a is odd */

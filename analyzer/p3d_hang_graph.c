@@ -172,13 +172,11 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
     for (int a = 0; a < w; a++)
         if (reach[a] && !p3d_hg_out(g, a) && !g->hj->hr[a].init_unknown)
             root[n++] = a;
-    for (int a = 0; n == 0 && a < w; a++)   /* none: the stuck ones, all */
-        if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING &&
-            !g->hj->hr[a].hard)
-            for (int b = a; b < w; b++)
-                if (reach[b] && g->hj->hr[b].state == P3D_HS_WAITING &&
-                    !g->hj->hr[b].hard)
-                    root[n++] = b;
+    if (n == 0)                             /* none: all the stuck ones */
+        for (int a = 0; a < w; a++)
+            if (reach[a] && g->hj->hr[a].state == P3D_HS_WAITING &&
+                !g->hj->hr[a].hard)
+                root[n++] = a;
     if (n == 0)                             /* a cycle of hard waits */
         n = p3d_hg_cycle_roots(g, reach, root);
     free(reach);

@@ -122,13 +122,17 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
  * place, or no start recorded) has waited 0 s as far as the traces show,
  * never the unsigned wrap-around of a negative time.
  */
+static int p3d_ho_placed(const struct p3d_job *job,
+                         const struct p3d_hang_wait *w)
+{
+    return w->t_enter && job->hang->t_end > w->t_enter;
+}
+
 static double p3d_ho_pending(const struct p3d_job *job,
                              const struct p3d_hang_wait *w)
 {
-    uint64_t end = job->hang->t_end;
-
-    return w->t_enter && end > w->t_enter ? (double)(end - w->t_enter) / 1e9
-                                          : 0.0;
+    return p3d_ho_placed(job, w)
+               ? (double)(job->hang->t_end - w->t_enter) / 1e9 : 0.0;
 }
 
 static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
@@ -151,7 +155,7 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
     if (w->peer >= 0)
         fprintf(f, " %s rank %d", w->op == P3D_OP_RECV ? "from"
                 : w->op == P3D_OP_SEND ? "to" : "root", w->peer);
-    if (w->t_enter && job->hang->t_end > w->t_enter)
+    if (p3d_ho_placed(job, w))
         fprintf(f, " since %.3f s,", p3d_ho_pending(job, w));
     else
         fprintf(f, " since a time the trace does not place,");
