@@ -80,15 +80,7 @@ for rank, t in sorted(traces.items()):
                                               notes))
     else:
         on = [w for w in wins if w["on"]]
-        bounds, cur = [], None
-        for w in wins:
-            if w["on"]:
-                cur = w["t"]
-            elif cur is not None:
-                bounds.append((cur, w["t"]))
-                cur = None
-        if cur is not None:
-            bounds.append((cur, 1 << 62))
+        bounds = t.kernel_windows() or []
         # a window's start is written once recording is on, so a kernel
         # may start just before it; one launched just before a window
         # closes may run after it (4 kernels of 2 ms): 10 ms of slack

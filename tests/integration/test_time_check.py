@@ -43,26 +43,11 @@ def check_steps(truth, got, tol):
 
 
 def kernel_windows(job_dir, rank, offset_ns):
-    """The rank's kernel windows as [on, off) pairs on the truth's clock
-    (the shim's clock minus the simulated host offset), read from the
-    trace's P3D_REC_GPU_WINDOW records by the independent reader; None
-    when the trace has none (kernels recorded all the run)."""
+    """The rank's kernel windows on the truth's clock (the shim's clock
+    minus the simulated host offset), from the trace's own records by the
+    independent reader; None when the trace has none."""
     path = "%s/rank-%05d.p3d" % (job_dir, rank)
-    recs = [r for r in p3d_trace.read_file(path).records
-            if r["type"] == "gpu_window"]
-    if not recs:
-        return None
-    wins, on = [], None
-    for r in recs:
-        t = r["t"] - offset_ns
-        if r["on"] and on is None:
-            on = t
-        elif not r["on"] and on is not None:
-            wins.append((on, t))
-            on = None
-    if on is not None:
-        wins.append((on, float("inf")))
-    return wins
+    return p3d_trace.read_file(path).kernel_windows(offset_ns)
 
 
 def covered(wins, a, z):

@@ -126,6 +126,27 @@ class Trace:
     def comms(self):
         return self.of_type("comm")
 
+    def kernel_windows(self, offset_ns=0):
+        """The rank's kernel windows (P3D_REC_GPU_WINDOW) as [on, off)
+        pairs, times minus offset_ns; one still open at the end runs to
+        infinity; None when the trace has no window record (kernels
+        recorded all the run).  A second "on" while one is open changes
+        nothing, as for the analyzer."""
+        recs = self.of_type("gpu_window")
+        if not recs:
+            return None
+        wins, on = [], None
+        for r in recs:
+            t = r["t"] - offset_ns
+            if r["on"] and on is None:
+                on = t
+            elif not r["on"] and on is not None:
+                wins.append((on, t))
+                on = None
+        if on is not None:
+            wins.append((on, float("inf")))
+        return wins
+
     @property
     def closed(self):
         return bool(self.header["flags"] & F_CLOSED)
