@@ -35,9 +35,11 @@ struct fake_stream {
     int priority;
     int device;
     struct fake_queue *q;    /* async mode only */
-    _Atomic uint64_t work_end; /* sync: end of its last NCCL launch */
-    _Atomic int work_recs;     /* records still to be stamped with it */
-    _Atomic uint64_t first_rec; /* first other record since its last work */
+    struct fake_work {       /* synchronous mode's event stamping */
+        _Atomic uint64_t end;   /* end of its last NCCL launch */
+        _Atomic int recs;       /* records still to be stamped with it */
+        _Atomic uint64_t first; /* first other record since its last work */
+    } work;
 };
 
 struct alloc_hdr {
@@ -73,58 +75,39 @@ FAKE_API void p3dfake_set_kernel_observer(p3dfake_kernel_listener_fn fn)
 }
 
 static int fake_stream_ok(cudaStream_t s);
-static _Atomic uint64_t fake_default_work_end; /* the default streams' */
-static _Atomic int fake_default_work_recs;
-static _Atomic uint64_t fake_default_first_rec;
+static struct fake_work fake_default_work; /* the default streams' */
 
-/* Synchronous mode: where a stream keeps the end of its last NCCL launch
- * and how many event records are still to get it; 0 if none. */
-static int fake_work_slot(cudaStream_t s, _Atomic uint64_t **end,
-                          _Atomic int **recs)
-{
-    if (fake_async())
-        return 0;
-    if ((uintptr_t)s <= 2) {
-        *end = &fake_default_work_end;
-        *recs = &fake_default_work_recs;
-        return 1;
-    }
-    if (!fake_stream_ok(s))
-        return 0;
-    *end = &((struct fake_stream *)s)->work_end;
-    *recs = &((struct fake_stream *)s)->work_recs;
-    return 1;
-}
-
-/* Synchronous mode: when the stream's next work was first waited for by
- * an event record (a timer's start event), 0 if not yet; NULL if none. */
-static _Atomic uint64_t *fake_first_slot(cudaStream_t s)
+/*
+ * Synchronous mode: a stream's stamping state (the end of its last NCCL
+ * launch, how many event records are still to get it, when an event was
+ * first recorded for its next work), NULL in async mode or for a bad
+ * handle.
+ */
+static struct fake_work *fake_work_of(cudaStream_t s)
 {
     if (fake_async())
         return NULL;
     if ((uintptr_t)s <= 2)
-        return &fake_default_first_rec;
-    return fake_stream_ok(s) ? &((struct fake_stream *)s)->first_rec : NULL;
+        return &fake_default_work;
+    return fake_stream_ok(s) ? &((struct fake_stream *)s)->work : NULL;
 }
 
 FAKE_API uint64_t p3dfake_stream_first_record(void *stream)
 {
-    _Atomic uint64_t *f = fake_first_slot(stream);
+    struct fake_work *w = fake_work_of(stream);
 
-    return f ? atomic_load(f) : 0;
+    return w ? atomic_load(&w->first) : 0;
 }
 
 FAKE_API void p3dfake_stream_done(void *stream, uint64_t end_ns, int n_ops)
 {
-    _Atomic uint64_t *end;
-    _Atomic int *recs;
+    struct fake_work *w = fake_work_of(stream);
 
-    if (fake_work_slot(stream, &end, &recs)) {
-        atomic_store(end, end_ns);
-        atomic_store(recs, n_ops);
+    if (w) {
+        atomic_store(&w->end, end_ns);
+        atomic_store(&w->recs, n_ops);
+        atomic_store(&w->first, 0);
     }
-    if (fake_first_slot(stream))
-        atomic_store(fake_first_slot(stream), 0);
 }
 
 FAKE_API void p3dfake_set_call_observer(p3dfake_call_observer_fn fn)
@@ -146,13 +129,12 @@ FAKE_API void p3dfake_report_kernel(const char *name, void *stream,
 {
     p3dfake_kernel_listener_fn fn = atomic_load(&fake_listener);
     p3dfake_kernel_listener_fn ob = atomic_load(&fake_observer);
-    _Atomic uint64_t *end;
-    _Atomic int *recs;
+    struct fake_work *w = fake_work_of(stream);
 
-    if (!is_nccl && fake_work_slot(stream, &end, &recs))
-        atomic_store(recs, 0); /* compute ran after it: stream moved on */
-    if (fake_first_slot(stream))
-        atomic_store(fake_first_slot(stream), 0);
+    if (w && !is_nccl)
+        atomic_store(&w->recs, 0); /* compute ran after it: moved on */
+    if (w)
+        atomic_store(&w->first, 0);
     if (fn)
         fn(name, stream, start_ns, end_ns, is_nccl);
     if (ob)
@@ -431,19 +413,16 @@ FAKE_API cudaError_t cudaEventDestroy(cudaEvent_t e)
  */
 static uint64_t fake_record_time(cudaStream_t s)
 {
-    _Atomic uint64_t *end;
-    _Atomic int *recs;
-
-    _Atomic uint64_t *first = fake_first_slot(s);
+    struct fake_work *w = fake_work_of(s);
     uint64_t now, zero = 0;
 
-    if (fake_work_slot(s, &end, &recs) && atomic_fetch_sub(recs, 1) > 0)
-        return atomic_load(end);
-    if (fake_work_slot(s, &end, &recs))
-        atomic_store(recs, 0);
+    if (w && atomic_fetch_sub(&w->recs, 1) > 0)
+        return atomic_load(&w->end);
     now = p3dfake_now_ns();
-    if (first)
-        atomic_compare_exchange_strong(first, &zero, now);
+    if (w) {
+        atomic_store(&w->recs, 0);
+        atomic_compare_exchange_strong(&w->first, &zero, now);
+    }
     return now;
 }
 
