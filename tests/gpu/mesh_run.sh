@@ -8,19 +8,7 @@
 #   hang, P3D_GPU_TIMING=off and the default: rank 5 skips its dp
 #                             reduce-scatter at step 3; root rank 5.
 #   tests/gpu/mesh_run.sh OUTDIR      (exit 0 pass, 1 fail, 77 no GPU)
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-out=${1:?usage: mesh_run.sh OUTDIR}
-mkdir -p "$out"; out=$(cd "$out" && pwd)
-python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
-    2>/dev/null || { echo "skip: no CUDA GPU visible to torch"; exit 77; }
-lib=$here/build/libp3dtrace.so
-analyze=$here/build/p3d-analyze
-[ -f "$lib" ] && [ -x "$analyze" ] || { echo "build first (make)"; exit 1; }
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export NVSHMEM_DISABLE_NVLS=1 NCCL_SOCKET_IFNAME=lo
-export TORCH_NCCL_ENABLE_MONITORING=0 TORCH_NCCL_DUMP_ON_TIMEOUT=0
-export P3D_HANG_TIMEOUT=5
+. "$(dirname "$0")/torch_lib.sh" mesh_run.sh "${1:-}"
 kill_after=${MESH_KILL_AFTER:-60}
 fail=0
 job() {  # job NAME PORT LIMIT [ENV...] -- ARGS...
