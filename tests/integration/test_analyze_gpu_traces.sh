@@ -4,6 +4,9 @@
 # with the default GPU timing (all ranks inside NCCL: the root is the
 # rank whose op kinds disagree with its group kind's, state "mismatch")
 # and with host records only (rank 7's all-gather provably incomplete).
+# Megatron-LM's tiny GPT 2/2/2 (tests/data/h200-megatron-gpt): the layout
+# from its command line (certain) and from the traces alone (--layout
+# infer), with every communicator labelled the same.
 . "$(dirname "$0")/analyze_lib.sh"
 D=$P3D_SRC/tests/data/h200-mesh-hang
 for m in auto off; do
@@ -33,4 +36,23 @@ print("%s: layout tp=%d pp=%d dp=%d, roots %s %s" % (
 sys.exit(0 if ok else 1)
 PY
 done
-echo "ok: real H200 hang traces, root rank 5 with and without GPU times"
+G=$P3D_SRC/tests/data/h200-megatron-gpt
+mkdir -p "$T/gpt"
+tar -C "$T/gpt" -xzf "$G/gpt222.tar.gz" || fail "unpack gpt222"
+"$A" -q --json "$T/cmd.json" "$T/gpt/gpt222" > /dev/null 2>&1
+"$A" -q --layout infer --json "$T/inf.json" "$T/gpt/gpt222" > /dev/null 2>&1
+python3 - "$T/cmd.json" "$T/inf.json" <<'PY' || fail "megatron --layout infer"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+size = lambda j: tuple(j["layout"][k] for k in ("tp", "pp", "dp", "cp", "ep"))
+lab = lambda j: {c["id"]: (c["label"], c["used_as"]) for c in j["communicators"]}
+ok = size(a) == size(b) == (2, 2, 2, 1, 1) and lab(a) == lab(b)
+ok &= len(lab(a)) == 20
+ok &= a["layout"]["source"] == "cmdline" and a["layout"]["confidence"] == "certain"
+ok &= b["layout"]["source"] == "inferred" and b["layout"]["confidence"] == "likely"
+print("megatron: %s %s / %s %s, %d communicators" % (
+    a["layout"]["source"], a["layout"]["confidence"], b["layout"]["source"],
+    b["layout"]["confidence"], len(lab(a))))
+sys.exit(0 if ok else 1)
+PY
+echo "ok: real H200 traces: hang root rank 5 with and without GPU times, Megatron's layout without its command line"

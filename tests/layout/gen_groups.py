@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Rank groups of every layout in the layout matrix, from the frameworks' own code.
+
+Why: the layout matrix (tests/layout/matrix.py) checks p3d-analyze's labels
+against groups that neither our simulator nor our analyzer computed.  This
+script asks the frameworks:
+
+  megatron  megatron/core/parallel_state.py's initialize_model_parallel(),
+            run unchanged from a Megatron-LM checkout, with
+            torch.distributed.new_group() recorded instead of executed
+            (rank 0's view: every rank calls new_group for every group, in
+            the same order, so rank 0 sees all of them).  One line per
+            configuration: every NCCL group Megatron creates, in creation
+            order, with its group_desc (gloo twins left out).
+  titan     torch.distributed.device_mesh.init_device_mesh() on torch's
+            "fake" process-group backend, with the dims torchtitan builds
+            (torchtitan/distributed/parallel_dims.py: pp, dp_replicate,
+            dp_shard, cp, tp, keeping those > 1) and its flattened
+            dp_shard_cp (the FSDP mesh) and dp_cp (the loss mesh); the
+            groups are recorded from new_group/split_group as DeviceMesh
+            calls them.
+
+Needs only torch and a Megatron-LM checkout (run on the GPU machine, which
+has torch; nothing here is GPU code):
+
+  python3 tests/layout/gen_groups.py --megatron third_party/Megatron-LM \
+      --out tests/data/layout
+
+Writes OUT/megatron-groups.jsonl.gz and OUT/titan-groups.jsonl.gz, one JSON object
+per configuration after a first {"source": ...} line: {"world", "tp", "pp", "cp", "ep", "dp", "order",
+"groups": [{"desc", "ranks"}...]} (titan: "mesh" instead of "order").
+"""
+import argparse
+import gzip
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+
+WORLDS = (8, 16, 24, 32, 64)
+ORDERS = ("tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp")
+# TP, PP and CP up to 8 each; EP 1, 2, 4 (EP spans DP x CP)
+EPS = (1, 2, 4)
+
+
+def divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def megatron_configs():
+    """Every (tp, pp, cp, ep) of each world size: tp*pp*cp divides it, tp
+    pp and cp at most 8, ep in EPS dividing dp*cp (Megatron's expert
+    generator takes EP from DP x CP); both orders where PP and DP > 1."""
+    for w in WORLDS:
+        for tp in (t for t in divisors(w) if t <= 8):
+            for pp in (p for p in divisors(w // tp) if p <= 8):
+                for cp in (c for c in divisors(w // (tp * pp)) if c <= 8):
+                    dp = w // (tp * pp * cp)
+                    for ep in (e for e in EPS if (dp * cp) % e == 0):
+                                        # the second order differs only with PP and DP > 1
+                        for order in ORDERS[:2 if pp > 1 and dp > 1 else 1]:
+                            yield dict(world=w, tp=tp, pp=pp, cp=cp, ep=ep,
+                                       dp=dp, order=order)
+
+
+def load_parallel_state(megatron):
+    """parallel_state.py from the checkout, without megatron/core/__init__
+    (which imports the whole library): megatron.core.utils is stood in for
+    by the two helpers parallel_state takes from it, which create no group."""
+    import torch
+
+    core = os.path.join(megatron, "megatron", "core")
+    for name, path in (("megatron", os.path.join(megatron, "megatron")),
+                       ("megatron.core", core)):
+        mod = types.ModuleType(name)
+        mod.__path__ = [path]
+        sys.modules[name] = mod
+    utils = types.ModuleType("megatron.core.utils")
+
+    class GlobalMemoryBuffer:
+        pass
+
+    def is_torch_min_version(v, check_equality=True):
+        def key(s):
+            return tuple(int(x) for x in s.split("+")[0].split(".")[:3]
+                         if x.isdigit())
+        t = key(torch.__version__)
+        return t >= key(v) if check_equality else t > key(v)
+
+    utils.GlobalMemoryBuffer = GlobalMemoryBuffer
+    utils.is_torch_min_version = is_torch_min_version
+    sys.modules["megatron.core.utils"] = utils
+    spec = importlib.util.spec_from_file_location(
+        "megatron.core.parallel_state", os.path.join(core, "parallel_state.py"))
+    ps = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ps)
+    return ps
+
+
+def megatron_groups(megatron, cfg):
+    import torch
+    import torch.distributed as dist
+
+    ps = load_parallel_state(megatron)  # fresh module: fresh globals
+    rec = []
+
+    def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+                  use_local_synchronization=False, group_desc=None, **kw):
+        if backend != "gloo":
+            rec.append({"desc": group_desc, "ranks": list(ranks)})
+        return object()
+
+    saved = (dist.is_initialized, dist.get_world_size, dist.get_rank,
+             dist.new_group)
+    dist.is_initialized = lambda: True
+    dist.get_world_size = lambda group=None: cfg["world"]
+    dist.get_rank = lambda group=None: 0
+    dist.new_group = new_group
+    try:
+        ps.initialize_model_parallel(
+            tensor_model_parallel_size=cfg["tp"],
+            pipeline_model_parallel_size=cfg["pp"],
+            context_parallel_size=cfg["cp"],
+            expert_model_parallel_size=cfg["ep"],
+            order=cfg["order"])
+    finally:
+        (dist.is_initialized, dist.get_world_size, dist.get_rank,
+         dist.new_group) = saved
+    return rec
+
+
+def titan_configs():
+    """torchtitan's dims with dp_replicate = 1 (dp_shard = dp: FSDP), every
+    (tp, pp, cp) of each world size, each at most 8; torchtitan has no Megatron-style EP in
+    this mesh."""
+    for w in WORLDS:
+        for tp in (t for t in divisors(w) if t <= 8):
+            for pp in (p for p in divisors(w // tp) if p <= 8):
+                for cp in (c for c in divisors(w // (tp * pp)) if c <= 8):
+                    dp = w // (tp * pp * cp)
+                    yield dict(world=w, tp=tp, pp=pp, cp=cp, ep=1, dp=dp)
+
+
+def titan_groups(cfg):
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+    import torch.distributed.device_mesh as dm
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    rec = []
+
+    def wrap(real, kind):
+        def f(*a, **k):
+            desc = k.get("group_desc")
+            if kind == "new_group":
+                ranks = k.get("ranks", a[0] if a else None)
+                rec.append({"desc": desc, "ranks": sorted(ranks)})
+            else:
+                for ranks in k.get("split_ranks", a[1] if len(a) > 1 else []):
+                    rec.append({"desc": desc, "ranks": sorted(ranks)})
+            return real(*a, **k)
+        return f
+
+    patched = []
+    for mod in (dist, c10d, dm):
+        for name in ("new_group", "split_group"):
+            if hasattr(mod, name):
+                real = getattr(mod, name)
+                patched.append((mod, name, real))
+                setattr(mod, name, wrap(real, name))
+    dist.init_process_group("fake", store=FakeStore(), rank=0,
+                            world_size=cfg["world"])
+    try:
+        dims = [("pp", cfg["pp"]), ("dp_shard", cfg["dp"]), ("cp", cfg["cp"]),
+                ("tp", cfg["tp"])]
+        dims = [d for d in dims if d[1] > 1] or [("dp_shard", 1)]
+        names = tuple(d[0] for d in dims)
+        mesh = dm.init_device_mesh("cpu", tuple(d[1] for d in dims),
+                                   mesh_dim_names=names)
+        for flat, parts in (("dp_shard_cp", ("dp_shard", "cp")),
+                            ("dp_cp", ("dp_shard", "cp"))):
+            have = tuple(p for p in parts if p in names)
+            if len(have) > 1:
+                mesh[have]._flatten(flat)
+        cfg = dict(cfg, mesh=",".join(names))
+        # DeviceMesh reuses the default group for a dim spanning the world.
+        return cfg, rec
+    finally:
+        dist.destroy_process_group()
+        for mod, name, real in patched:
+            setattr(mod, name, real)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--megatron", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    import torch
+
+    os.makedirs(a.out, exist_ok=True)
+    # An exported tree (no .git of its own) names its commit in COMMIT;
+    # git would answer for whatever repository encloses it.
+    commit = ""
+    if os.path.exists(os.path.join(a.megatron, "COMMIT")):
+        commit = open(os.path.join(a.megatron, "COMMIT")).read().strip()
+    elif os.path.exists(os.path.join(a.megatron, ".git")):
+        commit = subprocess.run(["git", "-C", a.megatron, "rev-parse", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+    src = {"megatron_commit": commit or "unknown", "torch": torch.__version__}
+    n = bad = 0
+    with gzip.open(os.path.join(a.out, "megatron-groups.jsonl.gz"), "wt") as f:
+        f.write(json.dumps({"source": src}) + "\n")
+        for cfg in megatron_configs():
+            try:
+                cfg["groups"] = megatron_groups(a.megatron, cfg)
+            except Exception as e:  # an invalid layout Megatron refuses
+                bad += 1
+                print("megatron refused", cfg, repr(e)[:200], file=sys.stderr)
+                continue
+            f.write(json.dumps(cfg, separators=(",", ":")) + "\n")
+            n += 1
+    print(f"megatron: {n} configurations, {bad} refused")
+    n = 0
+    with gzip.open(os.path.join(a.out, "titan-groups.jsonl.gz"), "wt") as f:
+        f.write(json.dumps({"source": src}) + "\n")
+        for cfg in titan_configs():
+            try:
+                cfg, groups = titan_groups(cfg)
+            except Exception as e:
+                print("titan failed", cfg, repr(e)[:300], file=sys.stderr)
+                continue
+            cfg["groups"] = groups
+            f.write(json.dumps(cfg, separators=(",", ":")) + "\n")
+            n += 1
+    print(f"titan: {n} configurations")
+
+
+if __name__ == "__main__":
+    main()
