@@ -35,7 +35,13 @@
  *     (P3D_USE_DDP)
  *   - Per step or per layer: a communicator with far fewer calls than the
  *     busiest is per step (DP gradients, EMB); as busy as the busiest, per
- *     layer (TP, CP).  The busiest itself has nothing to compare with: its
+ *     layer (TP, CP).  All-gathers and reduce-scatters in one dtype, per
+ *     layer, with no int64 broadcasts, point at neither: they are TP with
+ *     sequence parallelism as torchtitan issues it (apply_tp: all-gather
+ *     in, reduce-scatter out, every rank loading its own batch) as much as
+ *     a CP all-gather of K/V with a reduce-scatter of dK/dV (TE
+ *     AttnFuncWithCPAndKVAllGather), so members or priors decide and the
+ *     layout says so.  The busiest itself has nothing to compare with: its
  *     all-reduces (P3D_USE_ANY_AR) or reduce-scatters and all-gathers
  *     (P3D_USE_ANY_LAYER) fit several groups, and the layout says so
  *     (confidence "ambiguous") unless its members decide.
@@ -248,7 +254,6 @@ unsigned p3d_use_primary(enum p3d_use u)
     case P3D_USE_GRAD:
     case P3D_USE_DDP:
         return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
-    case P3D_USE_LAYER:
     case P3D_USE_RING:
         return B(P3D_LBL_CP);
     case P3D_USE_BCAST:

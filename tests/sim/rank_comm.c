@@ -82,7 +82,23 @@ static int rank_write_id(const char *path, const ncclUniqueId *id, int rank)
     return rename(tmp, path);
 }
 
-static ncclComm_t rank_comm(struct rank_ctx *x, int g)
+/* c is now the rank's communicator of group g, its rank in it me. */
+ncclComm_t rank_comm_keep(struct rank_ctx *x, int g, ncclComm_t c,
+                                 int me)
+{
+    if (x->cfg->async &&
+        (cudaStreamCreateWithFlags(&x->nstream[g], cudaStreamNonBlocking) !=
+             cudaSuccess ||
+         cudaEventCreateWithFlags(&x->ev_post[g], cudaEventDisableTiming) !=
+             cudaSuccess))
+        return NULL;
+    x->comm[g] = c;
+    x->t->created[g] = ++x->t->n_created;
+    x->t->comm_rank[g] = me;
+    return c;
+}
+
+ncclComm_t rank_comm(struct rank_ctx *x, int g)
 {
     int mem[SIM_MAX_RANKS], n, me = 0;
     char path[PATH_MAX], name[160];
@@ -113,16 +129,7 @@ static ncclComm_t rank_comm(struct rank_ctx *x, int g)
     r = ncclCommInitRankConfig(&c, n, id, me, &conf);
     if (r != ncclSuccess && r != ncclInProgress)
         return NULL;
-    if (x->cfg->async &&
-        (cudaStreamCreateWithFlags(&x->nstream[g], cudaStreamNonBlocking) !=
-             cudaSuccess ||
-         cudaEventCreateWithFlags(&x->ev_post[g], cudaEventDisableTiming) !=
-             cudaSuccess))
-        return NULL;
-    x->comm[g] = c;
-    x->t->created[g] = ++x->t->n_created;
-    x->t->comm_rank[g] = me;
-    return c;
+    return rank_comm_keep(x, g, c, me);
 }
 
 static ncclResult_t rank_call(struct rank_ctx *x, const struct rank_op *o,
@@ -302,6 +309,7 @@ void rank_compute(struct rank_ctx *x, int kind, int mb, double ms)
 void rank_destroy_comms(struct rank_ctx *x)
 {
     rank_sync(x);
+    rank_eager_destroy(x);
     for (int g = 0; g < SG_COUNT; g++) {
         if (x->comm[g]) {
             ncclCommDestroy(x->comm[g]);

@@ -45,7 +45,8 @@ static size_t rank_buf_bytes(const struct sim_cfg *c)
     m = c->cp_bytes > m ? c->cp_bytes : m;
     m = c->dp_bytes > m ? c->dp_bytes : m;
     m = c->emb_bytes > m ? c->emb_bytes : m;
-    if (c->framework != SIM_FW_MEGATRON && rank_torch_buf_bytes(c) > m)
+    if ((c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP) &&
+        rank_torch_buf_bytes(c) > m)
         m = rank_torch_buf_bytes(c);
     return (size_t)m + 65536;
 }
@@ -83,16 +84,23 @@ int p3dsim_rank_main(const struct sim_cfg *c, int rank, const char *scratch)
         return 1;
     }
     rank_observe(&x);
-    if (c->framework != SIM_FW_MEGATRON) {
+    if (c->eager_groups[0] && rank_eager_init(&x) != 0) {
+        fprintf(stderr, "p3d-sim: rank %d: eager groups failed\n", rank);
+        return 1;
+    }
+    if (c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP) {
         for (x.iter = 0; x.iter < c->iters; x.iter++)
             rank_torch_iteration(&x);
         rank_destroy_comms(&x);
         x.t->finished = 1;
         return 0;
     }
-    /* Megatron: WORLD barrier, then the MIN of the start times. */
-    rank_one(&x, SG_WORLD, SK_ALLREDUCE, 1, ncclFloat32, ncclSum, -1);
-    rank_one(&x, SG_WORLD, SK_ALLREDUCE, 1, ncclFloat64, ncclMin, -1);
+    /* Megatron: WORLD barrier, then the MIN of the start times
+     * (torchtitan issues neither). */
+    if (c->framework == SIM_FW_MEGATRON) {
+        rank_one(&x, SG_WORLD, SK_ALLREDUCE, 1, ncclFloat32, ncclSum, -1);
+        rank_one(&x, SG_WORLD, SK_ALLREDUCE, 1, ncclFloat64, ncclMin, -1);
+    }
     for (x.iter = 0; x.iter < c->iters; x.iter++)
         rank_iteration(&x);
     rank_destroy_comms(&x);

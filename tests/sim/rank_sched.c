@@ -10,6 +10,8 @@
  * all-gather per bucket (or all-reduce), the embedding-gradient
  * all-reduce, the grad-norm and MP 1-element all-reduces and the loss
  * all-reduce.  Time spent in PP send/recv is the stage's true bubble.
+ * --framework titan keeps the schedules and swaps the traffic for
+ * torchtitan's (rank_titan.c).
  */
 #include "rank.h"
 
@@ -26,7 +28,7 @@ static int rank_is_last(const struct rank_ctx *x, int chunk)
 }
 
 /* CP ring step: send KV to the next CP rank, receive from the previous. */
-static void rank_cp_step(struct rank_ctx *x)
+void rank_cp_step(struct rank_ctx *x)
 {
     int cp = x->cfg->size[SA_CP], me = x->coord[SA_CP];
     size_t n = x->cfg->cp_bytes / 2;
@@ -38,22 +40,27 @@ static void rank_cp_step(struct rank_ctx *x)
     rank_submit(x, ops, 2, 1);
 }
 
-static void rank_tp_in(struct rank_ctx *x)
+static int rank_is_titan(const struct rank_ctx *x)
+{
+    return x->cfg->framework == SIM_FW_TITAN;
+}
+
+void rank_tp_in(struct rank_ctx *x)
 {
     int tp = x->cfg->size[SA_TP];
 
-    if (tp > 1 && x->cfg->sp)
+    if (tp > 1 && (x->cfg->sp || rank_is_titan(x)))
         rank_one(x, SG_TP, SK_ALLGATHER, x->cfg->tp_bytes / 2 / (size_t)tp,
                  ncclBfloat16, ncclSum, -1);
 }
 
-static void rank_tp_out(struct rank_ctx *x)
+void rank_tp_out(struct rank_ctx *x)
 {
     int tp = x->cfg->size[SA_TP];
 
     if (tp == 1)
         return;
-    if (x->cfg->sp)
+    if (x->cfg->sp || rank_is_titan(x))
         rank_one(x, SG_TP, SK_REDUCESCATTER,
                  x->cfg->tp_bytes / 2 / (size_t)tp, ncclBfloat16, ncclSum,
                  -1);
@@ -79,6 +86,10 @@ static void rank_layer(struct rank_ctx *x, int kind, int mb, double ms)
     int cp = x->cfg->size[SA_CP], moe = x->cfg->ep > 1;
     double attn = moe ? ms / 2 : ms;
 
+    if (rank_is_titan(x)) {
+        rank_titan_layer(x, kind, mb, ms);
+        return;
+    }
     rank_tp_in(x);
     for (int s = 0; s < cp; s++) {
         if (s > 0)
@@ -98,6 +109,8 @@ static void rank_batch_bcast(struct rank_ctx *x, int chunk)
     int n = (rank_is_first(x, chunk) ? 2 : 0) + (rank_is_last(x, chunk) ? 2
                                                                          : 0);
 
+    if (rank_is_titan(x))
+        return;   /* every torchtitan rank loads its own batch */
     for (int i = 0; i < n; i++)
         rank_one(x, SG_TP, SK_BROADCAST, RANK_CE_COUNT, ncclInt64, ncclSum,
                  0);
@@ -111,7 +124,7 @@ static void rank_forward(struct rank_ctx *x, int mb, int chunk)
     rank_batch_bcast(x, chunk);
     for (int l = 0; l < c->layers; l++)
         rank_layer(x, SB_FWD, mb, ms);
-    if (rank_is_last(x, chunk)) {
+    if (rank_is_last(x, chunk) && (!rank_is_titan(x) || c->size[SA_TP] > 1)) {
         rank_one(x, SG_TP, SK_ALLREDUCE, RANK_CE_COUNT, ncclFloat32, ncclMax,
                  -1);
         rank_one(x, SG_TP, SK_ALLREDUCE, RANK_CE_COUNT, ncclFloat32, ncclSum,
@@ -361,18 +374,25 @@ int rank_iteration(struct rank_ctx *x)
 
     s->start = rank_now();
     x->want_first = 1;   /* rank_call_observer: s->first_op */
+    if (rank_is_titan(x))
+        rank_titan_step_start(x);
     if (x->pp == 1)
         rank_no_pipe(x);
     else if (x->cfg->vpp > 1)
         rank_interleaved(x);
     else
         rank_1f1b(x);
+    if (rank_is_titan(x)) {
+        rank_titan_step_end(x);
+        goto done;
+    }
     rank_finalize_grads(x);
     rank_optimizer(x);
     if (x->stage == x->pp - 1)                           /* loss */
         rank_one(x, SG_DP_CP, SK_ALLREDUCE, 2, ncclFloat32, ncclSum, -1);
     rank_one(x, SG_MP, SK_ALLREDUCE, 1, ncclFloat32, ncclMax, -1);  /* lr */
     rank_sync(x);                                        /* loss .item() */
+done:
     s->end = rank_now();
     x->t->n_steps = x->iter + 1;
     return 0;

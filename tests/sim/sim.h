@@ -45,9 +45,11 @@ enum sim_kind {
 /* Compute kinds of busy intervals. */
 enum sim_busy_kind { SB_FWD, SB_BWD, SB_OPT, SB_HANG };
 
-/* Whose collectives (--framework): Megatron-LM's groups and schedules, or
- * plain PyTorch DDP / FSDP2 on the world group (rank_torch.c). */
-enum sim_framework { SIM_FW_MEGATRON, SIM_FW_DDP, SIM_FW_FSDP };
+/* Whose collectives (--framework): Megatron-LM's groups and schedules,
+ * plain PyTorch DDP / FSDP2 on the world group (rank_torch.c), or
+ * torchtitan's DeviceMesh parallelisms with Megatron's schedules
+ * (rank_sched.c, rank_titan.c). */
+enum sim_framework { SIM_FW_MEGATRON, SIM_FW_DDP, SIM_FW_FSDP, SIM_FW_TITAN };
 
 struct sim_skew {
     int rank;
@@ -74,6 +76,8 @@ struct sim_cfg {
     int comm_names;              /* pass commName like newer torch */
     int async;                   /* P3D_FAKE_ASYNC=1: GPU-like streams */
     int framework;               /* enum sim_framework */
+    char eager_groups[PATH_MAX]; /* --eager-groups: every group, created at
+                                    start by ncclCommSplit of WORLD */
     int hosts;                   /* simulated hosts (0: one) */
     /* faults; rank -1 = none */
     int straggler_rank;

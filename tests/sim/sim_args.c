@@ -29,8 +29,12 @@ static const char sim_usage[] =
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
 "         --grace S --comm-names --async --quiet --stop-when-hung[=KILL]\n"
-"         --framework megatron|ddp|fsdp (ddp, fsdp: PyTorch on the world\n"
-"         group; --dp only)\n";
+"         --framework megatron|ddp|fsdp|titan (ddp, fsdp: PyTorch on the\n"
+"         world group, --dp only; titan: torchtitan's DeviceMesh jobs)\n"
+"         --eager-groups FILE (every group of FILE, one 'NAME r0 r1 ..'\n"
+"         a line, split from WORLD at start, as torch with device_id)\n"
+"         -- ARGS: the job's own command line, ignored (the shim records\n"
+"         it: Megatron flags there are what p3d-analyze reads)\n";
 
 static uint64_t sim_bytes(const char *s)
 {
@@ -106,7 +110,7 @@ enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
        O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
        O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
        O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET,
-       O_ASYNC, O_STOPHUNG, O_FW };
+       O_ASYNC, O_STOPHUNG, O_FW, O_EAGER };
 
 static const struct option sim_opts[] = {
     { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
@@ -126,7 +130,7 @@ static const struct option sim_opts[] = {
     { "job-id", 1, 0, O_JOB }, { "timeout", 1, 0, O_TIMEOUT },
     { "grace", 1, 0, O_GRACE }, { "quiet", 0, 0, O_QUIET },
     { "async", 0, 0, O_ASYNC }, { "stop-when-hung", 2, 0, O_STOPHUNG },
-    { "framework", 1, 0, O_FW },
+    { "framework", 1, 0, O_FW }, { "eager-groups", 1, 0, O_EAGER },
     { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 };
 
@@ -184,6 +188,9 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
         c->stop_when_hung = a ? 2 : 1;
         break;
     case O_QUIET: c->quiet = 1; break;
+    case O_EAGER:
+        snprintf(c->eager_groups, sizeof(c->eager_groups), "%s", a);
+        break;
     case O_ASYNC: c->async = 1; break;
     case O_FW:
         if (!strcmp(a, "megatron"))
@@ -192,6 +199,8 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
             c->framework = SIM_FW_DDP;
         else if (!strcmp(a, "fsdp"))
             c->framework = SIM_FW_FSDP;
+        else if (!strcmp(a, "titan"))
+            c->framework = SIM_FW_TITAN;
         else
             return -1;
         break;
@@ -230,7 +239,7 @@ static int sim_check(struct sim_cfg *c)
     }
     if (sim_check_ep(c) != 0)
         return -1;
-    if (c->framework != SIM_FW_MEGATRON &&
+    if ((c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP) &&
         (c->world != c->size[SA_DP] || c->ep > 1)) {
         fprintf(stderr, "p3d-sim: error: --framework ddp|fsdp is data "
                 "parallel only: give --dp alone\n");
@@ -277,7 +286,9 @@ int sim_parse_args(struct sim_cfg *c, int argc, char **argv)
         if (o == '?' || sim_opt(c, o, optarg) != 0)
             goto bad;
     }
-    if (optind == argc && sim_check(c) == 0)
+    /* after "--": the job's own command line, for the shim to record */
+    if ((optind == argc || !strcmp(argv[optind - 1], "--")) &&
+        sim_check(c) == 0)
         return 0;
 bad:
     fprintf(stderr, "p3d-sim: error: bad usage\n%s", sim_usage);

@@ -1,0 +1,127 @@
+/*
+ * rank_titan.c - what a torchtitan rank issues (--framework titan), where
+ * it differs from Megatron, on the groups of its DeviceMesh
+ * (init_device_mesh over pp, dp_shard, cp, tp; tp fastest, the same
+ * member sets as Megatron's default order; tests/data/layout/titan-
+ * groups.jsonl.gz has them from torch's DeviceMesh).  Sources:
+ * pytorch/torchtitan torchtitan/models/llama3/parallelize.py,
+ * distributed/parallel_dims.py, trainer.py, distributed/utils.py;
+ * torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py;
+ * torch/distributed/tensor/experimental/_attention.py; pipelining
+ * schedules.py and stage.py.
+ *   TP   sequence parallel on every block: all-gather in, reduce-scatter
+ *        out, bf16 (apply_tp's layer plan); no batch broadcasts (every
+ *        rank loads its own batch).
+ *   CP   per layer, forward: one all-gather of K and V on cp
+ *        (_AllGatherRotater, the default rotate method); backward: the
+ *        same all-gather and cp-1 rotations of dK/dV, each a send to the
+ *        next and a receive from the previous cp rank (permute_tensor).
+ *   FSDP fully_shard on dp_shard x cp ("dp_shard_cp"): per block a bf16
+ *        all-gather of its parameters before forward and, without PP
+ *        (reshard_after_forward), again before backward; a fp32
+ *        reduce-scatter of its gradients with AVG in backward (every
+ *        micro-batch without PP; with PP only the last, stage.py
+ *        backward_maybe_with_nosync).
+ *   step the token count (int64 sum) on the loss mesh (dp_shard x cp),
+ *        the grad norm (fp32, a DTensor all-reduce over each sharded
+ *        mesh: FSDP's, TP's; with PP also on pp), the optimizer, the
+ *        loss-is-finite check (int32 min) on the loss mesh and on pp.
+ * Mesh dims of size 1 do not exist, so nothing is issued on them.
+ */
+#include "rank.h"
+
+/* FSDP's communicator: the flattened dp_shard x cp mesh, its own process
+ * group even where its ranks are those of cp alone (DeviceMesh._flatten
+ * creates one; torchtitan's build_mesh notes that identical rank sets
+ * then appear as several communicators). */
+static int rank_titan_fsdp_grp(const struct rank_ctx *x)
+{
+    (void)x;
+    return SG_DP_CP;
+}
+
+static int rank_titan_fsdp(const struct rank_ctx *x)
+{
+    return x->cfg->size[SA_DP] * x->cfg->size[SA_CP] > 1;
+}
+
+static size_t rank_titan_shard(const struct rank_ctx *x, size_t bytes,
+                               size_t width)
+{
+    size_t n = bytes / width /
+               (size_t)(x->cfg->size[SA_DP] * x->cfg->size[SA_CP]);
+
+    return n ? n : 1;
+}
+
+/* Before a block's compute: its parameters, if FSDP gathers them now. */
+static void rank_titan_gather(struct rank_ctx *x, int kind, int mb)
+{
+    int pp = x->pp > 1;
+
+    if (!rank_titan_fsdp(x) || (pp && (kind != SB_FWD || mb != 0)))
+        return;
+    rank_one(x, rank_titan_fsdp_grp(x), SK_ALLGATHER,
+             rank_titan_shard(x, x->cfg->dp_bytes / 4, 2), ncclBfloat16,
+             ncclSum, -1);
+}
+
+static void rank_titan_reduce(struct rank_ctx *x, int mb)
+{
+    if (!rank_titan_fsdp(x) || (x->pp > 1 && mb != x->cfg->m - 1))
+        return;
+    rank_one(x, rank_titan_fsdp_grp(x), SK_REDUCESCATTER,
+             rank_titan_shard(x, x->cfg->dp_bytes / 4, 4), ncclFloat32,
+             ncclAvg, -1);
+}
+
+static void rank_titan_kv_gather(struct rank_ctx *x)
+{
+    rank_one(x, SG_CP, SK_ALLGATHER, x->cfg->cp_bytes / 2, ncclBfloat16,
+             ncclSum, -1);
+}
+
+void rank_titan_layer(struct rank_ctx *x, int kind, int mb, double ms)
+{
+    int cp = x->cfg->size[SA_CP];
+
+    rank_titan_gather(x, kind, mb);
+    rank_tp_in(x);
+    if (cp > 1)
+        rank_titan_kv_gather(x);
+    for (int s = 0; s < cp; s++) {
+        if (s > 0 && kind == SB_BWD)
+            rank_cp_step(x);              /* dK/dV rotation */
+        rank_compute(x, kind, mb, ms / cp);
+    }
+    rank_tp_out(x);
+    if (kind == SB_BWD)
+        rank_titan_reduce(x, mb);
+}
+
+/* A 1-element all-reduce on each of the step's meshes that exist. */
+static void rank_titan_small(struct rank_ctx *x, ncclDataType_t dt,
+                             ncclRedOp_t op, int on_fsdp, int on_tp,
+                             int on_pp)
+{
+    if (on_fsdp && rank_titan_fsdp(x))
+        rank_one(x, rank_titan_fsdp_grp(x), SK_ALLREDUCE, 1, dt, op, -1);
+    if (on_tp && x->cfg->size[SA_TP] > 1)
+        rank_one(x, SG_TP, SK_ALLREDUCE, 1, dt, op, -1);
+    if (on_pp && x->pp > 1)
+        rank_one(x, SG_PP, SK_ALLREDUCE, 1, dt, op, -1);
+}
+
+void rank_titan_step_start(struct rank_ctx *x)
+{
+    rank_titan_small(x, ncclInt64, ncclSum, 1, 0, 0);   /* valid tokens */
+}
+
+void rank_titan_step_end(struct rank_ctx *x)
+{
+    rank_titan_small(x, ncclFloat32, ncclSum, 1, 1, 1); /* grad norm */
+    rank_sync(x);                                       /* .item() */
+    rank_compute(x, SB_OPT, 0, x->cfg->opt_ms);
+    rank_titan_small(x, ncclInt32, ncclMin, 1, 0, 1);   /* loss finite */
+    rank_sync(x);
+}
