@@ -185,6 +185,42 @@ static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
     }
 }
 
+/*
+ * Collectives a member never issued while a peer did, in a job that left
+ * no rank waiting (every call returned: GPU timing off, or the ranks
+ * exited).  NCCL completes a collective only once every member has
+ * entered it, so the peer's op cannot have completed: the member behind
+ * is where the schedules came apart (or its trace lost its last records).
+ * Returns how many there are.
+ */
+static int p3d_ho_n_behind(const struct p3d_job *job)
+{
+    const struct p3d_match_res *m = job->match;
+    int n = 0;
+
+    for (int i = 0; m && i < m->n_kept; i++)
+        n += m->mm[i].field == P3D_MM_ISSUED;
+    return n;
+}
+
+static void p3d_ho_behind(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_match_res *m = job->match;
+
+    for (int i = 0; m && i < m->n_kept; i++) {
+        const struct p3d_mismatch *x = &m->mm[i];
+
+        if (x->field != P3D_MM_ISSUED)
+            continue;
+        fprintf(f, "    rank %d issued %" PRId64 " collectives on comm 0x%016"
+                PRIx64 " (%s), rank %d issued %" PRId64 ": rank %d's "
+                "collective #%" PRId64 " on it cannot have completed; rank %d"
+                " never entered it\n", x->rank_b, x->vb, x->comm,
+                p3d_ho_lbl(p3d_hang_label(job, x->comm)), x->rank_a, x->va,
+                x->rank_a, x->vb + 1, x->rank_b);
+    }
+}
+
 static const char *p3d_ho_nccl_err(int e)
 {
     static const char *const n[] = {
@@ -327,9 +363,18 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
     if (res == NULL)
         return;
     p3d_symbol_run_start(job->start_ns);
-    if (!res->detected) {
+    if (!res->detected && p3d_ho_n_behind(job)) {
+        fprintf(f, "\nhang analysis: no rank was left waiting, but "
+                "collectives cannot have completed (NCCL completes one only "
+                "once every member has entered it; their calls returned "
+                "with it pending). The members behind are where the "
+                "schedules came apart:\n");
+        p3d_ho_behind(f, job);
+    } else if (!res->detected) {
         fprintf(f, "\nhang analysis: no hang: every recorded op "
                 "completed%s\n", res->n_mm ? "; but ops disagree:" : "");
+    }
+    if (!res->detected) {
         p3d_ho_mm(f, res, job);
         p3d_ho_aborts(f, job);
         p3d_ho_no_gpu(f, job);
@@ -467,6 +512,29 @@ static void p3d_hj_mm(FILE *f, const struct p3d_job *job)
     fputs("]", f);
 }
 
+/* JSON "behind": the members behind of a job with no rank waiting. */
+static void p3d_hj_behind(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_match_res *m = job->match;
+    int first = 1;
+
+    fputs(",\n    \"behind\": [", f);
+    for (int i = 0; m && !job->hang->detected && i < m->n_kept; i++) {
+        const struct p3d_mismatch *x = &m->mm[i];
+
+        if (x->field != P3D_MM_ISSUED)
+            continue;
+        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
+                "\"rank\": %d, \"issued\": %" PRId64 ", \"peer\": %d, "
+                "\"peer_issued\": %" PRId64 ", \"incomplete_seq\": %" PRId64
+                "}", first ? "" : ", ", x->comm,
+                p3d_ho_lbl(p3d_hang_label(job, x->comm)), x->rank_b, x->vb,
+                x->rank_a, x->va, x->vb);
+        first = 0;
+    }
+    fputs("]", f);
+}
+
 static void p3d_hj_aborts(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_hjob *hj = job->hang->priv;
@@ -528,6 +596,7 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
                 p3d_hang_state_name[res->state[a]]);
     fputs("],\n    ", f);
     p3d_hj_mm(f, job);
+    p3d_hj_behind(f, job);
     p3d_hj_aborts(f, job);
     p3d_hj_frontiers(f, job);
     fputs("}", f);

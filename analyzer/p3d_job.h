@@ -25,6 +25,8 @@ struct p3d_opstat {
 #define P3D_USE_SIZES 8 /* distinct all-reduce sizes counted */
 struct p3d_usage {
     uint64_t tiny_ar;     /* all-reduces of <= 8 bytes */
+    uint64_t tiny_ag;     /* all-gathers of <= 8 bytes a rank (counts,
+                             flags: DDP's construction, store barriers) */
     uint64_t tiny_f32_ar; /* 1-element fp32 all-reduces */
     uint64_t big_ar;      /* all-reduces of >= 1 MiB */
     uint16_t dtypes[P3D_OP_COUNT]; /* ncclDataType_t bits seen per op */

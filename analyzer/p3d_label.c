@@ -161,6 +161,7 @@ static unsigned p3d_label_mask(int label)
     case P3D_LBL_MP: return B(P3D_AX_TP) | B(P3D_AX_PP);
     case P3D_LBL_TP_DP_CP:
         return B(P3D_AX_TP) | B(P3D_AX_DP) | B(P3D_AX_CP);
+    case P3D_LBL_TP_DP: return B(P3D_AX_TP) | B(P3D_AX_DP);
     case P3D_LBL_WORLD: return 15;
     default: return 0;
     }

@@ -34,7 +34,7 @@ static const struct { int label; unsigned mask; } p3d_dense_fam[] = {
     {P3D_LBL_TP, M_TP}, {P3D_LBL_CP, M_CP}, {P3D_LBL_DP, M_DP},
     {P3D_LBL_PP, M_PP}, {P3D_LBL_DP_CP, M_DP | M_CP},
     {P3D_LBL_TP_CP, M_TP | M_CP}, {P3D_LBL_MP, M_TP | M_PP},
-    {P3D_LBL_TP_DP_CP, M_TP | M_DP | M_CP}};
+    {P3D_LBL_TP_DP_CP, M_TP | M_DP | M_CP}, {P3D_LBL_TP_DP, M_TP | M_DP}};
 
 static const char *const p3d_ax_name[P3D_AX_N] = {"tp", "cp", "dp", "pp"};
 
@@ -175,7 +175,10 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
     if (mask < 0)
         return 0;
     return ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
-           ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0);
+           ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0) |
+           (((M_TP | M_CP) & nt) == (unsigned)mask ? B(P3D_LBL_TP_EP) : 0) |
+           (((M_TP | M_CP | M_PP) & nt) == (unsigned)mask
+                ? B(P3D_LBL_TP_EP_PP) : 0);
 }
 
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)

@@ -8,14 +8,20 @@
 #include "p3d_job.h"
 
 /* Labels, in order of specificity (the order of "labels" lists; the same
- * order as the simulator's truth.json). */
+ * order as the simulator's truth.json).  TP-DP, TP-EP and TP-EP-PP come
+ * after WORLD: Megatron creates them (TENSOR_AND_DATA_PARALLEL_GROUP,
+ * EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP, EXPERT_TENSOR_MODEL_PIPELINE_
+ * PARALLEL_GROUP) but issues little or nothing on them, and a set that is
+ * also the world reads better as WORLD. */
 #define P3D_LABELS(X)                                                         \
     X(P3D_LBL_TP, "TP") X(P3D_LBL_CP, "CP") X(P3D_LBL_EP, "EP")               \
     X(P3D_LBL_DP, "DP") X(P3D_LBL_PP, "PP") X(P3D_LBL_P2P, "P2P")             \
     X(P3D_LBL_DP_CP, "DP-CP") X(P3D_LBL_TP_CP, "TP-CP") X(P3D_LBL_MP, "MP")   \
     X(P3D_LBL_TP_DP_CP, "TP-DP-CP") X(P3D_LBL_EXPERT_DP, "EXPERT-DP")         \
     X(P3D_LBL_EMB, "EMB") X(P3D_LBL_POS_EMB, "POS-EMB")                       \
-    X(P3D_LBL_WORLD, "WORLD") X(P3D_LBL_OTHER, "OTHER")
+    X(P3D_LBL_WORLD, "WORLD") X(P3D_LBL_TP_DP, "TP-DP")                       \
+    X(P3D_LBL_TP_EP, "TP-EP") X(P3D_LBL_TP_EP_PP, "TP-EP-PP")                 \
+    X(P3D_LBL_OTHER, "OTHER")
 
 enum p3d_label {
 #define P3D_X_LBL(name, text) name,

@@ -126,6 +126,8 @@ static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
         u->bc_int64++;
     if (o->op == P3D_OP_REDUCESCATTER && o->redop != P3D_REDOP_NONE)
         u->rs_redops |= (uint8_t)(1u << (o->redop < 5 ? o->redop : 5));
+    if (o->op == P3D_OP_ALLGATHER && o->bytes <= 8)
+        u->tiny_ag++;
     if (o->op != P3D_OP_ALLREDUCE)
         return;
     if (o->bytes <= 8)

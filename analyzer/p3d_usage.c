@@ -199,7 +199,11 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
     if (bc && frequent && (bc + ar) * 10 >= total * 9 &&
         ((p3d_int64_bcast(g) && p3d_ar_modal(&g->use) >= 0.5) || !busiest))
         return P3D_USE_BCAST;
-    if ((bc + ar) * 10 >= total * 9 && busiest) /* nothing to compare */
+    /* DDP: its construction's 1-element int64 all-gather (the parameter
+     * count, _verify_param_shape_across_processes) and its broadcasts
+     * (shapes, parameters, rebuilt bucket indices) count with its
+     * all-reduces: in a trace of a few steps they are half the calls */
+    if ((bc + ar + g->use.tiny_ag) * 10 >= total * 9 && busiest)
         return p3d_ar_modal(&g->use) < 0.5 ? P3D_USE_DDP : P3D_USE_ANY_AR;
     if (ar == total && frequent)
         return P3D_USE_AR;

@@ -17,6 +17,10 @@
  *                    all-reduce that never returns, and notes SIGTERM:
  *                    all members arrived, none completed (an NCCL or
  *                    network stall, no desync)
+ *   --skip R         rank R never issues its last DP-CP op (the last
+ *                    step's parameter all-gather) while its peers do, and
+ *                    every rank exits cleanly: host records of a job whose
+ *                    calls returned at once (GPU timing off)
  *   --truth FILE     write "0xHASH USED_AS m0,m1,..." per communicator
  *   bad input (R = rank): --truncate R --killed R --bad-magic R
  *   --future-major R --huge-len R --unknown-tag R --missing R
@@ -49,10 +53,11 @@ static struct {
     int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops, stall;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
     int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
+    int skip;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
-       -1, -1, -1, -1, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
+       -1, -1, -1, -1, 0, -1, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 struct comm {
     int fam, n, members[1024], rank;
@@ -399,7 +404,9 @@ static void step(struct rank_ctx *x, int s)
     for (x->mb = 0; x->mb < g.mb; x->mb++)
         micro_batch(x, s);
     coll(x, F_DPCP, P3D_OP_REDUCESCATTER, 7, 0, 4194304 / dpcp, -1);
-    coll(x, F_DPCP, P3D_OP_ALLGATHER, 9, P3D_REDOP_NONE, 4194304 / dpcp, -1);
+    if (!(x->r == g.skip && s == g.steps - 1))
+        coll(x, F_DPCP, P3D_OP_ALLGATHER, 9, P3D_REDOP_NONE, 4194304 / dpcp,
+             -1);
     if (x->stage == g.size[AX_PP] - 1)
         coll(x, F_DPCP, P3D_OP_ALLREDUCE, 7, 0, 2, -1);
     coll(x, F_EMB, P3D_OP_ALLREDUCE, 7, 0, 32000 * 512 / g.size[AX_TP], -1);
@@ -675,7 +682,7 @@ static int parse_int_opt(const char *o, const char *v)
         {"--future-major", &g.future_major}, {"--huge-len", &g.huge_len},
         {"--unknown-tag", &g.unknown_tag}, {"--missing", &g.missing},
         {"--duplicate", &g.duplicate}, {"--empty", &g.empty},
-        {"--mismatch", &g.mismatch}};
+        {"--mismatch", &g.mismatch}, {"--skip", &g.skip}};
 
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcmp(o, t[i].name)) {
