@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""The layout matrix: p3d-analyze's layout and labels on every configuration
+of tests/data/layout (rank groups from Megatron-LM's and torch DeviceMesh's
+own code), each run as real processes under the shim on the fake NCCL
+(build/p3d-sim), under several usage profiles, with and without a command
+line.
+
+Profiles (what issues which collectives, and how communicators appear):
+  megatron-lazy   Megatron-LM as it runs today: communicators created at a
+                  group's first use (torch without device_id)
+  megatron-eager  every Megatron group created at start, in
+                  initialize_model_parallel's order, by ncclCommSplit of
+                  WORLD (torch with device_id); most carry nothing
+  titan           torchtitan: DeviceMesh groups, TP sequence parallel, CP
+                  K/V all-gather, FSDP2 on dp_shard x cp (titan-groups)
+  ddp, fsdp       plain PyTorch DDP / FSDP2 on the world group (the
+                  data-parallel-only configurations)
+"cmd": the job's command line as its framework writes it (Megatron's flags
+for Megatron, torchtitan's for titan, a script's for ddp/fsdp), or none.
+
+What must hold, per run:
+  - the simulator's groups are Megatron's (DeviceMesh's) groups;
+  - right: the layout sizes (and the order, where it changes the groups)
+    are the truth's and every communicator of 2+ ranks with traffic is
+    used as its group, every other has a label its member set has;
+  - otherwise the report must say it cannot tell (confidence "ambiguous"
+    or "none"); a wrong answer stated as "likely" or "certain" fails.
+
+  python3 tests/layout/matrix.py [--sample N] [--profile P ...] [-v]
+Prints one line per failure and the counts; exit 1 on any confident wrong
+answer or failed run.
+"""
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(SRC, "tests", "data", "layout")
+
+# Megatron's group_desc and DeviceMesh's mesh names -> p3d's labels.
+LABEL = {
+    "TENSOR_MODEL_PARALLEL_GROUP": "TP", "EXPERT_TENSOR_PARALLEL_GROUP": "TP",
+    "CONTEXT_PARALLEL_GROUP": "CP", "PIPELINE_MODEL_PARALLEL_GROUP": "PP",
+    "DATA_PARALLEL_GROUP": "DP", "DATA_PARALLEL_GROUP_WITH_CP": "DP-CP",
+    "TENSOR_AND_CONTEXT_PARALLEL_GROUP": "TP-CP",
+    "MODEL_PARALLEL_GROUP": "MP",
+    "TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP": "TP-DP-CP",
+    "EXPERT_MODEL_PARALLEL_GROUP": "EP", "EXPERT_DATA_PARALLEL_GROUP": "EXPERT-DP",
+    "EMBEDDING_GROUP": "EMB", "POSITION_EMBEDDING_GROUP": "POS-EMB",
+    "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP": "WORLD",
+    "mesh_tp": "TP", "mesh_pp": "PP", "mesh_cp": "CP", "mesh_dp_shard": "DP",
+    "mesh_dp_shard_cp": "DP-CP", "mesh_dp_cp": "DP-CP",
+}
+# Labels that name the same use where the member sets coincide (DP with or
+# without CP when CP = 1, the expert DP group when EP = 1; the grad-norm
+# world group and MP when MP is the world).
+FAMILY = [{"DP", "DP-CP", "EXPERT-DP"}, {"MP", "WORLD"}]
+
+
+def load(name):
+    with gzip.open(os.path.join(DATA, name), "rt") as f:
+        lines = [json.loads(x) for x in f]
+    return lines[0]["source"], lines[1:]
+
+
+def key(cfg):
+    return (cfg["world"], cfg["tp"], cfg["pp"], cfg["cp"], cfg["ep"],
+            cfg.get("order", "tp-cp-ep-dp-pp"))
+
+
+def runs(profiles):
+    """(profile, cfg, cmd) for every run of the matrix, in a fixed order."""
+    _, mg = load("megatron-groups.jsonl.gz")
+    _, ti = load("titan-groups.jsonl.gz")
+    out = []
+    for p in profiles:
+        if p in ("megatron-lazy", "megatron-eager"):
+            cfgs = mg
+        elif p == "titan":
+            cfgs = ti
+        else:  # data parallel only
+            cfgs = [c for c in mg if c["dp"] == c["world"] and c["ep"] == 1]
+        for c in sorted(cfgs, key=key):
+            for cmd in (True, False):
+                out.append((p, c, cmd))
+    return out
+
+
+def job_cmdline(p, c):
+    if p.startswith("megatron"):
+        a = ["pretrain_gpt.py", "--tensor-model-parallel-size", c["tp"],
+             "--pipeline-model-parallel-size", c["pp"],
+             "--context-parallel-size", c["cp"],
+             "--expert-model-parallel-size", c["ep"]]
+        if c["order"] == "tp-cp-ep-pp-dp":
+            a.append("--use-tp-pp-dp-mapping")
+        return [str(x) for x in a]
+    if p == "titan":
+        return ["-m", "torchtitan.train", "--job.config_file", "llama3.toml",
+                "--parallelism.tensor_parallel_degree=%d" % c["tp"],
+                "--parallelism.pipeline_parallel_degree=%d" % c["pp"],
+                "--parallelism.context_parallel_degree=%d" % c["cp"]]
+    return ["train.py", "--batch-size", "32"]
+
+
+def sim_args(p, c, groups_file):
+    a = ["--tp", c["tp"], "--pp", c["pp"], "--cp", c["cp"], "--dp", c["dp"],
+         "--iters", 2, "-m", 4, "--layers", 2, "--fwd-ms", "0.1",
+         "--bwd-ms", "0.1", "--opt-ms", "0.1", "--timeout", 120]
+    if p.startswith("megatron"):
+        a += ["--ep", c["ep"], "--order", c["order"]]
+    if p == "megatron-eager":
+        a += ["--eager-groups", groups_file]
+    if p in ("titan", "ddp", "fsdp"):
+        a += ["--framework", p]
+    return [str(x) for x in a]
+
+
+def truth_groups(truth):
+    """(members, role, used) of each group the simulated job created."""
+    used = {}
+    for r in truth["ranks"]:
+        for gid, cm in r.get("comms", {}).items():
+            used[gid] = used.get(gid, 0) + cm.get("issued", 0)
+    return [(tuple(g["members"]), g["role"], used.get(g["id"], 0) > 0,
+             g["megatron"]) for g in truth["groups"]]
+
+
+def data_labels(c):
+    """members -> the labels of the framework's groups with those members."""
+    lab = {}
+    for g in c["groups"]:
+        m = tuple(sorted(g["ranks"]))
+        if g["desc"] in LABEL:
+            lab.setdefault(m, set()).add(LABEL[g["desc"]])
+    lab.setdefault(tuple(range(c["world"])), set()).add("WORLD")
+    return lab
+
+
+def same_use(a, b, labels):
+    if a == b:
+        return True
+    return any(a in f and b in f for f in FAMILY) and a in labels
+
+
+def check_groups(p, c, truth):
+    """The simulator laid ranks out as the framework does."""
+    if p in ("ddp", "fsdp"):
+        return []
+    want = {}
+    for g in c["groups"]:
+        want.setdefault(g["desc"], set()).add(tuple(sorted(g["ranks"])))
+    bad = []
+    for m, role, _, desc in truth_groups(truth):
+        if p == "titan":
+            desc = {"TP": "mesh_tp", "PP": "mesh_pp", "CP": "mesh_cp",
+                    "DP-CP": "mesh_dp_shard_cp" if c["cp"] > 1 and c["dp"] > 1
+                    else ("mesh_cp" if c["dp"] == 1 else "mesh_dp_shard")
+                    }.get(role)
+            if desc is None or len(m) == c["world"] or len(m) < 2:
+                continue
+        if desc in want and m not in want[desc]:
+            bad.append("%s %s not one of the framework's" % (desc, list(m)))
+    return bad
+
+
+def matches(uses, want, labels):
+    """Each communicator of a member set used as one of its groups."""
+    left = list(want)
+    for u in sorted(uses, key=lambda u: u not in left):
+        hit = next((w for w in left if same_use(u, w, labels | {w})), None)
+        if hit is None:
+            return False
+        left.remove(hit)
+    return not left
+
+
+def parse_layout(s):
+    d = dict(x.split("=") for x in s.split())
+    return (int(d["tp"]), int(d["pp"]), int(d["dp"]), int(d["cp"]),
+            int(d["ep"]), d["order"])
+
+
+def order_matters(c):
+    return c["pp"] > 1 and c["dp"] > 1
+
+
+def layout_right(c, lay):
+    tp, pp, dp, cp, ep, order = lay
+    ok = (tp, pp, dp, cp, ep) == (c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])
+    if ok and order_matters(c) and "order" in c:
+        ok = order == c["order"]
+    return ok
+
+
+def judge(p, c, an, truth):
+    """'right', 'ambiguous' (said so), or 'wrong: why'."""
+    L = an["layout"]
+    lay = (L["tp"], L["pp"], L["dp"], L["cp"], L["ep"], L["order"])
+    why = []
+    if p in ("ddp", "fsdp"):
+        c = dict(c, order="tp-cp-ep-dp-pp")
+    if not layout_right(c, lay):
+        why.append("layout tp=%d pp=%d dp=%d cp=%d ep=%d %s" % lay)
+    lab = data_labels(c)
+    roles = {}
+    for m, role, used, _ in truth_groups(truth):
+        if used:
+            roles.setdefault(m, []).append(role)
+    got = {}
+    for cm in an["communicators"]:
+        m = tuple(cm["members"])
+        if len(m) < 2 or cm["missing_members"]:
+            continue
+        if cm["ops"]:
+            got.setdefault(m, []).append(cm["used_as"])
+        elif m in lab and cm["label"] not in lab[m]:
+            why.append("%s labelled %s (idle; %s)" % (list(m), cm["label"],
+                                                      "/".join(sorted(lab[m]))))
+    for m, uses in got.items():
+        want = list(roles.get(m, []))
+        if p in ("ddp", "fsdp"):
+            want = ["DP"] * len(uses)
+        if not matches(uses, want, lab.get(m, set())):
+            why.append("%s used as %s, truth %s" % (list(m)[:6], uses, want))
+    if not why:
+        return "right"
+    if L["confidence"] in ("ambiguous", "none"):
+        alts = [parse_layout(a["layout"]) for a in L.get("alternatives", [])]
+        if layout_right(c, lay) or any(layout_right(c, a) for a in alts):
+            return "ambiguous"
+        return "ambiguous-miss: " + "; ".join(why[:3])
+    return "wrong (%s): %s" % (L["confidence"], "; ".join(why[:3]))
+
+
+def run_one(build, tmp, p, c, cmd, verbose):
+    gf = os.path.join(tmp, "groups.txt")
+    with open(gf, "w") as f:
+        for g in c["groups"]:
+            f.write(g["desc"] + " " + " ".join(map(str, g["ranks"])) + "\n")
+    out = os.path.join(tmp, "out")
+    argv = [os.path.join(build, "p3d-sim")] + sim_args(p, c, gf) + [
+        "--out", out, "--job-id", "j", "--quiet",
+        "--shim", os.path.join(build, "libp3dtrace.so")]
+    if cmd:
+        argv += ["--"] + job_cmdline(p, c)
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "sim failed (rc %d): %s" % (r.returncode, r.stderr[-300:])
+    truth = json.load(open(os.path.join(out, "j", "truth.json")))
+    bad = check_groups(p, c, truth)
+    if bad:
+        return "sim groups differ: " + "; ".join(bad[:2])
+    aj = os.path.join(tmp, "an.json")
+    r = subprocess.run([os.path.join(build, "p3d-analyze"), "-q", "--json",
+                        aj, os.path.join(out, "j")], capture_output=True,
+                       text=True)
+    if r.returncode not in (0,) or not os.path.exists(aj):
+        return "analyze failed (rc %d): %s" % (r.returncode, r.stderr[-300:])
+    return judge(p, c, json.load(open(aj)), truth)
+
+
+# make test's share of each profile in a sample of 40.
+SHARE = {"megatron-lazy": 14, "megatron-eager": 12, "titan": 8, "ddp": 3,
+         "fsdp": 3}
+
+
+def sample(all_runs, n):
+    """About n runs spread evenly over each profile's part of the matrix
+    (fixed: the same every time), world sizes up to 32 so make test stays
+    quick."""
+    out = []
+    for p, share in SHARE.items():
+        mine = [r for r in all_runs if r[0] == p and r[1]["world"] <= 32]
+        k = min(len(mine), max(1, round(share * n / 40)))
+        out += [mine[int(i * len(mine) / k)] for i in range(k)] if k else []
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sample", type=int, default=0)
+    ap.add_argument("--profile", action="append")
+    ap.add_argument("--build", default=os.environ.get(
+        "P3D_BUILD", os.path.join(SRC, "build")))
+    ap.add_argument("-v", action="store_true")
+    a = ap.parse_args()
+    profiles = a.profile or ["megatron-lazy", "megatron-eager", "titan",
+                             "ddp", "fsdp"]
+    todo = runs(profiles)
+    if a.sample:
+        todo = sample(todo, a.sample)
+    counts = {}
+    fails = 0
+    tmp = tempfile.mkdtemp(prefix="p3d-matrix-")
+    try:
+        for p, c, cmd in todo:
+            res = run_one(a.build, tmp, p, c, cmd, a.v)
+            kind = res.split(" ")[0].split(":")[0]
+            counts.setdefault(p, {}).setdefault(kind, 0)
+            counts[p][kind] += 1
+            name = "%s %s %s" % (p, "cmd" if cmd else "nocmd",
+                                 " ".join("%s=%s" % (k, c[k]) for k in
+                                          ("world", "tp", "pp", "cp", "ep", "dp"))
+                                 + " " + c.get("order", c.get("mesh", "")))
+            if kind in ("wrong", "sim", "analyze"):
+                fails += 1
+                print("FAIL", name, res)
+            elif a.v or kind == "ambiguous-miss":
+                print(kind.upper() if kind != "right" else "ok", name,
+                      res if kind != "right" else "")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    total = sum(sum(v.values()) for v in counts.values())
+    for p in profiles:
+        v = counts.get(p, {})
+        print("%-15s %4d runs: %s" % (p, sum(v.values()), ", ".join(
+            "%s %d" % (k, n) for k, n in sorted(v.items()))))
+    print("layout matrix: %d runs, %d right, %d said ambiguous, %d confident "
+          "wrong or failed" % (total, sum(v.get("right", 0) for v in
+                                          counts.values()),
+                               sum(v.get("ambiguous", 0) +
+                                   v.get("ambiguous-miss", 0)
+                                   for v in counts.values()), fails))
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()
