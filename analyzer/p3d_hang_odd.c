@@ -16,6 +16,7 @@
  *     the network and NCCL (p3d_hang_out.c).
  */
 #include "p3d_hang_int.h"
+#include "p3d_layout.h"
 #include "p3d_match.h"
 #include "p3d_util.h"
 
@@ -42,22 +43,47 @@ static int64_t p3d_ho_field(const struct p3d_rec_op *o, int field)
     }
 }
 
+/* The pipeline stage all members of d lie in, or -1 (none known, or it
+ * spans stages). */
+static int p3d_ho_stage(const struct p3d_job *job, const struct p3d_gcomm *d)
+{
+    int c[P3D_AX_N], s = -1;
+
+    if (!job->layout.valid || job->layout.size[P3D_AX_PP] < 2)
+        return -1;
+    for (int j = 0; j < d->n_members; j++) {
+        if (d->members[j] >= job->world_size)
+            return -1;
+        p3d_layout_coords(&job->layout, d->members[j], c);
+        if (j > 0 && c[P3D_AX_PP] != s)
+            return -1;
+        s = c[P3D_AX_PP];
+    }
+    return s;
+}
+
 /*
  * How many members of the communicators labelled like `comm` (its own
- * included) issued value v in field `field` at seq `seq`.
+ * included) issued value v in field `field` at seq `seq`.  Groups inside
+ * one pipeline stage vote only with groups of the same stage: stages run
+ * different programs (Megatron's first and last stages broadcast the
+ * batch on TP, the last runs the loss), so a TP group of another stage
+ * issues other ops at the same seq.
  */
 static int p3d_ho_votes(const struct p3d_hg *g, uint64_t comm, uint64_t seq,
                         int field, int64_t v)
 {
-    int gi = p3d_map_get(&g->job->comm_idx, comm), n = 0;
+    int gi = p3d_map_get(&g->job->comm_idx, comm), n = 0, stage;
     const struct p3d_gcomm *c;
 
     if (gi < 0)
         return 0;
     c = &g->job->comms[gi];
+    stage = p3d_ho_stage(g->job, c);
     for (int k = 0; k < g->job->n_comms; k++) {
         const struct p3d_gcomm *d = &g->job->comms[k];
-        if (d->label != c->label || d->n_members != c->n_members)
+        if (d->label != c->label || d->n_members != c->n_members ||
+            (stage >= 0 && p3d_ho_stage(g->job, d) != stage))
             continue;
         for (int j = 0; j < d->n_members; j++) {
             int b = d->members[j];

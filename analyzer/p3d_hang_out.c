@@ -84,6 +84,12 @@ static void p3d_ho_stack(FILE *f, const struct p3d_job *job, int r,
     }
 }
 
+static const char *p3d_ho_owed_how(int how)
+{
+    return how == 1 ? "its next op, per a rank of the same stage"
+           : how == 2 ? "the only op waited on" : "earliest wait on it";
+}
+
 static void p3d_ho_root(FILE *f, const struct p3d_job *job,
                         const struct p3d_hang_root *rt)
 {
@@ -96,14 +102,18 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
                 rt->owed_how == 1 ? "its next op, per a rank of the same "
                 "stage" : rt->owed_how == 2 ? "the only one waited on"
                 : "earliest wait on it");
+    else if (rt->owed_op >= 0 && rt->state == P3D_HS_NO_TRACE)
+        fprintf(f, "    its peers wait for its part of %s #%" PRIu64
+                " on comm 0x%016" PRIx64 " (%s) [%s]; with no trace of it, "
+                "what it issued is not known\n",
+                p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_comm,
+                p3d_ho_lbl(rt->owed_label), p3d_ho_owed_how(rt->owed_how));
     else if (rt->owed_op >= 0)
         fprintf(f, "    never issued: %s #%" PRIu64 " on comm 0x%016" PRIx64
                 " (%s) [%s]; it issued %" PRIu64 " ops on that comm\n",
                 p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_comm,
-                p3d_ho_lbl(rt->owed_label), rt->owed_how == 1
-                ? "its next op, per a rank of the same stage"
-                : rt->owed_how == 2 ? "the only op waited on"
-                : "earliest wait on it", rt->issued_on_comm);
+                p3d_ho_lbl(rt->owed_label), p3d_ho_owed_how(rt->owed_how),
+                rt->issued_on_comm);
     if (rt->last != NULL) {
         fprintf(f, "    last op: %s seq %" PRIu64 " on comm 0x%016" PRIx64
                 " (%s), %.3f s before the trace ends; %zu ops in all\n",

@@ -39,6 +39,7 @@ B = "--tp 1 --cp 2 --pp 2 --dp 2 -m 4"
 C = "--tp 1 --pp 4 --dp 2 -m 8"       # longer 1F1B steady state
 AS = A + " --async"                   # GPU-like streams: calls return,
                                       # ops never complete
+E = "--tp 2 --dp 4 --ep 2 -m 4"       # MoE: all-to-all on EP
 # (layout, fault kind, rank, group, n, in the quick subset)
 F = []
 def f(lay, kind, rank, grp, ns, quick=()):
@@ -70,6 +71,20 @@ f(AS, "hang", 2, "tp", [13])
 f(AS, "hang", 6, "dp", [3])
 f(AS, "kill", 3, None, [20])
 f(C, "hang", 1, "dp", [2])                               # optimizer AG
+# PyTorch Flight Recorder's scenario kinds (torch/distributed/
+# flight_recorder/components/builder.py, types.py MatchState;
+# test/distributed/flight_recorder/test_fr_analysis.py): size, dtype and
+# collective-type mismatch, inside a coalesced group, p2p pairing,
+# all_to_all sizes, a missing dump, and a mismatch after the first.
+f(A, "mismatch:dtype", 2, "tp", [5], quick=(5,))         # bf16/int64 swap
+f(A, "mismatch:kind", 2, "tp", [5], quick=(5,))          # AllReduce/Bcast
+f(A, "mismatch:kind", 4, "dp", [1], quick=(1,))          # RS/AG: hangs
+f(A, "mismatch:op", 7, "tp", [30])                       # max vs sum
+f(A, "mismatch", 4, "dp", [2], quick=(2,))               # 2nd of a group
+f(A, "mismatch", 1, "pp", [3], quick=(3,))               # send/recv sizes
+f(E, "mismatch", 3, "ep", [3], quick=(3,))               # all_to_all size
+f(A, "missing", 5, "tp", [30], quick=(30,))              # root's dump lost
+f(A, "twomm", 2, "tp", [5], quick=(5,))                  # and 7:tp:30:op
 F = [x for x in F if mode == "full" or x[5]]
 
 def stop_children(pid):
@@ -87,8 +102,14 @@ def stop_children(pid):
 def run(i):
     lay, kind, rank, grp, n, _ = F[i]
     name = f"f{i:02d}-{kind}-{rank}-{grp}-{n}"
+    what = kind.split(":")[1] if ":" in kind else None
     arg = {"hang": f"--hang {rank}:{grp}:{n}", "kill": f"--kill {rank}:{n}",
-           "mismatch": f"--mismatch {rank}:{grp}:{n}"}[kind]
+           "mismatch": f"--mismatch {rank}:{grp}:{n}" + (f":{what}" if what
+                                                        else ""),
+           "missing": f"--hang {rank}:{grp}:{n}",
+           "twomm": f"--mismatch {rank}:{grp}:{n} --mismatch 7:tp:30:op",
+           }[kind.split(":")[0]]
+    name = name.replace(":", "_")
     env = dict(os.environ, P3D_HANG_TIMEOUT=str(TIMEOUT), P3D_QUIET="1")
     cmd = ([f"{build}/p3d-sim"] + lay.split() + arg.split()
            + ["--iters", "1", "--fwd-ms", "1", "--bwd-ms", "1", "--opt-ms",
@@ -115,6 +136,8 @@ def run(i):
                 stop_children(sim.pid)
                 stop_at = float("inf")
         sim.wait()
+    if kind == "missing":               # the root's dump is lost
+        os.unlink(f"{out}/{name}/rank-{rank:05d}.p3d")
     with open(f"{out}/{name}.txt", "w") as txt:
         subprocess.run([f"{build}/p3d-analyze", "-q", "--json",
                         f"{out}/{name}.json", f"{out}/{name}"], stdout=txt)
@@ -130,6 +153,9 @@ AXES = {"tp": ["tp"], "cp": ["cp"], "pp": ["pp"], "dp": ["dp", "cp"],
 def members(t, grp, rank):
     """Global ranks of rank's group of kind grp, from the coordinates."""
     co = {r["rank"]: r["coords"] for r in t["ranks"]}
+    if grp not in AXES:                 # ep: the truth's own group
+        return next(sorted(g["members"]) for g in t["groups"]
+                    if g["group"] == grp and rank in g["members"])
     vary = AXES[grp]
     if vary is None:
         return sorted(co)
@@ -137,6 +163,13 @@ def members(t, grp, rank):
     return sorted(r for r, c in co.items()
                   if all(c[a] == co[rank][a] for a in c if a not in vary)
                   and (grp != "emb" or c["pp"] in (0, last)))
+
+def named(h, an, t, rank, grp, seq):
+    """The mismatch of rank on its grp communicator (at seq, collectives;
+    Send/Recv are matched by their pair's own seq) is in h."""
+    comms = comm_of(an, members(t, grp, rank))
+    return [m for m in h["mismatches"] if m["odd_rank"] == rank and
+            m["comm"] in comms and (grp == "pp" or m["seq"] == seq)]
 
 def check_watchdog(name, an):
     err = open(f"{out}/{name}.err").read()
@@ -164,11 +197,18 @@ def check(i, name):
     t = json.load(open(f"{out}/{name}/truth.json"))
     an = json.load(open(f"{out}/{name}.json"))
     h = an["hang"]
-    if kind == "mismatch":
-        g = {"members": members(t, grp, rank)}
-        hits = [m for m in h["mismatches"] if m["odd_rank"] == rank and
-                m["comm"] in comm_of(an, g["members"]) and m["seq"] == n - 1]
-        return None if hits else f"mismatch not named: {h['mismatches']}"
+    if kind.startswith("mismatch") or kind == "twomm":
+        if not named(h, an, t, rank, grp, n - 1):
+            return f"mismatch not named: {h['mismatches']}"
+        if kind == "twomm" and not named(h, an, t, 7, "tp", 29):
+            return f"second mismatch not named: {h['mismatches']}"
+        if h["detected"] and h["root_ranks"] != [rank]:
+            return f"hung, roots {h['root_ranks']}, not the odd rank {rank}"
+        return None
+    if kind == "missing":
+        ok = h["detected"] and h["root_ranks"] == [rank] and \
+            h["roots"][0]["state"] == "no_trace"
+        return None if ok else f"missing dump: roots {h['roots']}"
     if not h["detected"] or h["root_ranks"] != [rank]:
         return f"roots {h['root_ranks']} (detected {h['detected']})"
     root = h["roots"][0]

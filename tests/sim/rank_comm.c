@@ -191,6 +191,40 @@ static void rank_kill(struct rank_ctx *x)
     raise(SIGKILL);
 }
 
+/* The injected mismatch of one op other than its count; 0 if the op
+ * has no such field to get wrong. */
+static int rank_mismatch(struct rank_op *o, int what, int red)
+{
+    switch (what) {
+    case SIM_MM_REDOP:
+        if (!red)
+            return 0;
+        o->op = o->op == ncclMax ? ncclSum : ncclMax;
+        return 1;
+    case SIM_MM_DTYPE:   /* same width: the buffers stay big enough */
+        o->dt = o->dt == ncclBfloat16 ? ncclFloat16
+                : o->dt == ncclFloat16 ? ncclBfloat16
+                : o->dt == ncclFloat32 ? ncclInt32
+                : o->dt == ncclInt32 ? ncclFloat32
+                : o->dt == ncclInt64 ? ncclFloat64 : ncclInt64;
+        return 1;
+    case SIM_MM_KIND:    /* same buffer sizes */
+        if (o->kind == SK_ALLREDUCE || o->kind == SK_BROADCAST) {
+            o->kind = o->kind == SK_ALLREDUCE ? SK_BROADCAST : SK_ALLREDUCE;
+            o->peer = 0;
+            return 1;
+        }
+        if (o->kind == SK_REDUCESCATTER || o->kind == SK_ALLGATHER) {
+            o->kind = o->kind == SK_ALLGATHER ? SK_REDUCESCATTER
+                                              : SK_ALLGATHER;
+            return 1;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 /* Apply the faults meant for this batch; may not return. */
 static void rank_faults(struct rank_ctx *x, struct rank_op *ops, int n)
 {
@@ -207,16 +241,17 @@ static void rank_faults(struct rank_ctx *x, struct rank_op *ops, int n)
             rank_hang(x, g);
         if (x->rank == c->kill_rank && nt == (uint64_t)c->kill_n)
             rank_kill(x);
-        if (x->rank == c->mismatch_rank && g == c->mismatch_grp &&
-            ng == (uint64_t)c->mismatch_n) {
+        for (int m = 0; m < c->n_mm; m++) {
             int k = ops[i].kind, red = k == SK_ALLREDUCE ||
                                        k == SK_REDUCESCATTER || k == SK_REDUCE;
 
-            if (c->mismatch_redop && red)   /* else: no op to get wrong */
-                ops[i].op = ops[i].op == ncclMax ? ncclSum : ncclMax;
-            else
-                ops[i].count += 1;
-            x->t->mismatch_op = nt;
+            if (x->rank != c->mm[m].rank || g != c->mm[m].grp ||
+                ng != (uint64_t)c->mm[m].n)
+                continue;
+            if (!rank_mismatch(&ops[i], c->mm[m].what, red))
+                ops[i].count += 1;   /* nothing else to get wrong */
+            if (!x->t->mismatch_op)
+                x->t->mismatch_op = nt;
         }
     }
 }

@@ -51,6 +51,11 @@ enum sim_busy_kind { SB_FWD, SB_BWD, SB_OPT, SB_HANG };
  * (rank_sched.c, rank_titan.c). */
 enum sim_framework { SIM_FW_MEGATRON, SIM_FW_DDP, SIM_FW_FSDP, SIM_FW_TITAN };
 
+/* --mismatch R:G:N[:what]: count+1 (the default), another reduction op,
+ * another datatype of the same width, another collective of the same
+ * buffer sizes (AllReduce <-> Broadcast, ReduceScatter <-> AllGather). */
+enum sim_mism { SIM_MM_COUNT, SIM_MM_REDOP, SIM_MM_DTYPE, SIM_MM_KIND };
+
 struct sim_skew {
     int rank;
     long long ns;
@@ -86,9 +91,12 @@ struct sim_cfg {
     long hang_n;
     int kill_rank;
     long kill_n;
-    int mismatch_rank, mismatch_grp;
-    long mismatch_n;
-    int mismatch_redop;          /* 1: wrong reduction op, else count+1 */
+    struct sim_mm {              /* --mismatch, given once or twice */
+        int rank, grp;
+        long n;
+        int what;                /* enum sim_mism */
+    } mm[2];
+    int n_mm;
     int n_skew;
     struct sim_skew skew[SIM_MAX_SKEW];
     /* driver */

@@ -23,7 +23,10 @@ static const char sim_usage[] =
 "         --ep N (MoE: all-to-all per layer on EP, expert grads on EP-DP)\n"
 "bytes:   --tp-bytes --pp-bytes --cp-bytes --dp-bytes --emb-bytes (K/M ok)\n"
 "faults:  --straggler R:PCT --hang R:GROUP:N --kill R:N --skew R:NS\n"
-"         --mismatch R:GROUP:N[:op] (count+1, or :op another reduction;\n"
+"         --mismatch R:GROUP:N[:op|:dtype|:kind] (count+1; :op another\n"
+"         reduction; :dtype fp16<->bf16, fp32<->int32; :kind AllReduce<->\n"
+"         Broadcast, ReduceScatter<->AllGather, else count+1; at most\n"
+"         twice);\n"
 "         GROUP: world dp cp mp tp pp emb distopt\n"
 "         ep epdp;\n"
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
@@ -100,7 +103,7 @@ static void sim_defaults(struct sim_cfg *c)
     c->dist_opt = 1;
     c->ep = 1;
     c->straggler_rank = c->hang_rank = c->kill_rank = -1;
-    c->mismatch_rank = -1;
+    c->mm[0].rank = c->mm[1].rank = -1;
     snprintf(c->out, sizeof(c->out), "traces");
     c->timeout_s = 60;
     c->grace_s = 1;
@@ -136,6 +139,8 @@ static const struct option sim_opts[] = {
 
 static int sim_opt(struct sim_cfg *c, int o, const char *a)
 {
+    struct sim_mm *mm;
+
     switch (o) {
     case O_TP: c->size[SA_TP] = atoi(a); break;
     case O_PP: c->size[SA_PP] = atoi(a); break;
@@ -167,9 +172,13 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_HANG: return sim_fault3(a, &c->hang_rank, &c->hang_grp, &c->hang_n);
     case O_KILL: return sim_fault2(a, &c->kill_rank, &c->kill_n);
     case O_MISM:
-        c->mismatch_redop = strstr(a, ":op") != NULL;
-        return sim_fault3(a, &c->mismatch_rank, &c->mismatch_grp,
-                          &c->mismatch_n);
+        if (c->n_mm == 2)
+            return -1;
+        mm = &c->mm[c->n_mm++];
+        mm->what = strstr(a, ":op") ? SIM_MM_REDOP
+                   : strstr(a, ":dtype") ? SIM_MM_DTYPE
+                   : strstr(a, ":kind") ? SIM_MM_KIND : SIM_MM_COUNT;
+        return sim_fault3(a, &mm->rank, &mm->grp, &mm->n);
     case O_SKEW:
         if (c->n_skew == SIM_MAX_SKEW ||
             sscanf(a, "%d:%lld", &c->skew[c->n_skew].rank,

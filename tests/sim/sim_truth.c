@@ -367,6 +367,13 @@ static void sim_json_header(FILE *f, const struct sim_cfg *c,
             (unsigned long long)c->emb_bytes);
 }
 
+static const char *sim_mm_name(const struct sim_mm *m)
+{
+    static const char *const n[] = { "count", "redop", "dtype", "kind" };
+
+    return m->rank < 0 ? "none" : n[m->what];
+}
+
 static void sim_json_fault3(FILE *f, const char *name, int rank, int g,
                             long n, const struct sim_cfg *c)
 {
@@ -392,11 +399,11 @@ static void sim_json_faults(FILE *f, const struct sim_cfg *c,
     else
         fprintf(f, "\"straggler\":null,");
     sim_json_fault3(f, "hang", c->hang_rank, c->hang_grp, c->hang_n, c);
-    sim_json_fault3(f, "mismatch", c->mismatch_rank, c->mismatch_grp,
-                    c->mismatch_n, c);
-    fprintf(f, "\"mismatch_kind\":\"%s\",",
-            c->mismatch_rank < 0 ? "none"
-            : c->mismatch_redop ? "redop" : "count");
+    sim_json_fault3(f, "mismatch", c->mm[0].rank, c->mm[0].grp, c->mm[0].n,
+                    c);
+    sim_json_fault3(f, "mismatch2", c->mm[1].rank, c->mm[1].grp,
+                    c->mm[1].n, c);
+    fprintf(f, "\"mismatch_kind\":\"%s\",", sim_mm_name(&c->mm[0]));
     if (c->kill_rank >= 0)
         fprintf(f, "\"kill\":{\"rank\":%d,\"n\":%ld},", c->kill_rank,
                 c->kill_n);
