@@ -48,7 +48,10 @@ struct p3d_hang_wait {
     int peer;            /* global rank of the P2P peer / root, else -1 */
     uint64_t t_enter;
     uint32_t stack_id;
-    int n_for;
+    int n_for;           /* waiting_for[0..n_for_op) are the peers of the op
+                            shown, the rest those of its other pending ops
+                            (other streams or communicators) */
+    int n_for_op;
     int waiting_for[P3D_HANG_WAITFOR];
     int depth;           /* distance to a root (0 = waits on it) */
     int inferred;        /* not in NCCL: blocked creating the comm */

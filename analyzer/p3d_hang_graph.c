@@ -229,7 +229,26 @@ static void p3d_hg_wait_plain(const struct p3d_hg *g, int a,
         }
 }
 
-/* The op rank a is blocked in: oldest op with a hard edge; whom for. */
+/* Add rank `to` to w's waiting_for once. */
+static void p3d_hg_for(struct p3d_hang_wait *w, int to)
+{
+    int k = 0;
+
+    while (k < w->n_for && w->waiting_for[k] != to)
+        k++;
+    if (k == w->n_for && w->n_for < P3D_HANG_WAITFOR)
+        w->waiting_for[w->n_for++] = to;
+}
+
+static int p3d_hg_same_wait(const struct p3d_hedge *a,
+                            const struct p3d_hedge *b)
+{
+    return a->comm == b->comm && a->seq == b->seq && a->op == b->op;
+}
+
+/* The op rank a is blocked in: oldest op with a hard edge; whom for:
+ * first the members that op waits for, then those of its other pending
+ * ops (a rank can wait on several streams at once). */
 static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
 {
     const struct p3d_hedge *best = NULL;
@@ -240,17 +259,17 @@ static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
     w->label = -1;
     for (size_t i = 0; i < g->n; i++) {
         const struct p3d_hedge *e = &g->e[i];
-        int k = 0;
-        if (e->from != a)
-            continue;
-        if (best == NULL || (e->hard > best->hard) ||
-            (e->hard == best->hard && e->t < best->t))
+        if (e->from == a && (best == NULL || (e->hard > best->hard) ||
+                             (e->hard == best->hard && e->t < best->t)))
             best = e;
-        while (k < w->n_for && w->waiting_for[k] != e->to)
-            k++;
-        if (k == w->n_for && w->n_for < P3D_HANG_WAITFOR)
-            w->waiting_for[w->n_for++] = e->to;
     }
+    for (size_t i = 0; best && i < g->n; i++)
+        if (g->e[i].from == a && p3d_hg_same_wait(&g->e[i], best))
+            p3d_hg_for(w, g->e[i].to);
+    w->n_for_op = w->n_for;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].from == a)
+            p3d_hg_for(w, g->e[i].to);
     if (best == NULL) {
         p3d_hg_wait_plain(g, a, w);
     } else if (best->o == NULL) {               /* an init */

@@ -148,9 +148,11 @@ static double p3d_ho_pending(const struct p3d_job *job,
 static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
                         const struct p3d_hang_wait *w)
 {
-    char who[128];
+    char who[128], also[128];
 
-    p3d_fmt_ranks(who, sizeof(who), w->waiting_for, w->n_for);
+    p3d_fmt_ranks(who, sizeof(who), w->waiting_for, w->n_for_op);
+    p3d_fmt_ranks(also, sizeof(also), w->waiting_for + w->n_for_op,
+                  w->n_for - w->n_for_op);
     if (w->inferred) {
         fprintf(f, "    rank %d is outside NCCL, blocked creating its next "
                 "(%s) communicator, whose NCCL id rank(s) %s never made "
@@ -169,13 +171,16 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
         fprintf(f, " since %.3f s,", p3d_ho_pending(job, w));
     else
         fprintf(f, " since a time the trace does not place,");
-    fprintf(f, " for %s%s%s\n",
-            w->n_for ? "rank(s) " : "", w->n_for ? who
+    fprintf(f, " for %s%s%s",
+            w->n_for_op ? "rank(s) " : "", w->n_for_op ? who
             : w->op == P3D_HANG_OP_INIT ? "members not known (no rank of "
               "its stage made this communicator)"
             : "no missing member (all arrived)",
             w->proven ? " [its call returned, but it cannot have completed:"
                         " they never issued their part]" : "");
+    if (w->n_for > w->n_for_op)
+        fprintf(f, "; its other pending ops wait for rank(s) %s", also);
+    fputc('\n', f);
 }
 
 static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
@@ -494,8 +499,11 @@ static void p3d_hj_wait(FILE *f, const struct p3d_job *job,
             w->depth, w->inferred ? "true" : "false",
             w->proven ? "true" : "false",
             p3d_ho_pending(job, w));
-    for (int k = 0; k < w->n_for; k++)
+    for (int k = 0; k < w->n_for_op; k++)
         fprintf(f, "%s%d", k ? ", " : "", w->waiting_for[k]);
+    fputs("], \"others_pending_wait_for\": [", f);
+    for (int k = w->n_for_op; k < w->n_for; k++)
+        fprintf(f, "%s%d", k > w->n_for_op ? ", " : "", w->waiting_for[k]);
     fputs("], ", f);
     p3d_hj_stack(f, job, w->rank, w->stack_id);
     fputs("}", f);
