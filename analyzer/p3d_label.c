@@ -60,6 +60,16 @@ static int p3d_use_grads(enum p3d_use use, unsigned bits)
     return grad && (bits & (B(P3D_LBL_DP) | B(P3D_LBL_DP_CP)));
 }
 
+/* Megatron's TP signature (int64 batch broadcasts with per-layer
+ * all-reduces, or with sequence parallelism) on a member set that is a TP
+ * group: TP = world, its group the first a rank uses when nothing runs on
+ * the default group first (Megatron-DeepSpeed, say). */
+static int p3d_use_tp(enum p3d_use use, unsigned bits)
+{
+    return (use == P3D_USE_BCAST || use == P3D_USE_SP) &&
+           (bits & B(P3D_LBL_TP));
+}
+
 static int p3d_first(unsigned bits)
 {
     for (int l = 0; l < P3D_LBL_COUNT; l++)
@@ -76,9 +86,10 @@ int p3d_label_pick(unsigned bits, enum p3d_use use, const struct p3d_gcomm *g,
     if (!bits)
         return P3D_LBL_OTHER;
     if ((bits & B(P3D_LBL_WORLD)) && g->order == 0 && dup_label < 0 &&
-        !p3d_use_grads(use, bits))
+        !p3d_use_grads(use, bits) && !p3d_use_tp(use, bits))
         return P3D_LBL_WORLD; /* the first communicator of every rank,
-                                 unless it carries, say, DDP's gradients */
+                                 unless it carries, say, DDP's gradients
+                                 or a world-wide TP group's batch */
     if (use == P3D_USE_TINY && (bits & B(P3D_LBL_WORLD)) &&
         !(tiny_int && (bits & B(P3D_LBL_MP))))
         return P3D_LBL_WORLD;

@@ -15,6 +15,8 @@ Profiles (what issues which collectives, and how communicators appear):
                   K/V all-gather, FSDP2 on dp_shard x cp (titan-groups)
   ddp, fsdp       plain PyTorch DDP / FSDP2 on the world group (the
                   data-parallel-only configurations)
+  deepspeed       Megatron-DeepSpeed: Megatron's TP, ZeRO-2 on DP (the
+                  TP x DP configurations)
 "cmd": the job's command line as its framework writes it (Megatron's flags
 for Megatron, torchtitan's for titan, a script's for ddp/fsdp), or none.
 
@@ -84,6 +86,8 @@ def runs(profiles):
             cfgs = mg
         elif p == "titan":
             cfgs = ti
+        elif p == "deepspeed":
+            cfgs = [c for c in mg if c["pp"] == c["cp"] == c["ep"] == 1]
         else:  # data parallel only
             cfgs = [c for c in mg if c["dp"] == c["world"] and c["ep"] == 1]
         for c in sorted(cfgs, key=key):
@@ -93,6 +97,9 @@ def runs(profiles):
 
 
 def job_cmdline(p, c):
+    if p == "deepspeed":
+        return ["pretrain_gpt.py", "--tensor-model-parallel-size",
+                str(c["tp"]), "--deepspeed", "--zero-stage", "2"]
     if p.startswith("megatron"):
         a = ["pretrain_gpt.py", "--tensor-model-parallel-size", c["tp"],
              "--pipeline-model-parallel-size", c["pp"],
@@ -117,7 +124,7 @@ def sim_args(p, c, groups_file):
         a += ["--ep", c["ep"], "--order", c["order"]]
     if p == "megatron-eager":
         a += ["--eager-groups", groups_file]
-    if p in ("titan", "ddp", "fsdp"):
+    if p in ("titan", "ddp", "fsdp", "deepspeed"):
         a += ["--framework", p]
     return [str(x) for x in a]
 
@@ -267,8 +274,8 @@ def run_one(build, tmp, p, c, cmd, verbose):
 
 
 # make test's share of each profile in a sample of 40.
-SHARE = {"megatron-lazy": 14, "megatron-eager": 12, "titan": 8, "ddp": 3,
-         "fsdp": 3}
+SHARE = {"megatron-lazy": 12, "megatron-eager": 11, "titan": 8, "ddp": 3,
+         "fsdp": 3, "deepspeed": 3}
 
 
 def sample(all_runs, n):
@@ -292,7 +299,7 @@ def main():
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     profiles = a.profile or ["megatron-lazy", "megatron-eager", "titan",
-                             "ddp", "fsdp"]
+                             "ddp", "fsdp", "deepspeed"]
     todo = runs(profiles)
     if a.sample:
         todo = sample(todo, a.sample)

@@ -45,8 +45,8 @@ static size_t rank_buf_bytes(const struct sim_cfg *c)
     m = c->cp_bytes > m ? c->cp_bytes : m;
     m = c->dp_bytes > m ? c->dp_bytes : m;
     m = c->emb_bytes > m ? c->emb_bytes : m;
-    if ((c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP) &&
-        rank_torch_buf_bytes(c) > m)
+    if ((c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP ||
+         c->framework == SIM_FW_DEEPSPEED) && rank_torch_buf_bytes(c) > m)
         m = rank_torch_buf_bytes(c);
     return (size_t)m + 65536;
 }
@@ -88,7 +88,8 @@ int p3dsim_rank_main(const struct sim_cfg *c, int rank, const char *scratch)
         fprintf(stderr, "p3d-sim: rank %d: eager groups failed\n", rank);
         return 1;
     }
-    if (c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP) {
+    if (c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP ||
+        c->framework == SIM_FW_DEEPSPEED) {
         for (x.iter = 0; x.iter < c->iters; x.iter++)
             rank_torch_iteration(&x);
         rank_destroy_comms(&x);

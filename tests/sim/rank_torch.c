@@ -19,6 +19,17 @@
  *         of its fp32 gradients with AVG (torchtitan's reduce_dtype); the
  *         root unit (embedding, output) is gathered once, its gradients
  *         reduce-scattered at the end.
+ *   deepspeed  Megatron-DeepSpeed with ZeRO stage 2 (deepspeedai/DeepSpeed
+ *         deepspeed/runtime/zero/stage_1_and_2.py): TP as Megatron's (per
+ *         micro-batch int64 broadcasts of the batch on TP, per layer a bf16
+ *         all-reduce of the activations); at the last micro-batch the
+ *         gradient buckets all-reduced on DP in bf16 (average_tensor with
+ *         use_multi_rank_bucket_allreduce, the default: allreduce_and_
+ *         scatter of reduce_bucket_size buckets; whole parameters until
+ *         the bucket is full, so the sizes differ); the grad norm, an fp32
+ *         all-reduce on TP (model_parallel_group) and on DP
+ *         (dp_process_group); the optimizer; the updated bf16 partitions
+ *         all-gathered on DP (all_gather_dp_groups).
  * Sizes scale with --dp-bytes (a real MiB is dp_bytes / 16 here).
  */
 #include "rank.h"
@@ -130,6 +141,49 @@ static void rank_fsdp_iteration(struct rank_ctx *x)
     rank_compute(x, SB_OPT, 0, c->opt_ms);
 }
 
+/* DeepSpeed's gradient bucket b, bf16 elements (a little under the
+ * bucket size: the next whole parameter did not fit). */
+static size_t rank_ds_bucket(const struct rank_ctx *x, int b)
+{
+    static const size_t under[] = {4099, 511, 12289, 77, 6007, 2003};
+
+    return 4 * RANK_MIB(x->cfg) - under[b % 6];
+}
+
+static void rank_ds_iteration(struct rank_ctx *x)
+{
+    const struct sim_cfg *c = x->cfg;
+    int tp = c->size[SA_TP], dp = c->size[SA_DP];
+    size_t part = 0;
+
+    for (int mb = 0; mb < c->m; mb++) {
+        for (int i = 0; i < 2; i++)   /* broadcast_data: sizes, tokens */
+            rank_one(x, SG_TP, SK_BROADCAST, i ? 1024 : 8, ncclInt64,
+                     ncclSum, 0);
+        for (int l = 0; l < c->layers; l++) {
+            rank_compute(x, SB_FWD, mb, c->fwd_ms[0] / c->layers);
+            rank_tp_out(x);
+        }
+        for (int l = c->layers - 1; l >= 0; l--) {
+            rank_compute(x, SB_BWD, mb, c->bwd_ms[0] / c->layers);
+            rank_tp_out(x);
+        }
+    }
+    for (int b = 0; dp > 1 && b <= c->buckets; b++) {
+        rank_one(x, SG_DP_CP, SK_ALLREDUCE, rank_ds_bucket(x, b),
+                 ncclBfloat16, ncclSum, -1);
+        part += rank_ds_bucket(x, b);
+    }
+    if (tp > 1)
+        rank_one(x, SG_TP, SK_ALLREDUCE, 1, ncclFloat32, ncclSum, -1);
+    if (dp > 1)
+        rank_one(x, SG_DP_CP, SK_ALLREDUCE, 1, ncclFloat32, ncclSum, -1);
+    rank_compute(x, SB_OPT, 0, c->opt_ms);
+    if (dp > 1)
+        rank_one(x, SG_DP_CP, SK_ALLGATHER, part / (size_t)dp, ncclBfloat16,
+                 ncclSum, -1);
+}
+
 int rank_torch_iteration(struct rank_ctx *x)
 {
     struct sim_step *s = &x->t->steps[x->iter];
@@ -140,6 +194,8 @@ int rank_torch_iteration(struct rank_ctx *x)
         rank_ddp_init(x); /* DistributedDataParallel(model) */
     if (x->cfg->framework == SIM_FW_DDP)
         rank_ddp_iteration(x);
+    else if (x->cfg->framework == SIM_FW_DEEPSPEED)
+        rank_ds_iteration(x);
     else
         rank_fsdp_iteration(x);
     rank_sync(x);

@@ -49,7 +49,8 @@ enum sim_busy_kind { SB_FWD, SB_BWD, SB_OPT, SB_HANG };
  * plain PyTorch DDP / FSDP2 on the world group (rank_torch.c), or
  * torchtitan's DeviceMesh parallelisms with Megatron's schedules
  * (rank_sched.c, rank_titan.c). */
-enum sim_framework { SIM_FW_MEGATRON, SIM_FW_DDP, SIM_FW_FSDP, SIM_FW_TITAN };
+enum sim_framework { SIM_FW_MEGATRON, SIM_FW_DDP, SIM_FW_FSDP, SIM_FW_TITAN,
+                     SIM_FW_DEEPSPEED };
 
 /* --mismatch R:G:N[:what]: count+1 (the default), another reduction op,
  * another datatype of the same width, another collective of the same

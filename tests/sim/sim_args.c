@@ -32,8 +32,9 @@ static const char sim_usage[] =
 "         N counts ops from 1: the N-th op is never issued / is wrong)\n"
 "run:     --out DIR --job-id ID --shim PATH/libp3dtrace.so --timeout S\n"
 "         --grace S --comm-names --async --quiet --stop-when-hung[=KILL]\n"
-"         --framework megatron|ddp|fsdp|titan (ddp, fsdp: PyTorch on the\n"
-"         world group, --dp only; titan: torchtitan's DeviceMesh jobs)\n"
+"         --framework megatron|ddp|fsdp|titan|deepspeed (ddp, fsdp: PyTorch\n"
+"         on the world group, --dp only; titan: torchtitan's DeviceMesh\n"
+"         jobs; deepspeed: Megatron-DeepSpeed TP + ZeRO-2, --tp --dp)\n"
 "         --eager-groups FILE (every group of FILE, one 'NAME r0 r1 ..'\n"
 "         a line, split from WORLD at start, as torch with device_id)\n"
 "         -- ARGS: the job's own command line, ignored (the shim records\n"
@@ -210,6 +211,8 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
             c->framework = SIM_FW_FSDP;
         else if (!strcmp(a, "titan"))
             c->framework = SIM_FW_TITAN;
+        else if (!strcmp(a, "deepspeed"))
+            c->framework = SIM_FW_DEEPSPEED;
         else
             return -1;
         break;
@@ -252,6 +255,12 @@ static int sim_check(struct sim_cfg *c)
         (c->world != c->size[SA_DP] || c->ep > 1)) {
         fprintf(stderr, "p3d-sim: error: --framework ddp|fsdp is data "
                 "parallel only: give --dp alone\n");
+        return -1;
+    }
+    if (c->framework == SIM_FW_DEEPSPEED &&
+        (c->size[SA_PP] > 1 || c->size[SA_CP] > 1 || c->ep > 1)) {
+        fprintf(stderr, "p3d-sim: error: --framework deepspeed is TP + DP: "
+                "give --tp and --dp\n");
         return -1;
     }
     if (sim_parse_order(c->order_str, c->order) != 0 ||
