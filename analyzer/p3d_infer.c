@@ -17,7 +17,12 @@
  * Confidence (what the report and JSON layout.confidence say):
  *   certain    the Megatron command line or --layout states it, the traces
  *              agree, and every rank's trace was read;
- *   likely     inferred, and no other layout fits the traces as well;
+ *   likely     inferred, no other layout fits the traces as well, and it
+ *              fits them whole: every communicator of 2+ ranks is one of
+ *              its groups and every one whose traffic has a kind's
+ *              signature is a group of that kind (else the job has groups
+ *              or uses the layout model does not know, HSDP's shard and
+ *              replica groups say, and the answer is "ambiguous");
  *   ambiguous  another layout fits exactly as well but would label some
  *              observed communicator differently (the priors above chose);
  *              or ranks are missing, so groups are only partly seen;
@@ -25,6 +30,7 @@
  *              layout shown is a placeholder (a single rank file, say).
  * The alternatives listed are the best other layouts, with why each lost.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +45,7 @@ const char *const p3d_conf_name[] = {"certain", "likely", "ambiguous",
 
 struct p3d_score {
     int explained, usage, primary, total;
+    int wanted; /* communicators whose traffic points at some group kind */
     int unseen; /* axes > 1 with no observed group (lower is better) */
 };
 
@@ -88,7 +95,7 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
                                   const enum p3d_use *use)
 {
-    struct p3d_score s = {0, 0, 0, 0, 0};
+    struct p3d_score s = {0, 0, 0, 0, 0, 0};
     unsigned seen = 0;
 
     for (int i = 0; i < job->n_comms; i++) {
@@ -103,8 +110,10 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
             s.total++;
             s.explained += bits != 0;
         }
-        if (want)
+        if (want) {
             s.usage += (bits & want) != 0;
+            s.wanted++;
+        }
         s.primary += (bits & p3d_use_primary(use[i])) != 0;
     }
     s.unseen = p3d_unseen(l, seen);
@@ -326,6 +335,38 @@ static const struct p3d_cand *p3d_rival(const struct p3d_search *s,
     return NULL;
 }
 
+/* What of the traces the chosen layout leaves unexplained, in buf; 0 if
+ * nothing: every communicator of 2+ ranks is one of its groups, and every
+ * one with a kind's traffic signature a group of that kind. */
+static int p3d_misfit(const struct p3d_search *s, const struct p3d_layout *l,
+                      char *buf, size_t n)
+{
+    const struct p3d_job *job = s->job;
+
+    for (int i = 0; i < job->n_comms; i++) {
+        const struct p3d_gcomm *g = &job->comms[i];
+        unsigned bits, want = p3d_use_labels(s->use[i]);
+
+        if (!g->n_members || g->n_missing)
+            continue;
+        bits = p3d_layout_match(l, g->members, g->n_members);
+        if (g->n_members >= 2 && !bits) {
+            snprintf(buf, n, "comm 0x%016" PRIx64 " (%d ranks from %d) is "
+                     "none of its groups", g->hash, g->n_members,
+                     g->members[0]);
+            return 1;
+        }
+        if (want && !(bits & want)) {
+            snprintf(buf, n, "comm 0x%016" PRIx64 " (%d ranks from %d) "
+                     "carries %s traffic, not that of the group it would be",
+                     g->hash, g->n_members, g->members[0],
+                     p3d_use_name[s->use[i]]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* out->confidence and conf_why (the rule is in the comment at the top). */
 static void p3d_confidence(const struct p3d_search *s, int stated,
                            struct p3d_layout *out)
@@ -334,7 +375,7 @@ static void p3d_confidence(const struct p3d_search *s, int stated,
     int w = p3d_job_world(job);
     int found = p3d_job_ranks_found(job);
     const struct p3d_cand *rival = NULL;
-    char r[96];
+    char r[160];
 
     if (out->total == 0) {
         out->confidence = P3D_CONF_NONE;
@@ -365,6 +406,10 @@ static void p3d_confidence(const struct p3d_search *s, int stated,
     } else if (stated) {
         snprintf(out->conf_why, sizeof(out->conf_why), "stated, but the "
                  "traces fit another layout better");
+    } else if (p3d_misfit(s, out, r, sizeof(r))) {
+        snprintf(out->conf_why, sizeof(out->conf_why), "the best layout "
+                 "does not fit the traces whole: %s (the job may have groups "
+                 "its tp/cp/ep/dp/pp model lacks)", r);
     } else {
         out->confidence = P3D_CONF_LIKELY;
         snprintf(out->conf_why, sizeof(out->conf_why), "inferred: no other "

@@ -109,7 +109,7 @@ struct p3d_layout {
     char best[96];          /* best inferred layout, as text */
     int best_explained;
     int confidence;         /* P3D_CONF_* (p3d_infer.c says when) */
-    char conf_why[200];     /* the reason, one clause */
+    char conf_why[320];     /* the reason, one clause */
     int n_alts;             /* other layouts that fit, best first */
     struct p3d_layout_alt {
         char text[96];      /* "tp=1 cp=1 ep=1 dp=8 pp=1 order=..." */

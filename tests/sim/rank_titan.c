@@ -26,6 +26,11 @@
  *        the grad norm (fp32, a DTensor all-reduce over each sharded
  *        mesh: FSDP's, TP's; with PP also on pp), the optimizer, the
  *        loss-is-finite check (int32 min) on the loss mesh and on pp.
+ *   HSDP (--dp-replicate R): fully_shard on the 2-D mesh (dp_replicate,
+ *        dp_shard_cp): gathers and reduce-scatters on dp_shard x cp, then
+ *        the reduced shard all-reduced (fp32, AVG) across the R replicas
+ *        (_fsdp_collectives.py foreach_reduce: all_reduce on the
+ *        replicate group after the reduce-scatter).
  * Mesh dims of size 1 do not exist, so nothing is issued on them.
  */
 #include "rank.h"
@@ -36,8 +41,7 @@
  * then appear as several communicators). */
 static int rank_titan_fsdp_grp(const struct rank_ctx *x)
 {
-    (void)x;
-    return SG_DP_CP;
+    return x->cfg->dp_rep > 1 ? SG_DPSHARD : SG_DP_CP;
 }
 
 static int rank_titan_fsdp(const struct rank_ctx *x)
@@ -48,8 +52,9 @@ static int rank_titan_fsdp(const struct rank_ctx *x)
 static size_t rank_titan_shard(const struct rank_ctx *x, size_t bytes,
                                size_t width)
 {
+    int rep = x->cfg->dp_rep > 1 ? x->cfg->dp_rep : 1;
     size_t n = bytes / width /
-               (size_t)(x->cfg->size[SA_DP] * x->cfg->size[SA_CP]);
+               (size_t)(x->cfg->size[SA_DP] / rep * x->cfg->size[SA_CP]);
 
     return n ? n : 1;
 }
@@ -73,6 +78,10 @@ static void rank_titan_reduce(struct rank_ctx *x, int mb)
     rank_one(x, rank_titan_fsdp_grp(x), SK_REDUCESCATTER,
              rank_titan_shard(x, x->cfg->dp_bytes / 4, 4), ncclFloat32,
              ncclAvg, -1);
+    if (x->cfg->dp_rep > 1)
+        rank_one(x, SG_DPREP, SK_ALLREDUCE,
+                 rank_titan_shard(x, x->cfg->dp_bytes / 4, 4), ncclFloat32,
+                 ncclAvg, -1);
 }
 
 static void rank_titan_kv_gather(struct rank_ctx *x)
@@ -99,13 +108,14 @@ void rank_titan_layer(struct rank_ctx *x, int kind, int mb, double ms)
         rank_titan_reduce(x, mb);
 }
 
-/* A 1-element all-reduce on each of the step's meshes that exist. */
+/* A 1-element all-reduce on each of the step's meshes that exist: dp
+ * (SG_DP_CP, the loss mesh dp_replicate x dp_shard x cp, or FSDP's shard
+ * mesh), tp, pp. */
 static void rank_titan_small(struct rank_ctx *x, ncclDataType_t dt,
-                             ncclRedOp_t op, int on_fsdp, int on_tp,
-                             int on_pp)
+                             ncclRedOp_t op, int dp, int on_tp, int on_pp)
 {
-    if (on_fsdp && rank_titan_fsdp(x))
-        rank_one(x, rank_titan_fsdp_grp(x), SK_ALLREDUCE, 1, dt, op, -1);
+    if (dp >= 0 && rank_titan_fsdp(x))
+        rank_one(x, dp, SK_ALLREDUCE, 1, dt, op, -1);
     if (on_tp && x->cfg->size[SA_TP] > 1)
         rank_one(x, SG_TP, SK_ALLREDUCE, 1, dt, op, -1);
     if (on_pp && x->pp > 1)
@@ -114,14 +124,15 @@ static void rank_titan_small(struct rank_ctx *x, ncclDataType_t dt,
 
 void rank_titan_step_start(struct rank_ctx *x)
 {
-    rank_titan_small(x, ncclInt64, ncclSum, 1, 0, 0);   /* valid tokens */
+    rank_titan_small(x, ncclInt64, ncclSum, SG_DP_CP, 0, 0); /* tokens */
 }
 
 void rank_titan_step_end(struct rank_ctx *x)
 {
-    rank_titan_small(x, ncclFloat32, ncclSum, 1, 1, 1); /* grad norm */
+    rank_titan_small(x, ncclFloat32, ncclSum, rank_titan_fsdp_grp(x), 1,
+                     1);                                /* grad norm */
     rank_sync(x);                                       /* .item() */
     rank_compute(x, SB_OPT, 0, x->cfg->opt_ms);
-    rank_titan_small(x, ncclInt32, ncclMin, 1, 0, 1);   /* loss finite */
+    rank_titan_small(x, ncclInt32, ncclMin, SG_DP_CP, 0, 1); /* finite */
     rank_sync(x);
 }

@@ -33,6 +33,8 @@ enum sim_grp {
     SG_DISTOPT,  /* INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP (all) */
     SG_EP,       /* EXPERT_MODEL_PARALLEL_GROUP: MoE token all-to-all */
     SG_EPDP,     /* EXPERT_DATA_PARALLEL_GROUP: expert grads, params */
+    SG_DPSHARD,  /* titan HSDP: dp_shard x cp, FSDP's AG/RS (--dp-replicate) */
+    SG_DPREP,    /* titan HSDP: dp_replicate, the shards' all-reduce */
     SG_COUNT
 };
 
@@ -82,6 +84,8 @@ struct sim_cfg {
     int comm_names;              /* pass commName like newer torch */
     int async;                   /* P3D_FAKE_ASYNC=1: GPU-like streams */
     int framework;               /* enum sim_framework */
+    int dp_rep;                  /* titan: dp_replicate (HSDP), divides dp;
+                                    dp_shard = dp / dp_rep */
     char eager_groups[PATH_MAX]; /* --eager-groups: every group, created at
                                     start by ncclCommSplit of WORLD */
     int hosts;                   /* simulated hosts (0: one) */

@@ -35,6 +35,7 @@ static const char sim_usage[] =
 "         --framework megatron|ddp|fsdp|titan|deepspeed (ddp, fsdp: PyTorch\n"
 "         on the world group, --dp only; titan: torchtitan's DeviceMesh\n"
 "         jobs; deepspeed: Megatron-DeepSpeed TP + ZeRO-2, --tp --dp)\n"
+"         --dp-replicate R (titan: HSDP, dp = R replicas x dp/R shards)\n"
 "         --eager-groups FILE (every group of FILE, one 'NAME r0 r1 ..'\n"
 "         a line, split from WORLD at start, as torch with device_id)\n"
 "         -- ARGS: the job's own command line, ignored (the shim records\n"
@@ -114,7 +115,7 @@ enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
        O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
        O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
        O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET,
-       O_ASYNC, O_STOPHUNG, O_FW, O_EAGER };
+       O_ASYNC, O_STOPHUNG, O_FW, O_EAGER, O_DPREP };
 
 static const struct option sim_opts[] = {
     { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
@@ -135,6 +136,7 @@ static const struct option sim_opts[] = {
     { "grace", 1, 0, O_GRACE }, { "quiet", 0, 0, O_QUIET },
     { "async", 0, 0, O_ASYNC }, { "stop-when-hung", 2, 0, O_STOPHUNG },
     { "framework", 1, 0, O_FW }, { "eager-groups", 1, 0, O_EAGER },
+    { "dp-replicate", 1, 0, O_DPREP },
     { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 };
 
@@ -198,6 +200,7 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
         c->stop_when_hung = a ? 2 : 1;
         break;
     case O_QUIET: c->quiet = 1; break;
+    case O_DPREP: c->dp_rep = atoi(a); break;
     case O_EAGER:
         snprintf(c->eager_groups, sizeof(c->eager_groups), "%s", a);
         break;
@@ -255,6 +258,12 @@ static int sim_check(struct sim_cfg *c)
         (c->world != c->size[SA_DP] || c->ep > 1)) {
         fprintf(stderr, "p3d-sim: error: --framework ddp|fsdp is data "
                 "parallel only: give --dp alone\n");
+        return -1;
+    }
+    if (c->dp_rep > 1 && (c->framework != SIM_FW_TITAN ||
+                          c->size[SA_DP] % c->dp_rep)) {
+        fprintf(stderr, "p3d-sim: error: --dp-replicate is torchtitan's "
+                "HSDP: --framework titan, and it must divide --dp\n");
         return -1;
     }
     if (c->framework == SIM_FW_DEEPSPEED &&

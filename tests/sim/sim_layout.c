@@ -123,6 +123,36 @@ void sim_expert_cfg(const struct sim_cfg *c, struct sim_cfg *e)
     e->size[SA_DP] = c->world / (c->size[SA_TP] * c->ep * c->size[SA_PP]);
 }
 
+/*
+ * torchtitan's HSDP: the DP axis is (dp_replicate, dp_shard), dp_shard
+ * varying faster (DeviceMesh dims pp, dp_replicate, dp_shard, cp, tp; the
+ * last fastest), so a DP coordinate d is replica d / S, shard d % S.  The
+ * shard group is dp_shard x cp of one replica; the replica group one
+ * shard and cp position of every replica.
+ */
+static int sim_hsdp(const struct sim_cfg *c, int grp, int rank, int *out)
+{
+    int s = c->size[SA_DP] / (c->dp_rep > 0 ? c->dp_rep : 1), n = 0;
+    int b[SA_COUNT], o[SA_COUNT];
+
+    sim_coords(c, rank, b);
+    for (int r = 0; r < c->world; r++) {
+        int same = 1;
+
+        sim_coords(c, r, o);
+        for (int a = 0; a < SA_COUNT; a++)
+            if (a != SA_DP && (a != SA_CP || grp == SG_DPREP))
+                same &= o[a] == b[a];
+        if (grp == SG_DPSHARD)
+            same &= o[SA_DP] / s == b[SA_DP] / s;
+        else
+            same &= o[SA_DP] % s == b[SA_DP] % s;
+        if (same)
+            out[n++] = r;
+    }
+    return n;
+}
+
 /* Members of rank's instance of grp, ascending; returns the count. */
 int sim_members(const struct sim_cfg *c, int grp, int rank, int *out)
 {
@@ -135,6 +165,9 @@ int sim_members(const struct sim_cfg *c, int grp, int rank, int *out)
     case SG_EPDP:
         sim_expert_cfg(c, &e);
         return sim_vary(&e, rank, 1u << (grp == SG_EP ? SA_EP : SA_DP), out);
+    case SG_DPSHARD:
+    case SG_DPREP:
+        return sim_hsdp(c, grp, rank, out);
     case SG_TP: return sim_vary(c, rank, 1u << SA_TP, out);
     case SG_CP: return sim_vary(c, rank, 1u << SA_CP, out);
     case SG_PP: return sim_vary(c, rank, 1u << SA_PP, out);
@@ -162,6 +195,8 @@ static const char *sim_grp_names[SG_COUNT][2] = {
     { "distopt", "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP" },
     { "ep", "EXPERT_MODEL_PARALLEL_GROUP" },
     { "epdp", "EXPERT_DATA_PARALLEL_GROUP" },
+    { "dpshard", "mesh_dp_shard_cp" },
+    { "dprep", "mesh_dp_replicate" },
 };
 
 const char *sim_grp_short(int grp)

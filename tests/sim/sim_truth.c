@@ -125,7 +125,8 @@ static const char *sim_grp_label(int g)
 {
     static const char *l[SG_COUNT] = { "WORLD", "DP-CP", "CP", "MP", "TP",
                                        "PP", "EMB", "WORLD", "EP",
-                                       "EXPERT-DP" };
+                                       "EXPERT-DP", "DP-SHARD",
+                                       "DP-REPLICATE" };
 
     return l[g];
 }
