@@ -86,6 +86,7 @@ static void p3d_gcomm_add(struct p3d_gcomm *g, const struct p3d_rcomm *rc)
         g->hist[b] += rc->hist[b];
     g->use.tiny_ar += rc->use.tiny_ar;
     g->use.tiny_ag += rc->use.tiny_ag;
+    g->use.ar_avg += rc->use.ar_avg;
     g->use.tiny_f32_ar += rc->use.tiny_f32_ar;
     g->use.big_ar += rc->use.big_ar;
     for (int k = 0; k < P3D_OP_COUNT; k++)

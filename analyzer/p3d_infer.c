@@ -5,7 +5,11 @@
  *
  * Search: every (tp, cp, dp, pp) with product = world, every ep dividing
  * dp*cp, orders tp-cp-ep-dp-pp and tp-cp-ep-pp-dp (torchtitan's
- * pp-dp-cp-tp mesh, last axis fastest, is the first of these).  Score =
+ * pp-dp-cp-tp mesh, last axis fastest, is the first of these); and, in
+ * the first order with ep = 1, torchtitan's HSDP: DP split into
+ * dp/dp_shard replicas of dp_shard shards (p3d_layout.c), an axis that
+ * counts as unseen, like the others, unless a communicator is its shard
+ * or replica group with the traffic of one.  Score =
  * (communicators of >= 2 ranks that are an exact group, communicators
  * whose usage fits the group they would be, communicators whose usage
  * points first at that group, then fewer axes > 1 that no observed
@@ -75,6 +79,8 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
     n += l->size[P3D_AX_CP] > 1 && !(seen & (1u << P3D_LBL_CP));
     n += l->size[P3D_AX_PP] > 1 && !(seen & (1u << P3D_LBL_PP));
     n += l->ep > 1 && !(seen & (1u << P3D_LBL_EP));
+    n += l->dp_shard > 1 &&
+         !(seen & ((1u << P3D_LBL_DP_SHARD) | (1u << P3D_LBL_DP_REP)));
     return n;
 }
 
@@ -142,6 +148,8 @@ static int p3d_better(const struct p3d_layout *a, struct p3d_score sa,
 
     if (ev)
         return ev;
+    if (!a->dp_shard != !b->dp_shard) /* plain DP unless HSDP shows */
+        return !a->dp_shard - !b->dp_shard;
     if (oa != ob)
         return oa - ob;
     if (a->size[P3D_AX_DP] != b->size[P3D_AX_DP])
@@ -182,6 +190,19 @@ static void p3d_keep(struct p3d_search *s, const struct p3d_layout *l,
     s->top[i].s = sc;
 }
 
+static void p3d_try_one(struct p3d_search *s, const struct p3d_layout *l)
+{
+    struct p3d_score sc = p3d_score(s->job, l, s->use);
+
+    if (getenv("P3D_DEBUG_LAYOUT"))
+        fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d dps%d %s: explained"
+                " %d usage %d primary %d unseen %d\n", l->size[P3D_AX_TP],
+                l->size[P3D_AX_CP], l->size[P3D_AX_DP], l->size[P3D_AX_PP],
+                l->ep, l->dp_shard, l->order, sc.explained, sc.usage,
+                sc.primary, sc.unseen);
+    p3d_keep(s, l, sc);
+}
+
 static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
 {
     for (int ep = 1; ep <= dp * cp; ep++) {
@@ -190,17 +211,16 @@ static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
         for (size_t o = 0; o < sizeof(p3d_orders) / sizeof(*p3d_orders);
              o++) {
             struct p3d_layout l;
-            struct p3d_score sc;
             if (p3d_layout_set(&l, tp, cp, dp, pp, ep, p3d_orders[o]))
                 continue;
             if (o == 1 && (pp == 1 || dp == 1))
                 continue; /* same groups as the default order */
-            sc = p3d_score(s->job, &l, s->use);
-            if (getenv("P3D_DEBUG_LAYOUT"))
-                fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d %s: "
-                        "explained %d usage %d primary %d\n", tp, cp, dp,
-                        pp, ep, l.order, sc.explained, sc.usage, sc.primary);
-            p3d_keep(s, &l, sc);
+            p3d_try_one(s, &l);
+            for (int sh = 2; o == 0 && ep == 1 && sh < dp; sh++)
+                if (dp % sh == 0) {      /* torchtitan's HSDP */
+                    l.dp_shard = sh;
+                    p3d_try_one(s, &l);
+                }
         }
     }
 }
@@ -267,7 +287,7 @@ static int p3d_same_layout(const struct p3d_layout *a,
                            const struct p3d_layout *b)
 {
     return !memcmp(a->size, b->size, sizeof(a->size)) && a->ep == b->ep &&
-           !strcmp(a->order, b->order);
+           a->dp_shard == b->dp_shard && !strcmp(a->order, b->order);
 }
 
 /* Why candidate c (score cs) is not the chosen layout (score bs). */

@@ -25,6 +25,8 @@ struct p3d_opstat {
 #define P3D_USE_SIZES 8 /* distinct all-reduce sizes counted */
 struct p3d_usage {
     uint64_t tiny_ar;     /* all-reduces of <= 8 bytes */
+    uint64_t ar_avg;      /* all-reduces with ncclAvg or a user (premul)
+                             op: gradient averaging */
     uint64_t tiny_ag;     /* all-gathers of <= 8 bytes a rank (counts,
                              flags: DDP's construction, store barriers) */
     uint64_t tiny_f32_ar; /* 1-element fp32 all-reduces */
@@ -98,6 +100,8 @@ enum { P3D_AX_TP, P3D_AX_CP, P3D_AX_DP, P3D_AX_PP, P3D_AX_N };
 struct p3d_layout {
     int size[P3D_AX_N]; /* tp, cp, dp, pp */
     int ep, etp;        /* etp: --expert-tensor-parallel-size, 0 = tp */
+    int dp_shard;       /* torchtitan HSDP: DP is dp/dp_shard replicas of
+                           dp_shard shards (shard fastest); 0 = plain DP */
     int ord[P3D_AX_N];  /* axes from fastest (stride 1) to slowest */
     char order[32];     /* Megatron spelling, e.g. "tp-cp-ep-dp-pp" */
     const char *source; /* "inferred", "cmdline", "user" */
@@ -106,13 +110,13 @@ struct p3d_layout {
     int explained, total;   /* communicators the layout explains */
     int usage_ok;           /* communicators whose usage fits */
     int contradicted;       /* the stated layout explains less */
-    char best[96];          /* best inferred layout, as text */
+    char best[128];         /* best inferred layout, as text */
     int best_explained;
     int confidence;         /* P3D_CONF_* (p3d_infer.c says when) */
     char conf_why[320];     /* the reason, one clause */
     int n_alts;             /* other layouts that fit, best first */
     struct p3d_layout_alt {
-        char text[96];      /* "tp=1 cp=1 ep=1 dp=8 pp=1 order=..." */
+        char text[128];     /* "tp=1 cp=1 ep=1 dp=8 pp=1 order=..." */
         char why[160];      /* why it lost, or that it fits as well */
     } alts[3];
 };

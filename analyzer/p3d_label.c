@@ -34,19 +34,23 @@ static const int p3d_pref[][4] = {
     [P3D_USE_MIXED] = {-1},
     [P3D_USE_P2P] = {P3D_LBL_PP, P3D_LBL_CP, P3D_LBL_P2P, -1},
     [P3D_USE_A2A] = {P3D_LBL_EP, P3D_LBL_CP, -1},
-    [P3D_USE_RSAG] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP, -1},
+    [P3D_USE_RSAG] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP,
+                      P3D_LBL_DP_SHARD},
     [P3D_USE_LAYER] = {P3D_LBL_CP, P3D_LBL_TP, -1},
     [P3D_USE_BCAST] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_AR] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_TINY] = {P3D_LBL_MP, P3D_LBL_WORLD, -1},
     [P3D_USE_BIGAR] = {P3D_LBL_EMB, P3D_LBL_DP_CP, P3D_LBL_DP, -1},
-    [P3D_USE_GRAD] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP, -1},
+    [P3D_USE_GRAD] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP,
+                      P3D_LBL_DP_SHARD},
     [P3D_USE_DDP] = {P3D_LBL_DP_CP, P3D_LBL_DP, -1},
     [P3D_USE_SP] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_ANY_AR] = {P3D_LBL_TP, P3D_LBL_DP_CP, P3D_LBL_DP, -1},
     [P3D_USE_ANY_LAYER] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_CP,
                            P3D_LBL_TP},
     [P3D_USE_RING] = {P3D_LBL_CP, P3D_LBL_PP, P3D_LBL_P2P, -1},
+    [P3D_USE_GRAD_AR] = {P3D_LBL_DP_REP, P3D_LBL_DP_CP, P3D_LBL_DP,
+                         P3D_LBL_EXPERT_DP},
 };
 
 /* A data-parallel gradient signature on a member set that is a DP group:
@@ -54,20 +58,23 @@ static const int p3d_pref[][4] = {
 static int p3d_use_grads(enum p3d_use use, unsigned bits)
 {
     int grad = use == P3D_USE_GRAD || use == P3D_USE_DDP ||
+               use == P3D_USE_GRAD_AR ||
                use == P3D_USE_RSAG || use == P3D_USE_ANY_AR ||
                use == P3D_USE_ANY_LAYER;
 
     return grad && (bits & (B(P3D_LBL_DP) | B(P3D_LBL_DP_CP)));
 }
 
-/* Megatron's TP signature (int64 batch broadcasts with per-layer
- * all-reduces, or with sequence parallelism) on a member set that is a TP
- * group: TP = world, its group the first a rank uses when nothing runs on
- * the default group first (Megatron-DeepSpeed, say). */
+/* Traffic with the signature of a group kind the member set is, other
+ * than WORLD or MP: Megatron's TP batch broadcasts, a pipeline's
+ * send/recv, ... on a world-wide TP or PP group that is the first a rank
+ * uses when nothing runs on the default group first (Megatron-DeepSpeed
+ * at TP = world; torchtitan at PP = world, whose DeviceMesh reuses the
+ * default group for a dim spanning the world). */
 static int p3d_use_tp(enum p3d_use use, unsigned bits)
 {
-    return (use == P3D_USE_BCAST || use == P3D_USE_SP) &&
-           (bits & B(P3D_LBL_TP));
+    return (p3d_use_primary(use) & bits &
+            ~(B(P3D_LBL_WORLD) | B(P3D_LBL_MP))) != 0;
 }
 
 static int p3d_first(unsigned bits)

@@ -22,7 +22,7 @@ const char *const p3d_label_name[P3D_LBL_COUNT] = {
 const char *const p3d_use_name[] = {"none", "p2p", "tp", "rs/ag", "a2a",
                                     "tiny", "big-ar", "ar", "mixed", "layer",
                                     "grad", "tp-sp", "ddp", "ar?", "rs/ag?",
-                                    "ring"};
+                                    "ring", "grad-ar"};
 
 #define B(x) (1u << (x))
 #define M_TP B(P3D_AX_TP)
@@ -181,6 +181,50 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
                 ? B(P3D_LBL_TP_EP_PP) : 0);
 }
 
+/*
+ * torchtitan's HSDP (fully_shard on the 2-D mesh dp_replicate x
+ * dp_shard_cp; DeviceMesh dims pp, dp_replicate, dp_shard, cp, tp, the last
+ * fastest): a DP coordinate d is replica d / S, shard d % S.  DP-SHARD is
+ * every shard and cp position of one replica, DP-REPLICATE one shard and
+ * cp position of every replica.
+ */
+static unsigned p3d_hsdp_match(const struct p3d_layout *l, const int *m,
+                               int n, int mask)
+{
+    int s = l->dp_shard, cp = l->size[P3D_AX_CP], c0[P3D_AX_N];
+    int c[P3D_AX_N], same_rep = 1, same_shard = 1;
+
+    if (s <= 1 || s >= l->size[P3D_AX_DP] || mask < 0 ||
+        (mask & ~(M_DP | M_CP)))
+        return 0;
+    p3d_layout_coords(l, m[0], c0);
+    for (int i = 1; i < n; i++) {
+        p3d_layout_coords(l, m[i], c);
+        same_rep &= c[P3D_AX_DP] / s == c0[P3D_AX_DP] / s;
+        same_shard &= c[P3D_AX_DP] % s == c0[P3D_AX_DP] % s &&
+                      c[P3D_AX_CP] == c0[P3D_AX_CP];
+    }
+    return (same_rep && n == s * cp ? B(P3D_LBL_DP_SHARD) : 0) |
+           (same_shard && n == l->size[P3D_AX_DP] / s ? B(P3D_LBL_DP_REP)
+                                                      : 0);
+}
+
+/* Axes varying among members, whether or not they make a whole group. */
+static int p3d_any_vary(const struct p3d_layout *l, const int *m, int n)
+{
+    int c0[P3D_AX_N], c[P3D_AX_N];
+    unsigned mask = 0;
+
+    p3d_layout_coords(l, m[0], c0);
+    for (int i = 1; i < n; i++) {
+        p3d_layout_coords(l, m[i], c);
+        for (int a = 0; a < P3D_AX_N; a++)
+            if (c[a] != c0[a])
+                mask |= B(a);
+    }
+    return (int)mask;
+}
+
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
 {
     unsigned bits = 0, nt = p3d_nontrivial(l->size);
@@ -194,6 +238,8 @@ unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
         if ((p3d_dense_fam[i].mask & nt) == (unsigned)mask)
             bits |= B(p3d_dense_fam[i].label);
     bits |= p3d_expert_match(l, m, n);
+    if (l->dp_shard > 1 && n > 1)
+        bits |= p3d_hsdp_match(l, m, n, p3d_any_vary(l, m, n));
     if (n == w)
         bits |= B(P3D_LBL_WORLD);
     if (n == 2)
@@ -210,7 +256,10 @@ unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
 
 void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n)
 {
-    snprintf(buf, n, "tp=%d cp=%d ep=%d dp=%d pp=%d order=%s",
-             l->size[P3D_AX_TP], l->size[P3D_AX_CP], l->ep,
-             l->size[P3D_AX_DP], l->size[P3D_AX_PP], l->order);
+    int k = snprintf(buf, n, "tp=%d cp=%d ep=%d dp=%d pp=%d order=%s",
+                     l->size[P3D_AX_TP], l->size[P3D_AX_CP], l->ep,
+                     l->size[P3D_AX_DP], l->size[P3D_AX_PP], l->order);
+
+    if (l->dp_shard > 1 && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " dp_shard=%d", l->dp_shard);
 }

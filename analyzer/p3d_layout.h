@@ -21,6 +21,7 @@
     X(P3D_LBL_EMB, "EMB") X(P3D_LBL_POS_EMB, "POS-EMB")                       \
     X(P3D_LBL_WORLD, "WORLD") X(P3D_LBL_TP_DP, "TP-DP")                       \
     X(P3D_LBL_TP_EP, "TP-EP") X(P3D_LBL_TP_EP_PP, "TP-EP-PP")                 \
+    X(P3D_LBL_DP_SHARD, "DP-SHARD") X(P3D_LBL_DP_REP, "DP-REPLICATE")         \
     X(P3D_LBL_OTHER, "OTHER")
 
 enum p3d_label {
@@ -49,7 +50,9 @@ enum p3d_use {
     P3D_USE_DDP,   /* all-reduces of varied bucket sizes: DP (DDP) */
     P3D_USE_ANY_AR,    /* only all-reduces, how often unknown: TP or DP */
     P3D_USE_ANY_LAYER, /* only RS/AG, how often unknown: DP, CP or TP */
-    P3D_USE_RING   /* Send/Recv, every batch both ways: a CP ring */
+    P3D_USE_RING,  /* Send/Recv, every batch both ways: a CP ring */
+    P3D_USE_GRAD_AR /* all-reduces averaging (ncclAvg, premul sum):
+                       gradients, HSDP's replicas or DDP */
 };
 
 extern const char *const p3d_use_name[];

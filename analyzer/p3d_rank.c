@@ -130,6 +130,8 @@ static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
         u->tiny_ag++;
     if (o->op != P3D_OP_ALLREDUCE)
         return;
+    if (o->redop == 4 /* ncclAvg */ || o->redop == P3D_REDOP_CUSTOM)
+        u->ar_avg++;
     if (o->bytes <= 8)
         u->tiny_ar++;
     else

@@ -46,7 +46,17 @@
  *     (P3D_USE_ANY_LAYER) fit several groups, and the layout says so
  *     (confidence "ambiguous") unless its members decide.
  *   - Only <= 8-byte all-reduces: MP or a world comm (Megatron's grad norm,
- *     found-inf, loss); one big all-reduce per step: EMB.
+ *     found-inf, loss), or torchtitan's loss mesh, dp x cp (trainer.py:
+ *     the valid-token count, loss-is-finite, the logged losses); one big
+ *     all-reduce per step: EMB.
+ *   - All-reduces that average (ncclAvg or a premul-sum op), most of them:
+ *     gradients, never activations (TP sums).  FSDP2's HSDP all-reduces
+ *     each reduce-scattered shard across the replicas with AVG or
+ *     PREMUL_SUM (_fsdp_collectives.py foreach_reduce, the same divide
+ *     factors as its reduce-scatter); torchtitan's HSDP is fully_shard on
+ *     the (dp_replicate, dp_shard_cp) mesh (P3D_USE_GRAD_AR).  DP-SHARD,
+ *     the other HSDP group, carries FSDP's gather and reduce-scatter: the
+ *     DP sharding signature above.
  */
 #include "p3d_layout.h"
 #include "p3d_names.h"
@@ -196,6 +206,8 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
         return p3d_usage_rsag(g, rsag, bc, max_cpm, busiest);
     if (g->use.tiny_ar == total)
         return P3D_USE_TINY;
+    if (ar * 10 >= total * 9 && g->use.ar_avg * 2 > ar)
+        return P3D_USE_GRAD_AR;
     if (bc && frequent && (bc + ar) * 10 >= total * 9 &&
         ((p3d_int64_bcast(g) && p3d_ar_modal(&g->use) >= 0.5) || !busiest))
         return P3D_USE_BCAST;
@@ -222,13 +234,18 @@ unsigned p3d_use_labels(enum p3d_use u)
         return B(P3D_LBL_EP) | B(P3D_LBL_CP);
     case P3D_USE_RSAG:
     case P3D_USE_GRAD:
+        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
+               B(P3D_LBL_DP_SHARD);
     case P3D_USE_DDP:
-        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
+    case P3D_USE_GRAD_AR:
+        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
+               B(P3D_LBL_DP_REP);
     case P3D_USE_LAYER:
         return B(P3D_LBL_CP) | B(P3D_LBL_TP);
     case P3D_USE_ANY_LAYER:
         return B(P3D_LBL_CP) | B(P3D_LBL_TP) | B(P3D_LBL_DP) |
-               B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
+               B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
+               B(P3D_LBL_DP_SHARD);
     case P3D_USE_BCAST:
     case P3D_USE_AR:
     case P3D_USE_SP:
@@ -236,7 +253,8 @@ unsigned p3d_use_labels(enum p3d_use u)
     case P3D_USE_ANY_AR:
         return B(P3D_LBL_TP) | B(P3D_LBL_DP) | B(P3D_LBL_DP_CP);
     case P3D_USE_TINY:
-        return B(P3D_LBL_MP) | B(P3D_LBL_WORLD);
+        return B(P3D_LBL_MP) | B(P3D_LBL_WORLD) | B(P3D_LBL_DP_CP) |
+               B(P3D_LBL_DP);
     case P3D_USE_BIGAR:
         return B(P3D_LBL_EMB) | B(P3D_LBL_DP) | B(P3D_LBL_DP_CP);
     default:
@@ -256,8 +274,12 @@ unsigned p3d_use_primary(enum p3d_use u)
         return B(P3D_LBL_EP);
     case P3D_USE_RSAG:
     case P3D_USE_GRAD:
+        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
+               B(P3D_LBL_DP_SHARD);
     case P3D_USE_DDP:
-        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP);
+    case P3D_USE_GRAD_AR:
+        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
+               B(P3D_LBL_DP_REP);
     case P3D_USE_RING:
         return B(P3D_LBL_CP);
     case P3D_USE_BCAST:

@@ -132,15 +132,20 @@ def megatron_groups(megatron, cfg):
 
 
 def titan_configs():
-    """torchtitan's dims with dp_replicate = 1 (dp_shard = dp: FSDP), every
-    (tp, pp, cp) of each world size, each at most 8; torchtitan has no Megatron-style EP in
-    this mesh."""
+    """torchtitan's dims, every (tp, pp, cp) of each world size, each at
+    most 8: dp_replicate = 1 (dp_shard = dp: FSDP), and HSDP with
+    dp_replicate = 2 where dp is 4 or more; torchtitan has no
+    Megatron-style EP in this mesh."""
     for w in WORLDS:
         for tp in (t for t in divisors(w) if t <= 8):
             for pp in (p for p in divisors(w // tp) if p <= 8):
                 for cp in (c for c in divisors(w // (tp * pp)) if c <= 8):
                     dp = w // (tp * pp * cp)
-                    yield dict(world=w, tp=tp, pp=pp, cp=cp, ep=1, dp=dp)
+                    yield dict(world=w, tp=tp, pp=pp, cp=cp, ep=1, dp=dp,
+                               dp_rep=1)
+                    if dp >= 4 and dp % 2 == 0:
+                        yield dict(world=w, tp=tp, pp=pp, cp=cp, ep=1,
+                                   dp=dp, dp_rep=2)
 
 
 def titan_groups(cfg):
@@ -174,14 +179,19 @@ def titan_groups(cfg):
     dist.init_process_group("fake", store=FakeStore(), rank=0,
                             world_size=cfg["world"])
     try:
-        dims = [("pp", cfg["pp"]), ("dp_shard", cfg["dp"]), ("cp", cfg["cp"]),
+        rep = cfg["dp_rep"]
+        dims = [("pp", cfg["pp"]), ("dp_replicate", rep),
+                ("dp_shard", cfg["dp"] // rep), ("cp", cfg["cp"]),
                 ("tp", cfg["tp"])]
         dims = [d for d in dims if d[1] > 1] or [("dp_shard", 1)]
         names = tuple(d[0] for d in dims)
         mesh = dm.init_device_mesh("cpu", tuple(d[1] for d in dims),
                                    mesh_dim_names=names)
+        # parallel_dims.py: the FSDP mesh dp_shard x cp, the loss mesh
+        # dp_replicate x dp_shard x cp (HSDP: fully_shard on the 2-D mesh
+        # (dp_replicate, dp_shard_cp))
         for flat, parts in (("dp_shard_cp", ("dp_shard", "cp")),
-                            ("dp_cp", ("dp_shard", "cp"))):
+                            ("dp_cp", ("dp_replicate", "dp_shard", "cp"))):
             have = tuple(p for p in parts if p in names)
             if len(have) > 1:
                 mesh[have]._flatten(flat)

@@ -58,7 +58,10 @@ LABEL = {
     "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP": "WORLD",
     "mesh_tp": "TP", "mesh_pp": "PP", "mesh_cp": "CP", "mesh_dp_shard": "DP",
     "mesh_dp_shard_cp": "DP-CP", "mesh_dp_cp": "DP-CP",
+    "mesh_dp_replicate": "DP-REPLICATE",
 }
+# torchtitan's HSDP: FSDP's mesh is the shard group.
+HSDP_LABEL = {"mesh_dp_shard": "DP-SHARD", "mesh_dp_shard_cp": "DP-SHARD"}
 # Labels that name the same use where the member sets coincide (DP with or
 # without CP when CP = 1, the expert DP group when EP = 1; the grad-norm
 # world group and MP when MP is the world).
@@ -126,6 +129,8 @@ def sim_args(p, c, groups_file):
         a += ["--eager-groups", groups_file]
     if p in ("titan", "ddp", "fsdp", "deepspeed"):
         a += ["--framework", p]
+    if c.get("dp_rep", 1) > 1:
+        a += ["--dp-replicate", str(c["dp_rep"])]
     return [str(x) for x in a]
 
 
@@ -142,11 +147,16 @@ def truth_groups(truth):
 def data_labels(c):
     """members -> the labels of the framework's groups with those members."""
     lab = {}
+    hsdp = c.get("dp_rep", 1) > 1
     for g in c["groups"]:
         m = tuple(sorted(g["ranks"]))
-        if g["desc"] in LABEL:
-            lab.setdefault(m, set()).add(LABEL[g["desc"]])
+        name = HSDP_LABEL.get(g["desc"]) if hsdp else None
+        if name or g["desc"] in LABEL:
+            lab.setdefault(m, set()).add(name or LABEL[g["desc"]])
     lab.setdefault(tuple(range(c["world"])), set()).add("WORLD")
+    for s in lab.values():   # at CP = 1 the DP-CP group is the DP group
+        if c["cp"] == 1 and s & {"DP", "DP-CP"}:
+            s |= {"DP", "DP-CP"}
     return lab
 
 
@@ -165,7 +175,14 @@ def check_groups(p, c, truth):
         want.setdefault(g["desc"], set()).add(tuple(sorted(g["ranks"])))
     bad = []
     for m, role, _, desc in truth_groups(truth):
-        if p == "titan":
+        if p == "titan" and c.get("dp_rep", 1) > 1:
+            desc = {"TP": "mesh_tp", "PP": "mesh_pp", "CP": "mesh_cp",
+                    "DP-CP": "mesh_dp_cp", "DP-REPLICATE": "mesh_dp_replicate",
+                    "DP-SHARD": "mesh_dp_shard_cp" if c["cp"] > 1
+                    else "mesh_dp_shard"}.get(role)
+            if desc is None or len(m) == c["world"] or len(m) < 2:
+                continue
+        elif p == "titan":
             desc = {"TP": "mesh_tp", "PP": "mesh_pp", "CP": "mesh_cp",
                     "DP-CP": "mesh_dp_shard_cp" if c["cp"] > 1 and c["dp"] > 1
                     else ("mesh_cp" if c["dp"] == 1 else "mesh_dp_shard")
@@ -191,7 +208,7 @@ def matches(uses, want, labels):
 def parse_layout(s):
     d = dict(x.split("=") for x in s.split())
     return (int(d["tp"]), int(d["pp"]), int(d["dp"]), int(d["cp"]),
-            int(d["ep"]), d["order"])
+            int(d["ep"]), d["order"], int(d.get("dp_shard", 0)))
 
 
 def order_matters(c):
@@ -199,8 +216,10 @@ def order_matters(c):
 
 
 def layout_right(c, lay):
-    tp, pp, dp, cp, ep, order = lay
+    tp, pp, dp, cp, ep, order, dps = lay
+    rep = c.get("dp_rep", 1)
     ok = (tp, pp, dp, cp, ep) == (c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])
+    ok = ok and dps == (c["dp"] // rep if rep > 1 else 0)
     if ok and order_matters(c) and "order" in c:
         ok = order == c["order"]
     return ok
@@ -209,12 +228,14 @@ def layout_right(c, lay):
 def judge(p, c, an, truth):
     """'right', 'ambiguous' (said so), or 'wrong: why'."""
     L = an["layout"]
-    lay = (L["tp"], L["pp"], L["dp"], L["cp"], L["ep"], L["order"])
+    lay = (L["tp"], L["pp"], L["dp"], L["cp"], L["ep"], L["order"],
+           L.get("dp_shard", 0))
     why = []
     if p in ("ddp", "fsdp"):
         c = dict(c, order="tp-cp-ep-dp-pp")
     if not layout_right(c, lay):
-        why.append("layout tp=%d pp=%d dp=%d cp=%d ep=%d %s" % lay)
+        why.append("layout tp=%d pp=%d dp=%d cp=%d ep=%d %s dp_shard=%d"
+                   % lay)
     lab = data_labels(c)
     roles = {}
     for m, role, used, _ in truth_groups(truth):
@@ -234,6 +255,12 @@ def judge(p, c, an, truth):
         want = list(roles.get(m, []))
         if p in ("ddp", "fsdp"):
             want = ["DP"] * len(uses)
+        world_ok = len(m) == c["world"] and p not in ("ddp", "fsdp",
+                                                      "deepspeed")
+        if world_ok:  # a world-wide data or loss group read as WORLD
+            uses = [w for u in uses for w in ([u] if u != "WORLD" else [
+                next((r for r in want if r in FAMILY[0] | FAMILY[1]),
+                     "WORLD")])]
         if not matches(uses, want, lab.get(m, set())):
             why.append("%s used as %s, truth %s" % (list(m)[:6], uses, want))
     if not why:
@@ -315,7 +342,9 @@ def main():
             name = "%s %s %s" % (p, "cmd" if cmd else "nocmd",
                                  " ".join("%s=%s" % (k, c[k]) for k in
                                           ("world", "tp", "pp", "cp", "ep", "dp"))
-                                 + " " + c.get("order", c.get("mesh", "")))
+                                 + " " + c.get("order", c.get("mesh", ""))
+                                 + (" dp_rep=%d" % c["dp_rep"]
+                                    if c.get("dp_rep", 1) > 1 else ""))
             if kind in ("wrong", "sim", "analyze"):
                 fails += 1
                 print("FAIL", name, res)

@@ -26,13 +26,16 @@ static void test_worked_example(void **state)
 
     (void)state;
     assert_int_equal(p3d_layout_set(&l, 2, 1, 2, 2, 1, "tp-cp-ep-dp-pp"), 0);
+    /* at EP = 1 Megatron's expert tp-ep group is the TP group, its
+     * tp-ep-pp group the MP group */
     assert_int_equal(p3d_layout_match(&l, tp, 2),
-                     B(P3D_LBL_TP) | B(P3D_LBL_TP_CP));
+                     B(P3D_LBL_TP) | B(P3D_LBL_TP_CP) | B(P3D_LBL_TP_EP));
     assert_int_equal(p3d_layout_match(&l, pp, 2),
                      B(P3D_LBL_PP) | B(P3D_LBL_EMB) | B(P3D_LBL_P2P));
     assert_int_equal(p3d_layout_match(&l, dp, 2), B(P3D_LBL_DP) |
                      B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP));
-    assert_int_equal(p3d_layout_match(&l, mp, 4), B(P3D_LBL_MP));
+    assert_int_equal(p3d_layout_match(&l, mp, 4),
+                     B(P3D_LBL_MP) | B(P3D_LBL_TP_EP_PP));
     assert_int_equal(p3d_layout_match(&l, bad, 2), 0);
     assert_true(p3d_layout_match(&l, w, 8) & B(P3D_LBL_WORLD));
     assert_true(p3d_layout_match(&l, pos, 1) & B(P3D_LBL_POS_EMB));
@@ -41,7 +44,25 @@ static void test_worked_example(void **state)
     assert_true(p3d_layout_match(&l, pp_alt, 2) & B(P3D_LBL_PP));
     assert_true(p3d_layout_match(&l, pp, 2) & B(P3D_LBL_DP));
     assert_int_equal(p3d_layout_match(&l, (int[]){0, 1, 2, 3}, 4),
-                     B(P3D_LBL_MP));
+                     B(P3D_LBL_MP) | B(P3D_LBL_TP_EP_PP));
+}
+
+/* torchtitan's HSDP: dp = 4 as 2 replicas of 2 shards, shard fastest. */
+static void test_hsdp(void **state)
+{
+    struct p3d_layout l;
+
+    (void)state;
+    assert_int_equal(p3d_layout_set(&l, 2, 1, 4, 1, 1, "tp-cp-ep-dp-pp"), 0);
+    l.dp_shard = 2;
+    assert_true(p3d_layout_match(&l, (int[]){0, 2}, 2) & B(P3D_LBL_DP_SHARD));
+    assert_false(p3d_layout_match(&l, (int[]){0, 2}, 2) & B(P3D_LBL_DP_REP));
+    assert_true(p3d_layout_match(&l, (int[]){1, 5}, 2) & B(P3D_LBL_DP_REP));
+    assert_false(p3d_layout_match(&l, (int[]){0, 6}, 2) &
+                 (B(P3D_LBL_DP_REP) | B(P3D_LBL_DP_SHARD)));
+    assert_true(p3d_layout_match(&l, (int[]){0, 2, 4, 6}, 4) & B(P3D_LBL_DP));
+    l.dp_shard = 0;
+    assert_false(p3d_layout_match(&l, (int[]){0, 2}, 2) & B(P3D_LBL_DP_SHARD));
 }
 
 static void test_parse(void **state)
@@ -228,6 +249,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_hsdp),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_infer_issue3_layouts),
         cmocka_unit_test(test_infer_ep_and_more),
