@@ -334,7 +334,10 @@ def main():
     fails = 0
     tmp = tempfile.mkdtemp(prefix="p3d-matrix-")
     try:
-        for p, c, cmd in todo:
+        for i, (p, c, cmd) in enumerate(todo):
+            if i and i % 250 == 0:
+                print("... %d of %d runs" % (i, len(todo)), file=sys.stderr,
+                      flush=True)
             res = run_one(a.build, tmp, p, c, cmd, a.v)
             kind = res.split(" ")[0].split(":")[0]
             counts.setdefault(p, {}).setdefault(kind, 0)
@@ -347,7 +350,7 @@ def main():
                                     if c.get("dp_rep", 1) > 1 else ""))
             if kind in ("wrong", "sim", "analyze"):
                 fails += 1
-                print("FAIL", name, res)
+                print("FAIL", name, res, flush=True)
             elif a.v or kind == "ambiguous-miss":
                 print(kind.upper() if kind != "right" else "ok", name,
                       res if kind != "right" else "")
