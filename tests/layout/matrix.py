@@ -323,6 +323,8 @@ def main():
     ap.add_argument("--profile", action="append")
     ap.add_argument("--build", default=os.environ.get(
         "P3D_BUILD", os.path.join(SRC, "build")))
+    ap.add_argument("-j", "--jobs", type=int, default=1,
+                    help="runs at once (each is a whole job of processes)")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     profiles = a.profile or ["megatron-lazy", "megatron-eager", "titan",
@@ -332,30 +334,48 @@ def main():
         todo = sample(todo, a.sample)
     counts = {}
     fails = 0
-    tmp = tempfile.mkdtemp(prefix="p3d-matrix-")
+    base = tempfile.mkdtemp(prefix="p3d-matrix-")
+
+    def slot(i):  # one work folder per worker thread
+        with lock:
+            k = free.pop()
+        try:
+            tmp = os.path.join(base, str(k))
+            os.makedirs(tmp, exist_ok=True)
+            p, c, cmd = todo[i]
+            return run_one(a.build, tmp, p, c, cmd, a.v)
+        finally:
+            with lock:
+                free.append(k)
+
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    lock, free = threading.Lock(), list(range(max(1, a.jobs)))
     try:
-        for i, (p, c, cmd) in enumerate(todo):
-            if i and i % 250 == 0:
-                print("... %d of %d runs" % (i, len(todo)), file=sys.stderr,
-                      flush=True)
-            res = run_one(a.build, tmp, p, c, cmd, a.v)
-            kind = res.split(" ")[0].split(":")[0]
-            counts.setdefault(p, {}).setdefault(kind, 0)
-            counts[p][kind] += 1
-            name = "%s %s %s" % (p, "cmd" if cmd else "nocmd",
-                                 " ".join("%s=%s" % (k, c[k]) for k in
-                                          ("world", "tp", "pp", "cp", "ep", "dp"))
-                                 + " " + c.get("order", c.get("mesh", ""))
-                                 + (" dp_rep=%d" % c["dp_rep"]
-                                    if c.get("dp_rep", 1) > 1 else ""))
-            if kind in ("wrong", "sim", "analyze"):
-                fails += 1
-                print("FAIL", name, res, flush=True)
-            elif a.v or kind == "ambiguous-miss":
-                print(kind.upper() if kind != "right" else "ok", name,
-                      res if kind != "right" else "")
+        with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+            results = ex.map(slot, range(len(todo)))
+            for i, res in enumerate(results):
+                p, c, cmd = todo[i]
+                if i and i % 250 == 0:
+                    print("... %d of %d runs" % (i, len(todo)),
+                          file=sys.stderr, flush=True)
+                kind = res.split(" ")[0].split(":")[0]
+                counts.setdefault(p, {}).setdefault(kind, 0)
+                counts[p][kind] += 1
+                name = "%s %s %s" % (p, "cmd" if cmd else "nocmd", " ".join(
+                    "%s=%s" % (k, c[k]) for k in
+                    ("world", "tp", "pp", "cp", "ep", "dp"))
+                    + " " + c.get("order", c.get("mesh", ""))
+                    + (" dp_rep=%d" % c["dp_rep"]
+                       if c.get("dp_rep", 1) > 1 else ""))
+                if kind in ("wrong", "sim", "analyze"):
+                    fails += 1
+                    print("FAIL", name, res, flush=True)
+                elif a.v or kind == "ambiguous-miss":
+                    print(kind.upper() if kind != "right" else "ok", name,
+                          res if kind != "right" else "")
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
     total = sum(sum(v.values()) for v in counts.values())
     for p in profiles:
         v = counts.get(p, {})
