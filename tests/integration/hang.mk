@@ -4,7 +4,7 @@
 #   $(BUILD)/fakes/hang_sigdrv   one-rank NCCL program that SIGTERMs
 #                                itself (test_hang_signals.sh)
 #
-# The full fault matrix (62 faults, under GPU timing auto, events and
+# The full fault matrix (71 faults, under GPU timing auto, events and
 # off: ~3 min on 2 cores) runs with
 #   make hang-matrix
 # `make test` runs a representative subset of it (test_hang_matrix.sh).

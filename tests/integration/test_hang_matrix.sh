@@ -8,8 +8,8 @@
 # (checked against truth.json), and every rank the analyzer finds waiting
 # must have printed the shim's live watchdog report within
 # P3D_HANG_TIMEOUT + 5 s.  Runs the faults in parallel.
-#   HANG_MATRIX=full  every fault (62; `make hang-matrix`); default: a
-#                     representative subset (17), so `make test` stays
+#   HANG_MATRIX=full  every fault (71; `make hang-matrix`); default: a
+#                     representative subset (25), so `make test` stays
 #                     fast on 2 cores.
 #   HANG_JOBS=N       faults run at once (default 8).
 #   HANG_GPU_MODES    GPU timings to run it under (default "auto off";
