@@ -68,10 +68,11 @@ static int p3d_ho_stage(const struct p3d_job *job, const struct p3d_gcomm *d)
  * one pipeline stage vote only with groups of the same stage: stages run
  * different programs (Megatron's first and last stages broadcast the
  * batch on TP, the last runs the loss), so a TP group of another stage
- * issues other ops at the same seq.
+ * issues other ops at the same seq.  any_stage: every stage votes (when
+ * the stage alone cannot decide: one group of the kind per stage).
  */
 static int p3d_ho_votes(const struct p3d_hg *g, uint64_t comm, uint64_t seq,
-                        int field, int64_t v)
+                        int field, int64_t v, int any_stage)
 {
     int gi = p3d_map_get(&g->job->comm_idx, comm), n = 0, stage;
     const struct p3d_gcomm *c;
@@ -79,7 +80,7 @@ static int p3d_ho_votes(const struct p3d_hg *g, uint64_t comm, uint64_t seq,
     if (gi < 0)
         return 0;
     c = &g->job->comms[gi];
-    stage = p3d_ho_stage(g->job, c);
+    stage = any_stage ? -1 : p3d_ho_stage(g->job, c);
     for (int k = 0; k < g->job->n_comms; k++) {
         const struct p3d_gcomm *d = &g->job->comms[k];
         if (d->label != c->label || d->n_members != c->n_members ||
@@ -98,13 +99,18 @@ static int p3d_ho_votes(const struct p3d_hg *g, uint64_t comm, uint64_t seq,
 }
 
 /* The odd rank of mismatch x (the one fewer members agree with), -1
- * when the votes tie. */
+ * when the votes tie: first among the groups of its own stage, then, if
+ * they tie, among all. */
 int p3d_hg_odd(const struct p3d_hg *g, const struct p3d_mismatch *x)
 {
-    int a = p3d_ho_votes(g, x->comm, x->seq, x->field, x->va);
-    int b = p3d_ho_votes(g, x->comm, x->seq, x->field, x->vb);
+    for (int any = 0; any < 2; any++) {
+        int a = p3d_ho_votes(g, x->comm, x->seq, x->field, x->va, any);
+        int b = p3d_ho_votes(g, x->comm, x->seq, x->field, x->vb, any);
 
-    return a < b ? x->rank_a : b < a ? x->rank_b : -1;
+        if (a != b)
+            return a < b ? x->rank_a : x->rank_b;
+    }
+    return -1;
 }
 
 /* Whether rank r waits on comm (a pending op there). */
