@@ -15,8 +15,9 @@
  * points first at that group, then fewer axes > 1 that no observed
  * communicator is a group of: a dimension with no traffic of its own is
  * no evidence that it exists), ties broken towards the default order,
- * then larger dp (DP takes the ranks the other axes leave), then smaller
- * cp, ep, pp: axes nothing observed needs are not invented.
+ * then smaller ep (a 2-rank all-to-all is a 2-rank ring step, and only
+ * MoE jobs have EP), larger dp (DP takes the ranks the other axes leave),
+ * smaller cp, pp: axes nothing observed needs are not invented.
  *
  * Confidence (what the report and JSON layout.confidence say):
  *   certain    the Megatron command line or --layout states it, the traces
@@ -68,6 +69,15 @@ static uint64_t p3d_max_cpm(const struct p3d_job *job)
     return m;
 }
 
+/* Ranks of an expert data-parallel group: world / (tp * ep * pp). */
+static int p3d_edp(const struct p3d_layout *l)
+{
+    int w = l->size[P3D_AX_TP] * l->size[P3D_AX_CP] * l->size[P3D_AX_DP] *
+            l->size[P3D_AX_PP];
+
+    return w / (l->size[P3D_AX_TP] * l->ep * l->size[P3D_AX_PP]);
+}
+
 /* Axes > 1 (tp, cp, pp, ep) none of whose groups is an observed
  * communicator with traffic of that group's kind under l; seen = the
  * label bits the communicators took that their usage supports. */
@@ -79,6 +89,10 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
     n += l->size[P3D_AX_CP] > 1 && !(seen & (1u << P3D_LBL_CP));
     n += l->size[P3D_AX_PP] > 1 && !(seen & (1u << P3D_LBL_PP));
     n += l->ep > 1 && !(seen & (1u << P3D_LBL_EP));
+    /* MoE's other group: expert gradients on EXPERT_DATA_PARALLEL_GROUP
+     * (Megatron distributed/finalize_model_grads, the expert buffers),
+     * where it has 2+ ranks */
+    n += l->ep > 1 && p3d_edp(l) > 1 && !(seen & (1u << P3D_LBL_EXPERT_DP));
     n += l->dp_shard > 1 &&
          !(seen & ((1u << P3D_LBL_DP_SHARD) | (1u << P3D_LBL_DP_REP)));
     return n;
@@ -90,10 +104,13 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
  * the most specific.  One communicator is one group, so the same ranks
  * cannot stand for, say, both an EP and a CP group.
  */
-static unsigned p3d_one_label(unsigned fit, unsigned primary)
+static unsigned p3d_one_label(unsigned fit, unsigned primary,
+                              unsigned seen)
 {
     unsigned pick = fit & primary ? fit & primary : fit;
 
+    if (pick & ~seen) /* two comms on the same ranks are two groups */
+        pick &= ~seen;
     return pick & (~pick + 1u); /* lowest bit: most specific label */
 }
 
@@ -111,7 +128,7 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
         if (!g->n_members || g->n_missing)
             continue;
         bits = p3d_layout_match(l, g->members, g->n_members);
-        seen |= p3d_one_label(bits & want, p3d_use_primary(use[i]));
+        seen |= p3d_one_label(bits & want, p3d_use_primary(use[i]), seen);
         if (g->n_members >= 2) {
             s.total++;
             s.explained += bits != 0;
@@ -152,12 +169,12 @@ static int p3d_better(const struct p3d_layout *a, struct p3d_score sa,
         return !a->dp_shard - !b->dp_shard;
     if (oa != ob)
         return oa - ob;
+    if (a->ep != b->ep) /* MoE only on evidence a CP ring cannot give */
+        return b->ep - a->ep;
     if (a->size[P3D_AX_DP] != b->size[P3D_AX_DP])
         return a->size[P3D_AX_DP] - b->size[P3D_AX_DP];
     if (a->size[P3D_AX_CP] != b->size[P3D_AX_CP])
         return b->size[P3D_AX_CP] - a->size[P3D_AX_CP];
-    if (a->ep != b->ep)
-        return b->ep - a->ep;
     return b->size[P3D_AX_PP] - a->size[P3D_AX_PP];
 }
 
@@ -312,8 +329,8 @@ static void p3d_why_not(const struct p3d_job *job, const struct p3d_layout *b,
                  "their own", cs.unseen);
     else if (p3d_labels_differ(job, b, c))
         snprintf(buf, n, "fits the traces exactly as well, with other "
-                 "labels; chosen by prior: the default order, then larger "
-                 "DP, smaller CP, EP, PP");
+                 "labels; chosen by prior: the default order, then smaller "
+                 "EP, larger DP, smaller CP, PP");
     else
         snprintf(buf, n, "fits as well and labels every communicator the "
                  "same (it differs only where no traffic shows); chosen by "

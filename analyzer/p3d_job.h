@@ -39,8 +39,12 @@ struct p3d_usage {
     uint64_t bc_int64;    /* broadcasts of int64 (Megatron's batch) */
     uint64_t p2p_batches; /* Send/Recv batches (a group, or a lone op) */
     uint64_t p2p_both;    /* of them, with a send and a receive */
+    uint64_t p2p_a2a;     /* of them, sending to 3+ distinct peers: an
+                             all-to-all through Send/Recv */
     uint32_t p2p_gid;     /* scan: the batch in progress, its directions */
     uint8_t p2p_dirs;
+    uint8_t p2p_npeer;    /* scan: distinct send peers of the batch so far */
+    int32_t p2p_peer[3];
 };
 
 struct p3d_rcomm { /* one communicator as one rank saw it */

@@ -49,6 +49,7 @@ static const int p3d_pref[][4] = {
     [P3D_USE_ANY_LAYER] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_CP,
                            P3D_LBL_TP},
     [P3D_USE_RING] = {P3D_LBL_CP, P3D_LBL_PP, P3D_LBL_P2P, -1},
+    [P3D_USE_RING2] = {P3D_LBL_CP, P3D_LBL_EP, P3D_LBL_PP, P3D_LBL_P2P},
     [P3D_USE_GRAD_AR] = {P3D_LBL_DP_REP, P3D_LBL_DP_CP, P3D_LBL_DP,
                          P3D_LBL_EXPERT_DP},
 };
@@ -118,6 +119,29 @@ static int p3d_same_members(const struct p3d_gcomm *a,
     return a->n_members == b->n_members &&
            !memcmp(a->members, b->members,
                    (size_t)a->n_members * sizeof(int));
+}
+
+/* Whether a communicator before i with i's members is labelled lbl. */
+static int p3d_dup_has(const struct p3d_job *job, int i, int lbl)
+{
+    for (int k = 0; k < i; k++)
+        if (job->comms[k].label == lbl &&
+            p3d_same_members(&job->comms[k], &job->comms[i]))
+            return 1;
+    return 0;
+}
+
+/* A 2-rank ring is a CP ring or a 2-rank all-to-all (EP): of two such
+ * communicators on the same ranks, the second is the other group. */
+static int p3d_ring2_other(const struct p3d_job *job, int i, int label)
+{
+    unsigned b = job->comms[i].labels;
+
+    if ((label == P3D_LBL_CP || label == P3D_LBL_EP) &&
+        (b & B(P3D_LBL_CP)) && (b & B(P3D_LBL_EP)) &&
+        p3d_dup_has(job, i, label))
+        return label == P3D_LBL_CP ? P3D_LBL_EP : P3D_LBL_CP;
+    return label;
 }
 
 /* Label of the earliest communicator with g's members, or -1. */
@@ -271,6 +295,8 @@ void p3d_label_all(struct p3d_job *job)
         if (job->layout.ep == 1) /* expert groups only exist with EP */
             g->labels &= ~(B(P3D_LBL_EP) | B(P3D_LBL_EXPERT_DP));
         g->label = p3d_label_pick(g->labels, use, g, dup);
+        if (use == P3D_USE_RING2)
+            g->label = p3d_ring2_other(job, i, g->label);
         if (g->label != P3D_LBL_P2P) /* a P2P comm is one made for it */
             g->labels &= ~B(P3D_LBL_P2P);
         if (!g->labels)

@@ -22,7 +22,7 @@ const char *const p3d_label_name[P3D_LBL_COUNT] = {
 const char *const p3d_use_name[] = {"none", "p2p", "tp", "rs/ag", "a2a",
                                     "tiny", "big-ar", "ar", "mixed", "layer",
                                     "grad", "tp-sp", "ddp", "ar?", "rs/ag?",
-                                    "ring", "grad-ar"};
+                                    "ring", "grad-ar", "ring2"};
 
 #define B(x) (1u << (x))
 #define M_TP B(P3D_AX_TP)

@@ -51,8 +51,9 @@ enum p3d_use {
     P3D_USE_ANY_AR,    /* only all-reduces, how often unknown: TP or DP */
     P3D_USE_ANY_LAYER, /* only RS/AG, how often unknown: DP, CP or TP */
     P3D_USE_RING,  /* Send/Recv, every batch both ways: a CP ring */
-    P3D_USE_GRAD_AR /* all-reduces averaging (ncclAvg, premul sum):
-                       gradients, HSDP's replicas or DDP */
+    P3D_USE_GRAD_AR, /* all-reduces averaging (ncclAvg, premul sum):
+                        gradients, HSDP's replicas or DDP */
+    P3D_USE_RING2  /* a 2-rank ring: a CP ring, or an all-to-all of two */
 };
 
 extern const char *const p3d_use_name[];
@@ -79,6 +80,8 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm);
 void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n);
 /* The Send/Recv batch in progress in u is complete (p3d_usage.c). */
 void p3d_usage_p2p_end(struct p3d_usage *u);
+/* The batch in progress sends to comm rank `peer`. */
+void p3d_usage_p2p_peer(struct p3d_usage *u, int peer);
 /* Calls per member of a communicator. */
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g);
 /* Bitmask of labels consistent with a usage class. */

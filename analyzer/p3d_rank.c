@@ -117,6 +117,8 @@ static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
             u->p2p_gid = o->group_id;
         }
         u->p2p_dirs |= dir;
+        if (o->op == P3D_OP_SEND)
+            p3d_usage_p2p_peer(u, o->peer);
         if (!o->group_id)
             p3d_usage_p2p_end(u); /* a lone op is its own batch */
     }

@@ -10,7 +10,16 @@
  *   - Send/Recv: PP (Megatron p2p_communication.py, torch pipelining),
  *     or, when every batch both sends and receives, a CP ring (TE
  *     cp_comm_type "p2p", torch context_parallel) (P3D_USE_RING).
- *   - All-to-all: EP (Megatron token dispatcher), or CP (TE "a2a").
+ *   - All-to-all: EP (Megatron token dispatcher), or CP (TE "a2a").  Under
+ *     PyTorch an all-to-all with split sizes, as Megatron's alltoall token
+ *     dispatcher issues (tensor_parallel.all_to_all, all_to_all_single
+ *     with input/output splits), is one group of ncclSend/ncclRecv to
+ *     every peer (torch/csrc/cuda/nccl.cpp all2all_single_unequal_split;
+ *     equal splits too unless built with NCCL_ALLTOALL_SUPPORTED): Send/
+ *     Recv batches that send to 3 or more peers are an all-to-all (a
+ *     pipeline sends to its 1 or 2 neighbours, a ring to 1).  Between two
+ *     ranks an all-to-all is one send and one receive, as a 2-rank ring
+ *     step: a CP ring or EP, and the members or priors decide.
  *   - Broadcasts of int64 with frequent all-reduces: Megatron TP, whose
  *     ranks broadcast each micro-batch's tokens, labels and positions
  *     (get_batch_on_this_tp_rank / tensor_parallel.broadcast_data, int64)
@@ -84,7 +93,20 @@ void p3d_usage_p2p_end(struct p3d_usage *u)
         return;
     u->p2p_batches++;
     u->p2p_both += u->p2p_dirs == 3;
+    u->p2p_a2a += u->p2p_npeer >= 3;
     u->p2p_dirs = 0;
+    u->p2p_npeer = 0;
+}
+
+void p3d_usage_p2p_peer(struct p3d_usage *u, int peer)
+{
+    for (int k = 0; k < u->p2p_npeer && k < 3; k++)
+        if (u->p2p_peer[k] == peer)
+            return;
+    if (u->p2p_npeer < 3)
+        u->p2p_peer[u->p2p_npeer] = peer;
+    if (u->p2p_npeer < 255)
+        u->p2p_npeer++;
 }
 
 /* Members of g, at least 1 (a divisor and a scale). */
@@ -198,8 +220,12 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
     bc = s[P3D_OP_BROADCAST].calls;
     rsag = s[P3D_OP_REDUCESCATTER].calls + s[P3D_OP_ALLGATHER].calls;
     a2a = s[P3D_OP_ALLTOALL].calls;
+    if (p2p * 2 >= total && g->use.p2p_a2a &&
+        g->use.p2p_a2a * 2 >= g->use.p2p_batches)
+        return P3D_USE_A2A;   /* an all-to-all through Send/Recv */
     if (p2p * 2 >= total)
-        return p3d_ring(g) ? P3D_USE_RING : P3D_USE_P2P;
+        return !p3d_ring(g) ? P3D_USE_P2P
+               : g->n_members == 2 ? P3D_USE_RING2 : P3D_USE_RING;
     if (a2a * 2 >= total)
         return P3D_USE_A2A;
     if (rsag * 2 >= total) /* per layer (CP, TP+SP, FSDP) or per step (DP) */
@@ -230,6 +256,9 @@ unsigned p3d_use_labels(enum p3d_use u)
     case P3D_USE_P2P:
     case P3D_USE_RING:
         return B(P3D_LBL_PP) | B(P3D_LBL_P2P) | B(P3D_LBL_CP);
+    case P3D_USE_RING2:
+        return B(P3D_LBL_PP) | B(P3D_LBL_P2P) | B(P3D_LBL_CP) |
+               B(P3D_LBL_EP);
     case P3D_USE_A2A:
         return B(P3D_LBL_EP) | B(P3D_LBL_CP);
     case P3D_USE_RSAG:
@@ -282,6 +311,8 @@ unsigned p3d_use_primary(enum p3d_use u)
                B(P3D_LBL_DP_REP);
     case P3D_USE_RING:
         return B(P3D_LBL_CP);
+    case P3D_USE_RING2: /* not a pipeline (one-way warm-up batches) */
+        return B(P3D_LBL_CP) | B(P3D_LBL_EP);
     case P3D_USE_BCAST:
     case P3D_USE_AR:
     case P3D_USE_SP:

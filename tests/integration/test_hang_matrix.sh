@@ -166,10 +166,11 @@ def members(t, grp, rank):
 
 def named(h, an, t, rank, grp, seq):
     """The mismatch of rank on its grp communicator (at seq, collectives;
-    Send/Recv are matched by their pair's own seq) is in h."""
+    Send/Recv, EP's all-to-all among them, by their pair's own seq) is in
+    h."""
     comms = comm_of(an, members(t, grp, rank))
     return [m for m in h["mismatches"] if m["odd_rank"] == rank and
-            m["comm"] in comms and (grp == "pp" or m["seq"] == seq)]
+            m["comm"] in comms and (grp in ("pp", "ep") or m["seq"] == seq)]
 
 def check_watchdog(name, an):
     err = open(f"{out}/{name}.err").read()

@@ -69,12 +69,35 @@ void rank_tp_out(struct rank_ctx *x)
                  ncclSum, -1);
 }
 
-/* MoE (--ep > 1): token dispatch or combine, an all-to-all on EP. */
+/*
+ * MoE (--ep > 1): token dispatch or combine, an all-to-all on EP as
+ * PyTorch issues Megatron's (token_dispatcher.py MoEAlltoAllTokenDispatcher
+ * -> tensor_parallel.all_to_all -> all_to_all_single with split sizes ->
+ * torch/csrc/cuda/nccl.cpp all2all_single_unequal_split): one group of
+ * an ncclSend and an ncclRecv per peer (the rank's own share is copied).
+ */
 static void rank_moe_a2a(struct rank_ctx *x)
 {
     size_t per = x->cfg->tp_bytes / 2 / (size_t)x->cfg->ep;
+    struct rank_op ops[16];
+    int mem[SIM_MAX_RANKS], ep = sim_members(x->cfg, SG_EP, x->rank, mem);
+    int me = 0, n = 0;
 
-    rank_one(x, SG_EP, SK_ALLTOALL, per, ncclBfloat16, ncclSum, -1);
+    while (mem[me] != x->rank)
+        me++;
+    if (2 * (ep - 1) > 16) {      /* more than one batch holds */
+        rank_one(x, SG_EP, SK_ALLTOALL, per, ncclBfloat16, ncclSum, -1);
+        return;
+    }
+    for (int p = 0; p < ep; p++) {
+        if (p == me)
+            continue;
+        ops[n++] = (struct rank_op){ SG_EP, SK_SEND, per, ncclBfloat16,
+                                     ncclSum, p };
+        ops[n++] = (struct rank_op){ SG_EP, SK_RECV, per, ncclBfloat16,
+                                     ncclSum, p };
+    }
+    rank_submit(x, ops, n, 1);
 }
 
 /*

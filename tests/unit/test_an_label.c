@@ -93,10 +93,17 @@ static void test_ring_vs_pipeline(void **state)
     g.st[P3D_OP_RECV].calls = 40;
     g.use.p2p_batches = 40;
     g.use.p2p_both = 40;
+    /* two ranks: a ring step is a 2-rank all-to-all as well (CP or EP) */
+    assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_RING2);
+    g.n_members = 4;
+    g.use.p2p_batches = g.use.p2p_both = 160;
     assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_RING);
-    g.use.p2p_both = 28; /* 1F1B: 8 one-way batches */
+    g.use.p2p_a2a = 160; /* every batch sends to 3 peers: an all-to-all */
+    assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_A2A);
+    g.use.p2p_a2a = 0;
+    g.use.p2p_both = 148; /* 1F1B: one-way batches */
     assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_P2P);
-    g.use.p2p_both = 39; /* one open at a member's trace end */
+    g.use.p2p_both = 157; /* one open at each member's trace end */
     assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_RING);
 }
 
