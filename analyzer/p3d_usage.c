@@ -71,6 +71,12 @@
 #include "p3d_names.h"
 
 #define B(x) (1u << (x))
+/* The data-parallel groups gradients go to: sharded (reduce-scattered,
+ * FSDP's shard group among them) or all-reduced (HSDP's replica group
+ * among them). */
+#define DP_GROUPS (B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP))
+#define DP_SHARDED (DP_GROUPS | B(P3D_LBL_DP_SHARD))
+#define DP_REDUCED (DP_GROUPS | B(P3D_LBL_DP_REP))
 
 /* One more all-reduce of `bytes` in the size table (fixed, merged per
  * communicator: a few distinct sizes are exact, more are counted apart). */
@@ -263,18 +269,14 @@ unsigned p3d_use_labels(enum p3d_use u)
         return B(P3D_LBL_EP) | B(P3D_LBL_CP);
     case P3D_USE_RSAG:
     case P3D_USE_GRAD:
-        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
-               B(P3D_LBL_DP_SHARD);
+        return DP_SHARDED;
     case P3D_USE_DDP:
     case P3D_USE_GRAD_AR:
-        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
-               B(P3D_LBL_DP_REP);
+        return DP_REDUCED;
     case P3D_USE_LAYER:
         return B(P3D_LBL_CP) | B(P3D_LBL_TP);
     case P3D_USE_ANY_LAYER:
-        return B(P3D_LBL_CP) | B(P3D_LBL_TP) | B(P3D_LBL_DP) |
-               B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
-               B(P3D_LBL_DP_SHARD);
+        return B(P3D_LBL_CP) | B(P3D_LBL_TP) | DP_SHARDED;
     case P3D_USE_BCAST:
     case P3D_USE_AR:
     case P3D_USE_SP:
@@ -303,12 +305,10 @@ unsigned p3d_use_primary(enum p3d_use u)
         return B(P3D_LBL_EP);
     case P3D_USE_RSAG:
     case P3D_USE_GRAD:
-        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
-               B(P3D_LBL_DP_SHARD);
+        return DP_SHARDED;
     case P3D_USE_DDP:
     case P3D_USE_GRAD_AR:
-        return B(P3D_LBL_DP) | B(P3D_LBL_DP_CP) | B(P3D_LBL_EXPERT_DP) |
-               B(P3D_LBL_DP_REP);
+        return DP_REDUCED;
     case P3D_USE_RING:
         return B(P3D_LBL_CP);
     case P3D_USE_RING2: /* not a pipeline (one-way warm-up batches) */
