@@ -72,7 +72,7 @@ static int p3d_use_grads(enum p3d_use use, unsigned bits)
  * uses when nothing runs on the default group first (Megatron-DeepSpeed
  * at TP = world; torchtitan at PP = world, whose DeviceMesh reuses the
  * default group for a dim spanning the world). */
-static int p3d_use_tp(enum p3d_use use, unsigned bits)
+static int p3d_use_own_kind(enum p3d_use use, unsigned bits)
 {
     return (p3d_use_primary(use) & bits &
             ~(B(P3D_LBL_WORLD) | B(P3D_LBL_MP))) != 0;
@@ -94,7 +94,7 @@ int p3d_label_pick(unsigned bits, enum p3d_use use, const struct p3d_gcomm *g,
     if (!bits)
         return P3D_LBL_OTHER;
     if ((bits & B(P3D_LBL_WORLD)) && g->order == 0 && dup_label < 0 &&
-        !p3d_use_grads(use, bits) && !p3d_use_tp(use, bits))
+        !p3d_use_grads(use, bits) && !p3d_use_own_kind(use, bits))
         return P3D_LBL_WORLD; /* the first communicator of every rank,
                                  unless it carries, say, DDP's gradients
                                  or a world-wide TP group's batch */

@@ -189,17 +189,18 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
  * cp position of every replica.
  */
 static unsigned p3d_hsdp_match(const struct p3d_layout *l, const int *m,
-                               int n, int mask)
+                               int n)
 {
     int s = l->dp_shard, cp = l->size[P3D_AX_CP], c0[P3D_AX_N];
     int c[P3D_AX_N], same_rep = 1, same_shard = 1;
 
-    if (s <= 1 || s >= l->size[P3D_AX_DP] || mask < 0 ||
-        (mask & ~(M_DP | M_CP)))
+    if (s <= 1 || s >= l->size[P3D_AX_DP])
         return 0;
     p3d_layout_coords(l, m[0], c0);
     for (int i = 1; i < n; i++) {
         p3d_layout_coords(l, m[i], c);
+        if (c[P3D_AX_TP] != c0[P3D_AX_TP] || c[P3D_AX_PP] != c0[P3D_AX_PP])
+            return 0; /* only DP and CP may vary */
         same_rep &= c[P3D_AX_DP] / s == c0[P3D_AX_DP] / s;
         same_shard &= c[P3D_AX_DP] % s == c0[P3D_AX_DP] % s &&
                       c[P3D_AX_CP] == c0[P3D_AX_CP];
@@ -207,22 +208,6 @@ static unsigned p3d_hsdp_match(const struct p3d_layout *l, const int *m,
     return (same_rep && n == s * cp ? B(P3D_LBL_DP_SHARD) : 0) |
            (same_shard && n == l->size[P3D_AX_DP] / s ? B(P3D_LBL_DP_REP)
                                                       : 0);
-}
-
-/* Axes varying among members, whether or not they make a whole group. */
-static int p3d_any_vary(const struct p3d_layout *l, const int *m, int n)
-{
-    int c0[P3D_AX_N], c[P3D_AX_N];
-    unsigned mask = 0;
-
-    p3d_layout_coords(l, m[0], c0);
-    for (int i = 1; i < n; i++) {
-        p3d_layout_coords(l, m[i], c);
-        for (int a = 0; a < P3D_AX_N; a++)
-            if (c[a] != c0[a])
-                mask |= B(a);
-    }
-    return (int)mask;
 }
 
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
@@ -239,7 +224,7 @@ unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
             bits |= B(p3d_dense_fam[i].label);
     bits |= p3d_expert_match(l, m, n);
     if (l->dp_shard > 1 && n > 1)
-        bits |= p3d_hsdp_match(l, m, n, p3d_any_vary(l, m, n));
+        bits |= p3d_hsdp_match(l, m, n);
     if (n == w)
         bits |= B(P3D_LBL_WORLD);
     if (n == 2)
