@@ -39,7 +39,13 @@ endif
 SHIM_SRC := $(sort $(wildcard shim/*.c))
 SHIM_OBJ := $(SHIM_SRC:%.c=$(BUILD)/%.o)
 ANALYZER_MAIN := analyzer/p3d_main.c
-ANALYZER_SRC := $(filter-out $(ANALYZER_MAIN),$(sort $(wildcard analyzer/*.c)))
+# The analyzer's layers, bottom to top (docs/architecture.md): a folder's
+# files include only from its own folder and the ones before it
+# (tests/integration/test_layers.sh checks this).
+ANALYZER_DIRS := util read model layout match time hang analyse views
+ANALYZER_INC := $(addprefix -Ianalyzer/,$(ANALYZER_DIRS))
+ANALYZER_SRC := $(sort $(wildcard $(addsuffix /*.c,$(addprefix analyzer/,$(ANALYZER_DIRS)))))
+ANALYZER_HDR := $(wildcard $(addsuffix /*.h,$(addprefix analyzer/,$(ANALYZER_DIRS))))
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -59,7 +65,7 @@ $(BUILD)/shim/%.o: shim/%.c
 
 $(BUILD)/analyzer/%.o: analyzer/%.c
 	@mkdir -p $(dir $@)
-	$(QUIET_CC)$(CC) $(CPPFLAGS_ALL) -Ianalyzer $(P3D_CFLAGS) -pthread \
+	$(QUIET_CC)$(CC) $(CPPFLAGS_ALL) $(ANALYZER_INC) $(P3D_CFLAGS) -pthread \
 		-MMD -MP -c $< -o $@
 
 $(LIB): $(SHIM_OBJ)
@@ -79,7 +85,7 @@ $(ANALYZE): $(BUILD)/analyzer/p3d_main.o $(ANALYZER_AR)
 # (only the objects a test references are pulled in).
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(SHIM_AR) $(ANALYZER_AR)
 	@mkdir -p $(dir $@)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) -Ishim -Ianalyzer -Itests/unit \
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_ALL) -Ishim $(ANALYZER_INC) -Itests/unit \
 		$(P3D_CFLAGS) -o $@ $< $(SHIM_AR) $(ANALYZER_AR) \
 		$(P3D_LDFLAGS) -lcmocka -ldl -pthread -lrt -lm
 

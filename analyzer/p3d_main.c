@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "p3d_analyse.h"
 #include "p3d_chrome.h"
 #include "p3d_compare.h"
 #include "p3d_discover.h"
@@ -263,82 +264,20 @@ static int p3d_check_outs(const struct p3d_opts *o)
     return bad ? -1 : 0;
 }
 
-static void p3d_print_rank_msgs(struct p3d_job *job)
+/* The pipeline's options from the command line's. */
+static struct p3d_analyse_opts p3d_pipeline_opts(const struct p3d_opts *o)
 {
-    char miss[256];
-    int n;
+    struct p3d_analyse_opts a = {o->threads, o->match, o->layout, 1};
 
-    for (int i = 0; i < job->n_ranks; i++) {
-        struct p3d_rank *r = &job->ranks[i];
-        if (r->err[0])
-            p3d_error("%s", r->err);
-        if (r->warn[0])
-            p3d_warning("%s", r->warn);
-        if (r->hdr.flags & P3D_F_DROPPED)
-            p3d_warning("'%s': %" PRIu64 " records were dropped while "
-                        "recording", r->path, r->hdr.dropped_records);
-    }
-    n = p3d_missing_ranks(job, miss, sizeof(miss));
-    if (n)
-        p3d_warning("job '%s': %d of %d ranks have no readable trace file "
-                    "(ranks %s)", job->job_id, n, job->world_size, miss);
-}
-
-static int p3d_set_layout(struct p3d_job *job, const struct p3d_opts *o)
-{
-    struct p3d_layout user;
-
-    for (int i = 0; i < job->n_ranks && !job->hint.valid; i++)
-        if (!job->ranks[i].failed && job->ranks[i].cmdline)
-            p3d_layout_from_cmdline(&job->hint, job->ranks[i].cmdline,
-                                    job->ranks[i].cmdline_len,
-                                    job->world_size);
-    p3d_layout_infer(job, job->hint.valid ? &job->hint : NULL, 0,
-                     &job->layout);
-    job->hint_fits = job->hint.valid && !job->layout.contradicted;
-    if (!o->layout)
-        return 0;
-    if (!strcmp(o->layout, "infer")) { /* the traces alone */
-        p3d_layout_infer(job, NULL, 0, &job->layout);
-        return 0;
-    }
-    if (p3d_layout_parse(&user, o->layout, job->world_size) < 0)
-        return -1;
-    p3d_layout_infer(job, &user, 1, &job->layout);
-    return 0;
-}
-
-static void p3d_world(struct p3d_job *job)
-{
-    for (int i = 0; i < job->n_ranks; i++)
-        if (job->ranks[i].rank >= job->world_size)
-            job->world_size = job->ranks[i].rank + 1;
+    return a;
 }
 
 /* Returns -1 (message printed) when --layout does not fit the job. */
 static int p3d_analyse(struct p3d_job *job, const struct p3d_opts *o)
 {
-    struct p3d_matcher *m = o->match ? p3d_matcher_new() : NULL;
+    struct p3d_analyse_opts a = p3d_pipeline_opts(o);
 
-    p3d_world(job);
-    for (int i = 0; i < job->n_ranks; i++)
-        job->ranks[i].matcher = m;
-    p3d_job_scan(job, o->threads);
-    p3d_print_rank_msgs(job);
-    p3d_comm_join(job);
-    for (int i = 0; i < job->n_ranks; i++)
-        job->have_gpu |= job->ranks[i].n_gpu_ops > 0;
-    if (p3d_set_layout(job, o) < 0) {
-        if (m)
-            p3d_matcher_finish(m, job); /* frees m */
-        return -1;
-    }
-    p3d_label_all(job);
-    if (m)
-        p3d_matcher_finish(m, job);
-    p3d_time_job(job); /* p3d_time.h: clocks, steps, bubble, waits */
-    p3d_hang_analyze(job);  /* issue 7 */
-    return 0;
+    return p3d_analyse_job(job, &a);
 }
 
 static FILE *p3d_open_json(const char *path)
@@ -515,9 +454,7 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
     for (int i = first; i < set.n && !failed; i++) {
         failed = p3d_run_job(&set.jobs[i], o, &out, i - first,
                              i + 1 == set.n) < 0;
-        p3d_time_free(&set.jobs[i]);
-        p3d_hang_free(&set.jobs[i]);
-        p3d_job_free(&set.jobs[i]);
+        p3d_analysed_free(&set.jobs[i]);
     }
     for (int i = 0; i < set.n; i++)
         if (set.jobs[i].ranks) /* not analysed */

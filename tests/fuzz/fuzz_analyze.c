@@ -17,14 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "p3d_analyse.h"
 #include "p3d_discover.h"
 #include "p3d_dump.h"
 #include "p3d_json.h"
-#include "p3d_label.h"
-#include "p3d_layout.h"
-#include "p3d_match.h"
 #include "p3d_report.h"
-#include "p3d_time.h"
 #include "p3d_util.h"
 
 #define P3D_FUZZ_RANKS 8
@@ -82,33 +79,13 @@ static int fz_write_files(const uint8_t *data, size_t size)
     return n;
 }
 
-/* What p3d_main.c's p3d_analyse does, without options and printing. */
+/* The command line's pipeline (p3d_analyse.h), hang analysis included,
+ * without progress. */
 static void fz_analyse(struct p3d_job *job)
 {
-    struct p3d_matcher *m = p3d_matcher_new();
-    char miss[256];
+    struct p3d_analyse_opts o = {1, 1, NULL, 0};
 
-    for (int i = 0; i < job->n_ranks; i++)
-        if (job->ranks[i].rank >= job->world_size)
-            job->world_size = job->ranks[i].rank + 1;
-    for (int i = 0; i < job->n_ranks; i++)
-        job->ranks[i].matcher = m;
-    p3d_job_scan(job, 1);
-    p3d_missing_ranks(job, miss, sizeof(miss));
-    p3d_comm_join(job);
-    for (int i = 0; i < job->n_ranks; i++)
-        job->have_gpu |= job->ranks[i].n_gpu_ops > 0;
-    for (int i = 0; i < job->n_ranks && !job->hint.valid; i++)
-        if (!job->ranks[i].failed && job->ranks[i].cmdline)
-            p3d_layout_from_cmdline(&job->hint, job->ranks[i].cmdline,
-                                    job->ranks[i].cmdline_len,
-                                    job->world_size);
-    p3d_layout_infer(job, job->hint.valid ? &job->hint : NULL, 0,
-                     &job->layout);
-    job->hint_fits = job->hint.valid && !job->layout.contradicted;
-    p3d_label_all(job);
-    p3d_matcher_finish(m, job);
-    p3d_time_job(job);
+    p3d_analyse_job(job, &o);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -127,8 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_analyse(&set.jobs[i]);
         p3d_report_text(fz_null, &set.jobs[i]);
         p3d_json_write(fz_null, &set.jobs[i]);
-        p3d_time_free(&set.jobs[i]);
-        p3d_job_free(&set.jobs[i]);
+        p3d_analysed_free(&set.jobs[i]);
     }
     free(set.jobs);
     for (int i = 0; i < n; i++) {

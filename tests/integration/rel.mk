@@ -16,9 +16,9 @@ FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(ANALYZER_SRC) \
-		$(wildcard analyzer/*.h) include/p3d_format.h
+		$(ANALYZER_HDR) include/p3d_format.h
 	@mkdir -p $(dir $@)
-	$(QUIET_LINK)$(FUZZ_CC) $(CPPFLAGS_ALL) -Ianalyzer $(STD) $(FUZZ_FLAGS) \
+	$(QUIET_LINK)$(FUZZ_CC) $(CPPFLAGS_ALL) $(ANALYZER_INC) $(STD) $(FUZZ_FLAGS) \
 		-pthread -o $@ $< $(ANALYZER_SRC) -lm
 
 .PHONY: fuzz-build fuzz rel-check

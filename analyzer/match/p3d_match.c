@@ -416,6 +416,42 @@ void p3d_mbatch_free(struct p3d_mbatch *b)
     memset(b, 0, sizeof(*b));
 }
 
+static void *p3d_sink_open(void *ctx)
+{
+    (void)ctx;
+    return p3d_xcalloc(1, sizeof(struct p3d_mbatch));
+}
+
+static void p3d_sink_op(void *ctx, void *st, int rank, int comm_rank,
+                        const struct p3d_rec_op *o)
+{
+    p3d_mbatch_add(st, comm_rank, o);
+    if (p3d_mbatch_due(st))
+        p3d_matcher_offer(ctx, rank, st);
+}
+
+static void p3d_sink_rank_end(void *ctx, void *st, int rank)
+{
+    struct p3d_mbatch *b = st;
+
+    if (b->n)
+        p3d_matcher_flush(ctx, rank, b);
+}
+
+static void p3d_sink_close(void *ctx, void *st)
+{
+    (void)ctx;
+    p3d_mbatch_free(st);
+    free(st);
+}
+
+struct p3d_op_sink p3d_matcher_sink(struct p3d_matcher *m)
+{
+    struct p3d_op_sink k = {m, p3d_sink_open, p3d_sink_op,
+                            p3d_sink_rank_end, p3d_sink_close};
+    return k;
+}
+
 /* Global rank of comm rank cr of the communicator with this hash. */
 static int p3d_global(const struct p3d_job *job, uint64_t hash, int cr)
 {

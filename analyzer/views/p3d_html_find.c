@@ -14,6 +14,7 @@
 #include "p3d_match.h"
 #include "p3d_report.h"
 #include "p3d_svg.h"
+#include "p3d_util.h"
 
 static void p3d_find_li(FILE *f, const char *head, const char *text)
 {

@@ -13,10 +13,6 @@ void p3d_report_text(FILE *f, const struct p3d_job *job);
 void p3d_report_coords(FILE *f, const struct p3d_job *job);
 /* "1.5 MiB" */
 void p3d_fmt_bytes(char *buf, size_t n, double bytes);
-/* "0-3,8,10-11", cut with "..." past max characters */
-void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count);
-/* Ranks of the world that have no trace file, as text; 0 if none. */
-int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n);
 
 /*
  * An "issued" or "unmatched" entry of the matcher as words (buf) and its

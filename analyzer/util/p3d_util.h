@@ -48,4 +48,7 @@ void p3d_text_str(FILE *f, const char *s, size_t n);
 /* strnlen bounded copy of a fixed NUL-padded header field. */
 void p3d_fixed_str(char *dst, const char *src, size_t n);
 
+/* "0-3,8,10-11", cut with "..." past max characters */
+void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count);
+
 #endif /* P3D_UTIL_H */

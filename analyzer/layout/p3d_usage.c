@@ -78,43 +78,6 @@
 #define DP_SHARDED (DP_GROUPS | B(P3D_LBL_DP_SHARD))
 #define DP_REDUCED (DP_GROUPS | B(P3D_LBL_DP_REP))
 
-/* One more all-reduce of `bytes` in the size table (fixed, merged per
- * communicator: a few distinct sizes are exact, more are counted apart). */
-void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n)
-{
-    for (int k = 0; k < P3D_USE_SIZES; k++) {
-        if (u->ar_n[k] && u->ar_size[k] != bytes)
-            continue;
-        u->ar_size[k] = bytes;
-        u->ar_n[k] += n;
-        return;
-    }
-    u->ar_sizes_other += n;
-}
-
-/* The Send/Recv batch in progress in u is complete: count it. */
-void p3d_usage_p2p_end(struct p3d_usage *u)
-{
-    if (!u->p2p_dirs)
-        return;
-    u->p2p_batches++;
-    u->p2p_both += u->p2p_dirs == 3;
-    u->p2p_a2a += u->p2p_npeer >= 3;
-    u->p2p_dirs = 0;
-    u->p2p_npeer = 0;
-}
-
-void p3d_usage_p2p_peer(struct p3d_usage *u, int peer)
-{
-    for (int k = 0; k < u->p2p_npeer && k < 3; k++)
-        if (u->p2p_peer[k] == peer)
-            return;
-    if (u->p2p_npeer < 3)
-        u->p2p_peer[u->p2p_npeer] = peer;
-    if (u->p2p_npeer < 255)
-        u->p2p_npeer++;
-}
-
 /* Members of g, at least 1 (a divisor and a scale). */
 static uint64_t p3d_members(const struct p3d_gcomm *g)
 {

@@ -13,10 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_hang.h"
 #include "p3d_job.h"
 #include "p3d_layout.h"
-#include "p3d_match.h"
 #include "p3d_reader.h"
 #include "p3d_util.h"
 
@@ -46,7 +44,8 @@ struct p3d_scanbuf {
     size_t op_cap, op_hi;
     struct p3d_gdur *gpu; /* GPU records, resolved at the end */
     size_t n_gpu, gpu_cap;
-    struct p3d_mbatch mb; /* ops on their way to the matcher */
+    const struct p3d_op_sink *sink; /* whose state sink_st is */
+    void *sink_st; /* this thread's state of the op sink, made at first use */
 };
 
 struct p3d_scan {
@@ -107,43 +106,6 @@ static void p3d_on_info(struct p3d_rank *r, const struct p3d_rec_comm_info *i)
         c->device = i->device;
 }
 
-static void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
-{
-    if (o->op == P3D_OP_SEND || o->op == P3D_OP_RECV) {
-        uint8_t dir = o->op == P3D_OP_SEND ? 1 : 2;
-
-        if (!o->group_id || o->group_id != u->p2p_gid) {
-            p3d_usage_p2p_end(u);
-            u->p2p_gid = o->group_id;
-        }
-        u->p2p_dirs |= dir;
-        if (o->op == P3D_OP_SEND)
-            p3d_usage_p2p_peer(u, o->peer);
-        if (!o->group_id)
-            p3d_usage_p2p_end(u); /* a lone op is its own batch */
-    }
-    if (o->op < P3D_OP_COUNT && o->dtype < 16)
-        u->dtypes[o->op] |= (uint16_t)(1u << o->dtype);
-    if (o->op == P3D_OP_BROADCAST && o->dtype == 4 /* ncclInt64 */)
-        u->bc_int64++;
-    if (o->op == P3D_OP_REDUCESCATTER && o->redop != P3D_REDOP_NONE)
-        u->rs_redops |= (uint8_t)(1u << (o->redop < 5 ? o->redop : 5));
-    if (o->op == P3D_OP_ALLGATHER && o->bytes <= 8)
-        u->tiny_ag++;
-    if (o->op != P3D_OP_ALLREDUCE)
-        return;
-    if (o->redop == 4 /* ncclAvg */ || o->redop == P3D_REDOP_CUSTOM)
-        u->ar_avg++;
-    if (o->bytes <= 8)
-        u->tiny_ar++;
-    else
-        p3d_usage_ar_size(u, o->bytes, 1);
-    if (o->count == 1 && o->dtype == 7 /* ncclFloat32 */)
-        u->tiny_f32_ar++;
-    if (o->bytes >= (1u << 20))
-        u->big_ar++;
-}
-
 static void p3d_scan_ref(struct p3d_scanbuf *b, uint64_t op_id,
                          uint32_t ref)
 {
@@ -153,6 +115,23 @@ static void p3d_scan_ref(struct p3d_scanbuf *b, uint64_t op_id,
     b->op_ref[op_id] = ref;
     if (op_id >= b->op_hi)
         b->op_hi = (size_t)op_id + 1;
+}
+
+/* Give op o to the job's op sink (the matcher), with this thread's state
+ * of it. */
+static void p3d_sink_op(struct p3d_scan *s, int comm_rank,
+                        const struct p3d_rec_op *o)
+{
+    const struct p3d_op_sink *k = s->r->sink;
+    struct p3d_scanbuf *b = s->b;
+
+    if (b->sink != k) { /* first op of this thread (or another sink) */
+        if (b->sink)
+            b->sink->close(b->sink->ctx, b->sink_st);
+        b->sink = k;
+        b->sink_st = k->open(k->ctx);
+    }
+    k->op(k->ctx, b->sink_st, s->r->rank, comm_rank, o);
 }
 
 /* Ops come in runs on one communicator: the last one is checked before
@@ -183,12 +162,8 @@ static void p3d_on_op(struct p3d_scan *s, const struct p3d_rec_op *o)
     c->st[op].bytes += o->bytes;
     c->hist[p3d_hist_bucket(o->bytes)]++;
     p3d_usage_add(&c->use, o);
-    if (r->matcher) {
-        p3d_mbatch_add(&s->b->mb, o->comm_rank >= 0 ? o->comm_rank : c->rank,
-                       o);
-        if (p3d_mbatch_due(&s->b->mb))
-            p3d_matcher_offer(r->matcher, r->rank, &s->b->mb);
-    }
+    if (r->sink)
+        p3d_sink_op(s, o->comm_rank >= 0 ? o->comm_rank : c->rank, o);
     if (o->op_id < P3D_MAX_OP_INDEX && o->op_id < r->n_ops + P3D_OP_SLACK)
         p3d_scan_ref(s->b, o->op_id, (uint32_t)(c - r->comms + 1) << 4 | op);
 }
@@ -254,7 +229,7 @@ static void p3d_dispatch(struct p3d_scan *s, const struct p3d_rec_hdr *h)
     case P3D_REC_GPU_OP: p3d_on_gpu(s, (const void *)h); break;
     case P3D_REC_HANG: s->r->n_hang_recs++; break;
     case P3D_REC_NOTE:
-        s->r->saw_term |= p3d_hang_note_is_term((const void *)h);
+        s->r->saw_term |= p3d_rec_is_term_note((const void *)h);
         break;
     case P3D_REC_COMM_END:
         s->r->n_aborts += ((const struct p3d_rec_comm_end *)h)->how ==
@@ -294,8 +269,8 @@ static int p3d_rank_scan_buf(struct p3d_rank *r, struct p3d_reader *rd,
     r->corrupt = n < 0;
     if (n < 0 && rd->bad_off < rd->hdr.data_off + 64 && r->n_records == 0)
         r->failed = 1;
-    if (r->matcher && b->mb.n)
-        p3d_matcher_flush(r->matcher, r->rank, &b->mb);
+    if (b->sink && b->sink == r->sink)
+        b->sink->rank_end(b->sink->ctx, b->sink_st, r->rank);
     p3d_resolve_gpu(&s);
     p3d_rank_note_tail(r, rd);
     return r->failed ? -1 : 0;
@@ -305,7 +280,8 @@ static void p3d_scanbuf_free(struct p3d_scanbuf *b)
 {
     free(b->op_ref);
     free(b->gpu);
-    p3d_mbatch_free(&b->mb);
+    if (b->sink)
+        b->sink->close(b->sink->ctx, b->sink_st);
 }
 
 int p3d_rank_scan_reader(struct p3d_rank *r, struct p3d_reader *rd)

@@ -84,6 +84,9 @@ void p3d_matcher_offer(struct p3d_matcher *m, int rank, struct p3d_mbatch *b);
 void p3d_matcher_flush(struct p3d_matcher *m, int rank,
                        struct p3d_mbatch *b);
 void p3d_mbatch_free(struct p3d_mbatch *b);
+/* The matcher as the scan's op sink (p3d_job.h): each reader thread
+ * batches its ops and offers them, and flushes at each rank's end. */
+struct p3d_op_sink p3d_matcher_sink(struct p3d_matcher *m);
 /* After the communicators are joined: unmatched sends/recvs, members
  * behind, global ranks for P2P pairs; fills job->match, frees m. */
 void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job);
@@ -95,5 +98,11 @@ void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
                     const struct p3d_rec_op *b);
 
 extern const char *const p3d_mm_field_name[];
+
+/* Whether mismatch field f (P3D_MM_*) holds an enumeration with names. */
+int p3d_mm_named(int field);
+/* Value v of mismatch field f as text: a name for the op kind, datatype
+ * and reduction op, else the number. */
+const char *p3d_mm_value(int field, int64_t v, char *buf, size_t n);
 
 #endif /* P3D_MATCH_H */

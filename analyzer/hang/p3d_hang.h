@@ -115,8 +115,6 @@ struct p3d_hang_res {
 };
 
 /* Analyse job (after p3d_comm_join and labels); sets job->hang. */
-/* A NOTE record saying the process got SIGTERM (the shim writes it). */
-int p3d_hang_note_is_term(const struct p3d_rec_str *s);
 void p3d_hang_analyze(struct p3d_job *job);
 void p3d_hang_free(struct p3d_job *job);
 /* The "hang" section of the text report, and the JSON member. */

@@ -130,4 +130,8 @@ const char *p3d_rec_name(unsigned tag);
 /* Smallest valid len of a known tag, 0 if unknown. */
 size_t p3d_rec_min_len(unsigned tag);
 
+/* Whether a string record is the shim's note that the process got
+ * SIGTERM (the shim writes "SIGTERM received" from its handler). */
+int p3d_rec_is_term_note(const struct p3d_rec_str *s);
+
 #endif /* P3D_READER_H */

@@ -4,10 +4,12 @@
  * they cannot drift apart.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "p3d_job.h"
+#include "p3d_util.h"
 
 int p3d_job_ranks_found(const struct p3d_job *job)
 {
@@ -45,4 +47,18 @@ void p3d_job_started(const struct p3d_job *job, char *buf, size_t n)
     if (!gmtime_r(&t, &tm) ||
         strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
         snprintf(buf, n, "?");
+}
+
+int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n)
+{
+    int *miss = malloc(sizeof(int) * (size_t)(job->world_size + 1)), k = 0;
+
+    for (int r = 0; miss && r < job->world_size; r++) {
+        const struct p3d_rank *rk = p3d_job_rank(job, r);
+        if (!rk || rk->failed)
+            miss[k++] = r;
+    }
+    p3d_fmt_ranks(buf, n, miss, k);
+    free(miss);
+    return k;
 }

@@ -1,6 +1,6 @@
 /*
- * p3d_names.c - names of ncclDataType_t and ncclRedOp_t values and of
- * mismatch values (p3d_names.h).
+ * p3d_names.c - names of ncclDataType_t and ncclRedOp_t values
+ * (p3d_names.h).
  *
  * The numbers are NCCL's own enums (nccl.h of NCCL 2.28.9: ncclInt8 = 0
  * ... ncclFloat8e5m2 = 11; ncclSum = 0 ... ncclAvg = 4, values from
@@ -12,7 +12,6 @@
 
 #include "p3d_format.h"
 #include "p3d_job.h"
-#include "p3d_match.h"
 #include "p3d_names.h"
 
 static const char *const p3d_dtypes[] = {
@@ -49,29 +48,5 @@ const char *p3d_redop_name(int64_t op, char *buf, size_t n)
     if (op == P3D_REDOP_CUSTOM || op >= P3D_NELEM(p3d_redops))
         return "premulsum";
     snprintf(buf, n, "redop %lld", (long long)op);
-    return buf;
-}
-
-int p3d_mm_named(int field)
-{
-    return field == P3D_MM_OP || field == P3D_MM_DTYPE ||
-           field == P3D_MM_REDOP;
-}
-
-const char *p3d_mm_value(int field, int64_t v, char *buf, size_t n)
-{
-    switch (field) {
-    case P3D_MM_OP:
-        if (v >= 0 && v < P3D_OP_COUNT)
-            return p3d_op_name[v];
-        break;
-    case P3D_MM_DTYPE:
-        return p3d_dtype_name(v, buf, n);
-    case P3D_MM_REDOP:
-        return p3d_redop_name(v, buf, n);
-    default:
-        break;
-    }
-    snprintf(buf, n, "%lld", (long long)v);
     return buf;
 }

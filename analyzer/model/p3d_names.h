@@ -1,7 +1,7 @@
 /*
  * p3d_names.h - names of the NCCL enumerations a trace records as raw
- * numbers (ncclDataType_t, ncclRedOp_t) and of a mismatch's values, so
- * every report and the JSON say "bf16" and "sum", never "9" and "0".
+ * numbers (ncclDataType_t, ncclRedOp_t), so every report and the JSON
+ * say "bf16" and "sum", never "9" and "0".
  */
 #ifndef P3D_NAMES_H
 #define P3D_NAMES_H
@@ -16,10 +16,5 @@ const char *p3d_dtype_name(int64_t dt, char *buf, size_t n);
 int p3d_dtype_bytes(int64_t dt);
 /* "sum", "max", ... ; "premulsum" (user-defined), "none" (no reduction). */
 const char *p3d_redop_name(int64_t op, char *buf, size_t n);
-/* Whether mismatch field f (P3D_MM_*) holds an enumeration with names. */
-int p3d_mm_named(int field);
-/* Value v of mismatch field f as text: a name for the op kind, datatype
- * and reduction op, else the number. */
-const char *p3d_mm_value(int field, int64_t v, char *buf, size_t n);
 
 #endif /* P3D_NAMES_H */

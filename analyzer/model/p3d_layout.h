@@ -76,12 +76,6 @@ unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
 /* Usage class of a joined communicator; max_cpm is the job's largest
  * calls-per-member over all communicators (frequency reference). */
 enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm);
-/* Count n more all-reduces of `bytes` in u's size table. */
-void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n);
-/* The Send/Recv batch in progress in u is complete (p3d_usage.c). */
-void p3d_usage_p2p_end(struct p3d_usage *u);
-/* The batch in progress sends to comm rank `peer`. */
-void p3d_usage_p2p_peer(struct p3d_usage *u, int peer);
 /* Calls per member of a communicator. */
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g);
 /* Bitmask of labels consistent with a usage class. */

@@ -396,3 +396,12 @@ int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec)
         return 1;
     }
 }
+
+int p3d_rec_is_term_note(const struct p3d_rec_str *s)
+{
+    static const char term[] = "SIGTERM received";
+
+    return s->h.len >= sizeof(*s) + sizeof(term) - 1 &&
+           s->n_bytes >= sizeof(term) - 1 &&
+           !memcmp(s->text, term, sizeof(term) - 1);
+}

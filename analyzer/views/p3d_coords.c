@@ -8,6 +8,7 @@
 
 #include "p3d_layout.h"
 #include "p3d_report.h"
+#include "p3d_util.h"
 
 #define P3D_MAP_MAX_WORLD 256 /* larger jobs get the group lists only */
 

@@ -15,6 +15,7 @@
 #include "p3d_names.h"
 #include "p3d_report.h"
 #include "p3d_time.h"
+#include "p3d_util.h"
 
 void p3d_fmt_bytes(char *buf, size_t n, double b)
 {
@@ -26,41 +27,6 @@ void p3d_fmt_bytes(char *buf, size_t n, double b)
         u++;
     }
     snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-}
-
-void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count)
-{
-    size_t len = 0;
-
-    buf[0] = 0;
-    for (int i = 0; i < count && len + 24 < n; i++) {
-        int j = i;
-        while (j + 1 < count && r[j + 1] == r[j] + 1)
-            j++;
-        if (j > i + 1)
-            len += (size_t)snprintf(buf + len, n - len, "%s%d-%d",
-                                    len ? "," : "", r[i], r[j]);
-        else
-            len += (size_t)snprintf(buf + len, n - len, "%s%d", len ? "," : "",
-                                    r[i]), j = i;
-        i = j;
-        if (len + 24 >= n && i + 1 < count)
-            snprintf(buf + len, n - len, ",...");
-    }
-}
-
-int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n)
-{
-    int *miss = malloc(sizeof(int) * (size_t)(job->world_size + 1)), k = 0;
-
-    for (int r = 0; miss && r < job->world_size; r++) {
-        const struct p3d_rank *rk = p3d_job_rank(job, r);
-        if (!rk || rk->failed)
-            miss[k++] = r;
-    }
-    p3d_fmt_ranks(buf, n, miss, k);
-    free(miss);
-    return k;
 }
 
 static void p3d_report_job(FILE *f, const struct p3d_job *job)

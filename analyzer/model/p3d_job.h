@@ -47,6 +47,15 @@ struct p3d_usage {
     int32_t p2p_peer[3];
 };
 
+/* Count op o in u (the scan, once per op; p3d_traffic.c). */
+void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o);
+/* Count n more all-reduces of `bytes` in u's size table. */
+void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n);
+/* The Send/Recv batch in progress in u is complete . */
+void p3d_usage_p2p_end(struct p3d_usage *u);
+/* The batch in progress sends to comm rank `peer`. */
+void p3d_usage_p2p_peer(struct p3d_usage *u, int peer);
+
 struct p3d_rcomm { /* one communicator as one rank saw it */
     uint64_t hash, parent;
     int32_t nranks, rank, device;
@@ -73,7 +82,7 @@ struct p3d_rank {
     int n_comms;
     size_t cap;
     struct p3d_map idx; /* comm hash -> comms index */
-    struct p3d_matcher *matcher; /* fed while scanning, NULL: no matching */
+    const struct p3d_op_sink *sink; /* fed while scanning, NULL: none */
     char err[768];      /* problem found while reading, "" if none */
     char warn[512];
 };
@@ -133,7 +142,21 @@ extern const char *const p3d_conf_name[]; /* "certain", ... ("none") */
 struct p3d_mismatch;
 struct p3d_time_res;
 struct p3d_hang_res;
-struct p3d_matcher;
+/*
+ * An analysis that takes every op record while the scan streams the rank
+ * files (the matcher): it registers here, and the scan calls it; the scan
+ * knows nothing of what it does.  Each reader thread has its own state of
+ * it, made by open at the thread's first op and freed by close; rank_end
+ * says that rank's file is read.  Called from several threads at once.
+ */
+struct p3d_op_sink {
+    void *ctx;
+    void *(*open)(void *ctx);
+    void (*op)(void *ctx, void *st, int rank, int comm_rank,
+               const struct p3d_rec_op *o);
+    void (*rank_end)(void *ctx, void *st, int rank);
+    void (*close)(void *ctx, void *st);
+};
 
 struct p3d_job {
     char job_id[P3D_JOB_ID_LEN + 1];
@@ -186,5 +209,8 @@ int p3d_job_host_first(const struct p3d_job *job, int i);
 void p3d_job_started(const struct p3d_job *job, char *buf, size_t n);
 
 extern const char *const p3d_op_name[P3D_OP_COUNT];
+
+/* Ranks of the world that have no trace file, as text; 0 if none. */
+int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n);
 
 #endif /* P3D_JOB_H */

@@ -29,15 +29,6 @@ static void p3d_hang_last(struct p3d_hrank *h, uint64_t t)
         h->t_last = t;
 }
 
-int p3d_hang_note_is_term(const struct p3d_rec_str *s)
-{
-    static const char term[] = "SIGTERM received";
-
-    return s->h.len >= sizeof(*s) + sizeof(term) - 1 &&
-           s->n_bytes >= sizeof(term) - 1 &&
-           !memcmp(s->text, term, sizeof(term) - 1);
-}
-
 
 static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
 {

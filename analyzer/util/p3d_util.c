@@ -256,3 +256,24 @@ void p3d_fixed_str(char *dst, const char *src, size_t n)
     memcpy(dst, src, len);
     dst[len] = 0;
 }
+
+void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count)
+{
+    size_t len = 0;
+
+    buf[0] = 0;
+    for (int i = 0; i < count && len + 24 < n; i++) {
+        int j = i;
+        while (j + 1 < count && r[j + 1] == r[j] + 1)
+            j++;
+        if (j > i + 1)
+            len += (size_t)snprintf(buf + len, n - len, "%s%d-%d",
+                                    len ? "," : "", r[i], r[j]);
+        else
+            len += (size_t)snprintf(buf + len, n - len, "%s%d", len ? "," : "",
+                                    r[i]), j = i;
+        i = j;
+        if (len + 24 >= n && i + 1 < count)
+            snprintf(buf + len, n - len, ",...");
+    }
+}

@@ -1,0 +1,208 @@
+/*
+ * p3d_analyse.c - the pipeline (p3d_analyse.h): a table of passes, run in
+ * order over one job.  Order matters and is written here once:
+ *   scan    read every rank file once (model/p3d_rank.c); the matcher
+ *           takes the ops as they stream by (its op sink)
+ *   join    one communicator per commHash, with its members
+ *   layout  the command line's layout, checked against the traces, or
+ *           --layout, or inferred (layout/)
+ *   labels  each communicator's group names under that layout
+ *   match   close the matcher: mismatches, unmatched P2P, members behind
+ *           (it needs the joined members and labels for its messages)
+ *   time    clocks, iterations, overlap, bubble, wait states (time/)
+ *   hang    frontiers, wait graph, root (hang/; uses match and time)
+ * A new analysis adds one row and its function, nothing else.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "p3d_analyse.h"
+#include "p3d_hang.h"
+#include "p3d_label.h"
+#include "p3d_layout.h"
+#include "p3d_match.h"
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+/* One run of the pipeline: the options and what passes hand on. */
+struct p3d_run {
+    struct p3d_job *job;
+    const struct p3d_analyse_opts *o;
+    struct p3d_matcher *m;  /* from scan until match, NULL without */
+    struct p3d_op_sink sink;
+};
+
+static void p3d_world(struct p3d_job *job)
+{
+    for (int i = 0; i < job->n_ranks; i++)
+        if (job->ranks[i].rank >= job->world_size)
+            job->world_size = job->ranks[i].rank + 1;
+}
+
+static void p3d_print_rank_msgs(struct p3d_job *job)
+{
+    char miss[256];
+    int n;
+
+    for (int i = 0; i < job->n_ranks; i++) {
+        struct p3d_rank *r = &job->ranks[i];
+        if (r->err[0])
+            p3d_error("%s", r->err);
+        if (r->warn[0])
+            p3d_warning("%s", r->warn);
+        if (r->hdr.flags & P3D_F_DROPPED)
+            p3d_warning("'%s': %llu records were dropped while recording",
+                        r->path, (unsigned long long)r->hdr.dropped_records);
+    }
+    n = p3d_missing_ranks(job, miss, sizeof(miss));
+    if (n)
+        p3d_warning("job '%s': %d of %d ranks have no readable trace file "
+                    "(ranks %s)", job->job_id, n, job->world_size, miss);
+}
+
+static int p3d_pass_scan(struct p3d_run *run)
+{
+    struct p3d_job *job = run->job;
+
+    p3d_world(job);
+    if (run->o->match) {
+        run->m = p3d_matcher_new();
+        run->sink = p3d_matcher_sink(run->m);
+        for (int i = 0; i < job->n_ranks; i++)
+            job->ranks[i].sink = &run->sink;
+    }
+    p3d_job_scan(job, run->o->threads);
+    for (int i = 0; i < job->n_ranks; i++)
+        job->ranks[i].sink = NULL;
+    p3d_print_rank_msgs(job);
+    return 0;
+}
+
+static int p3d_pass_join(struct p3d_run *run)
+{
+    struct p3d_job *job = run->job;
+
+    p3d_comm_join(job);
+    for (int i = 0; i < job->n_ranks; i++)
+        job->have_gpu |= job->ranks[i].n_gpu_ops > 0;
+    return 0;
+}
+
+static int p3d_pass_layout(struct p3d_run *run)
+{
+    struct p3d_job *job = run->job;
+    const char *want = run->o->layout;
+    struct p3d_layout user;
+
+    for (int i = 0; i < job->n_ranks && !job->hint.valid; i++)
+        if (!job->ranks[i].failed && job->ranks[i].cmdline)
+            p3d_layout_from_cmdline(&job->hint, job->ranks[i].cmdline,
+                                    job->ranks[i].cmdline_len,
+                                    job->world_size);
+    p3d_layout_infer(job, job->hint.valid ? &job->hint : NULL, 0,
+                     &job->layout);
+    job->hint_fits = job->hint.valid && !job->layout.contradicted;
+    if (!want)
+        return 0;
+    if (!strcmp(want, "infer")) { /* the traces alone */
+        p3d_layout_infer(job, NULL, 0, &job->layout);
+        return 0;
+    }
+    if (p3d_layout_parse(&user, want, job->world_size) < 0)
+        return -1;
+    p3d_layout_infer(job, &user, 1, &job->layout);
+    return 0;
+}
+
+static int p3d_pass_labels(struct p3d_run *run)
+{
+    p3d_label_all(run->job);
+    return 0;
+}
+
+static int p3d_pass_match(struct p3d_run *run)
+{
+    if (run->m)
+        p3d_matcher_finish(run->m, run->job); /* frees it */
+    run->m = NULL;
+    return 0;
+}
+
+static int p3d_pass_time(struct p3d_run *run)
+{
+    p3d_time_job(run->job);
+    return 0;
+}
+
+static int p3d_pass_hang(struct p3d_run *run)
+{
+    p3d_hang_analyze(run->job);
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*run)(struct p3d_run *run);
+} p3d_passes[] = {
+    {"reading the rank files", p3d_pass_scan},
+    {"joining communicators", p3d_pass_join},
+    {"finding the layout", p3d_pass_layout},
+    {"labelling groups", p3d_pass_labels},
+    {"matching across ranks", p3d_pass_match},
+    {"timing", p3d_pass_time},
+    {"hang analysis", p3d_pass_hang},
+};
+#define P3D_N_PASSES ((int)(sizeof(p3d_passes) / sizeof(p3d_passes[0])))
+
+static double p3d_now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Progress on a terminal once the analysis has taken 2 s: which pass
+ * starts, on one line that the next overwrites. */
+static void p3d_progress(const struct p3d_run *run, int k, double t0,
+                         int *shown)
+{
+    if (!run->o->progress || p3d_quiet || !isatty(2))
+        return;
+    if (k < P3D_N_PASSES && p3d_now_s() - t0 < 2.0)
+        return;
+    if (k >= P3D_N_PASSES) {
+        if (*shown)
+            fputs("\r\033[K", stderr);
+        return;
+    }
+    fprintf(stderr, "\r\033[Kp3d-analyze: job '%s', %d ranks: %s (%d/%d)",
+            run->job->job_id, run->job->n_ranks, p3d_passes[k].name, k + 1,
+            P3D_N_PASSES);
+    *shown = 1;
+}
+
+int p3d_analyse_job(struct p3d_job *job, const struct p3d_analyse_opts *o)
+{
+    struct p3d_run run = {job, o, NULL, {0}};
+    double t0 = p3d_now_s();
+    int ret = 0, shown = 0;
+
+    for (int k = 0; k < P3D_N_PASSES && !ret; k++) {
+        p3d_progress(&run, k, t0, &shown);
+        ret = p3d_passes[k].run(&run);
+    }
+    p3d_progress(&run, P3D_N_PASSES, t0, &shown);
+    if (run.m)
+        p3d_matcher_finish(run.m, job); /* a pass failed: free it */
+    return ret;
+}
+
+void p3d_analysed_free(struct p3d_job *job)
+{
+    p3d_time_free(job);
+    p3d_hang_free(job);
+    p3d_job_free(job);
+}
