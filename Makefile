@@ -42,7 +42,7 @@ ANALYZER_MAIN := analyzer/p3d_main.c
 # The analyzer's layers, bottom to top (docs/architecture.md): a folder's
 # files include only from its own folder and the ones before it
 # (tests/integration/test_layers.sh checks this).
-ANALYZER_DIRS := util read model layout match time hang analyse views
+ANALYZER_DIRS := util read model layout match time hang findings analyse views
 ANALYZER_INC := $(addprefix -Ianalyzer/,$(ANALYZER_DIRS))
 ANALYZER_SRC := $(sort $(wildcard $(addsuffix /*.c,$(addprefix analyzer/,$(ANALYZER_DIRS)))))
 ANALYZER_HDR := $(wildcard $(addsuffix /*.h,$(addprefix analyzer/,$(ANALYZER_DIRS))))

@@ -40,6 +40,8 @@ struct p3d_opts {
     const char *chrome, *html;
     const char *window, *ranks; /* the specs as given, for messages */
     int compare;
+    unsigned detail; /* --detail: P3D_DETAIL_* */
+    int quiet;       /* -q */
     struct p3d_vsel sel;
 };
 
@@ -83,7 +85,16 @@ static void p3d_usage(FILE *f)
         "  --dump            print the records of trace FILEs as text\n"
         "  --threads N       reader threads (default: online CPUs, max 8)\n"
         "  --no-match        skip cross-rank matching\n"
-        "  -q, --quiet       no notes on stderr\n"
+        "  --detail[=LIST]   add to the report: ranks, comms, map, time, "
+        "hang\n"
+        "                    (per rank, per communicator, the coordinate "
+        "map stage\n"
+        "                    by stage, per iteration and wait states, every "
+        "waiting\n"
+        "                    rank); no LIST: all of them\n"
+        "  -q, --quiet       no notes on stderr, and no text report on "
+        "stdout when\n"
+        "                    --json, --chrome or --html writes a file\n"
         "  -h, --help        this text\n");
 }
 
@@ -170,6 +181,7 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
         {"window", required_argument, NULL, 'W'},
         {"ranks", required_argument, NULL, 'R'},
         {"compare", no_argument, NULL, 'P'},
+        {"detail", optional_argument, NULL, 'D'},
         {NULL, 0, NULL, 0}};
     int c;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -191,7 +203,13 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
                 return -1;
             break;
         case 'm': o->match = 0; break;
-        case 'q': p3d_quiet = 1; break;
+        case 'q': p3d_quiet = o->quiet = 1; break;
+        case 'D':
+            if (!optarg)
+                o->detail = P3D_DETAIL_ALL;
+            else if (p3d_detail_parse(optarg, &o->detail))
+                return -1;
+            break;
         case 'h': p3d_usage(stdout); exit(0);
         case 'C': o->chrome = optarg; break;
         case 'H': o->html = optarg; break;
@@ -392,6 +410,17 @@ static void p3d_remove_outs(const struct p3d_opts *o, struct p3d_outs *out)
         }
 }
 
+/* -q with an output file: that file is the output, stdout stays empty. */
+static int p3d_quiet_stdout(const struct p3d_opts *o)
+{
+    const char *file[] = {o->json, o->chrome, o->html};
+
+    for (int i = 0; o->quiet && i < 3; i++)
+        if (file[i] && strcmp(file[i], "-"))
+            return 1;
+    return 0;
+}
+
 /* Analyse one job (the k-th) and write its outputs. */
 static int p3d_run_job(struct p3d_job *job, const struct p3d_opts *o,
                        struct p3d_outs *out, int k, int last)
@@ -403,8 +432,8 @@ static int p3d_run_job(struct p3d_job *job, const struct p3d_opts *o,
         if (out->multi)
             fputs("[\n", out->js);
     }
-    if (out->js != stdout)
-        p3d_report_text(stdout, job);
+    if (out->js != stdout && !p3d_quiet_stdout(o))
+        p3d_report_text(stdout, job, o->detail);
     if (out->js)
         p3d_json_write(out->js, job);
     if (out->js && out->multi)

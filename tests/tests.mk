@@ -60,7 +60,7 @@ ifneq ($(SIM_DRV_SRC),)
 TEST_DEPS += $(SIM)
 endif
 
-.PHONY: fakes
+.PHONY: fakes example
 fakes: $(TEST_DEPS)
 
 # What the scenario libraries of the shim and reliability tests
@@ -69,6 +69,15 @@ DRVLIB_SRC := tests/integration/drvlib.c tests/integration/drvlib.h
 
 # Other helpers add their own rules in tests/integration/*.mk.
 -include tests/integration/*.mk
+
+# make example: record the committed example again under today's shim
+# (test_example_current.sh fails when its defaults changed since).
+EXAMPLE := example-tp2pp2dp2
+example: $(LIB) $(SIM) $(SIM_RANK_LIB)
+	$(Q)rm -rf traces/$(EXAMPLE)
+	$(Q)$(SIM) $(DEMO_ARGS) --out traces --job-id $(EXAMPLE) --shim $(LIB) \
+		--quiet
+	$(Q)echo "example: traces/$(EXAMPLE) recorded again"
 
 # make demo: the simulated 8-rank TP=2 PP=2 DP=2 job (m=8) under the shim
 # into traces/demo (replacing the previous demo), then the analyzer on it.

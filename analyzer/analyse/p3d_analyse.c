@@ -11,6 +11,7 @@
  *           (it needs the joined members and labels for its messages)
  *   time    clocks, iterations, overlap, bubble, wait states (time/)
  *   hang    frontiers, wait graph, root (hang/; uses match and time)
+ *   findings  what is worth acting on, with a next step (findings/)
  * A new analysis adds one row and its function, nothing else.
  */
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "p3d_analyse.h"
+#include "p3d_findings.h"
 #include "p3d_hang.h"
 #include "p3d_label.h"
 #include "p3d_layout.h"
@@ -142,6 +144,12 @@ static int p3d_pass_hang(struct p3d_run *run)
     return 0;
 }
 
+static int p3d_pass_findings(struct p3d_run *run)
+{
+    p3d_findings_job(run->job);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*run)(struct p3d_run *run);
@@ -153,6 +161,7 @@ static const struct {
     {"matching across ranks", p3d_pass_match},
     {"timing", p3d_pass_time},
     {"hang analysis", p3d_pass_hang},
+    {"findings", p3d_pass_findings},
 };
 #define P3D_N_PASSES ((int)(sizeof(p3d_passes) / sizeof(p3d_passes[0])))
 
@@ -204,5 +213,6 @@ void p3d_analysed_free(struct p3d_job *job)
 {
     p3d_time_free(job);
     p3d_hang_free(job);
+    p3d_findings_free(job);
     p3d_job_free(job);
 }

@@ -117,9 +117,6 @@ struct p3d_hang_res {
 /* Analyse job (after p3d_comm_join and labels); sets job->hang. */
 void p3d_hang_analyze(struct p3d_job *job);
 void p3d_hang_free(struct p3d_job *job);
-/* The "hang" section of the text report, and the JSON member. */
-void p3d_hang_report(FILE *f, const struct p3d_job *job);
-void p3d_hang_json(FILE *f, const struct p3d_job *job);
 /*
  * One phrase for table rows and findings ("HUNG: root rank 6 (killed)"),
  * or "" when the analysis found no hang.

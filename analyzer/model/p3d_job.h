@@ -142,6 +142,7 @@ extern const char *const p3d_conf_name[]; /* "certain", ... ("none") */
 struct p3d_mismatch;
 struct p3d_time_res;
 struct p3d_hang_res;
+struct p3d_findings;
 /*
  * An analysis that takes every op record while the scan streams the rank
  * files (the matcher): it registers here, and the scan calls it; the scan
@@ -174,6 +175,7 @@ struct p3d_job {
     struct p3d_match_res *match;
     struct p3d_time_res *time; /* p3d_time.h; NULL until analysed */
     struct p3d_hang_res *hang;  /* p3d_hang.c (issue 7) */
+    struct p3d_findings *findings; /* findings/, from all of the above */
     int threads;                /* reader threads (p3d_job_scan) */
 };
 

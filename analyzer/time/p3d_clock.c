@@ -189,7 +189,9 @@ static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
         if (hi == P3D_NOBOUND || lo_b == P3D_NOBOUND)
             continue;
         d[b] = lo_b + (hi - lo_b) / 2;
-        t->hosts[b].uncert_ns = (hi - lo_b) / 2;
+        t->hosts[b].uncert_ns = hi >= lo_b ? (hi - lo_b) / 2
+                                           : (lo_b - hi) / 2;
+        t->hosts[b].contra_ns = hi >= lo_b ? 0 : lo_b - hi;
         t->hosts[b].n_inst = cnt[b] + cnt[b * nh];
     }
     free(u);

@@ -162,7 +162,11 @@ struct p3d_thost {
     char name[P3D_HOST_LEN + 1];
     int64_t shift;        /* added to this host's monotonic times */
     int64_t offset_ns;    /* its clock minus the reference host's */
-    int64_t uncert_ns;
+    int64_t uncert_ns;    /* half the bracket the bounds leave, >= 0 */
+    int64_t contra_ns;    /* > 0: the bounds contradict by this much (the
+                             records break causality across hosts: drifting
+                             clocks, or calls that returned before their
+                             peers entered); the offset is their middle */
     int64_t anchor_err_ns; /* what the realtime anchors had wrong */
     int n_inst;           /* cross-host bounds used */
 };
@@ -278,7 +282,6 @@ void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t);
 void p3d_bubble_all(struct p3d_job *job, struct p3d_time_res *t);
 int64_t p3d_wait_steady_start(const struct p3d_time_res *t);
 void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t);
-void p3d_time_report(FILE *f, const struct p3d_job *job);
 void p3d_time_json(FILE *f, const struct p3d_job *job);
 /* The per-rank JSON fields (",\"step_time_ms\": ..." without braces). */
 void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i);

@@ -91,25 +91,34 @@ static void p3d_stage_grid(FILE *f, const struct p3d_layout *l, int w,
     free(grid);
 }
 
-void p3d_report_coords(FILE *f, const struct p3d_job *job)
+void p3d_report_coords(FILE *f, const struct p3d_job *job, int stages)
 {
     const struct p3d_layout *l = &job->layout;
     int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
 
     if (!l->valid)
         return;
-    fprintf(f, "\ncoordinate map (global ranks; order %s, first axis "
-            "fastest):\n", l->order);
-    for (int s = 0; w <= P3D_MAP_MAX_WORLD && s < l->size[P3D_AX_PP]; s++) {
+    if (stages)
+        fprintf(f, "\ncoordinate map (global ranks; order %s, first axis "
+                "fastest):\n", l->order);
+    else
+        fprintf(f, "groups (global ranks; --detail=map draws them stage by "
+                "stage):\n");
+    for (int s = 0; stages && w <= P3D_MAP_MAX_WORLD &&
+                    s < l->size[P3D_AX_PP]; s++) {
         p3d_stage_grid(f, l, w, s);
         p3d_groups_line(f, l, w, "TP groups", 1u << P3D_AX_TP, s);
         p3d_groups_line(f, l, w, "DP groups", 1u << P3D_AX_DP, s);
         if (l->size[P3D_AX_CP] > 1)
             p3d_groups_line(f, l, w, "CP groups", 1u << P3D_AX_CP, s);
     }
-    p3d_groups_line(f, l, w, "TP", 1u << P3D_AX_TP, -1);
-    p3d_groups_line(f, l, w, "PP", 1u << P3D_AX_PP, -1);
-    p3d_groups_line(f, l, w, "DP", 1u << P3D_AX_DP, -1);
+    /* the summary leaves out a dimension of size 1 (groups of one) */
+    if (stages || l->size[P3D_AX_TP] > 1)
+        p3d_groups_line(f, l, w, "TP", 1u << P3D_AX_TP, -1);
+    if (stages || l->size[P3D_AX_PP] > 1)
+        p3d_groups_line(f, l, w, "PP", 1u << P3D_AX_PP, -1);
+    if (stages || l->size[P3D_AX_DP] > 1)
+        p3d_groups_line(f, l, w, "DP", 1u << P3D_AX_DP, -1);
     if (l->size[P3D_AX_CP] > 1) {
         p3d_groups_line(f, l, w, "CP", 1u << P3D_AX_CP, -1);
         p3d_groups_line(f, l, w, "DP-CP",

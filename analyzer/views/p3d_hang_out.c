@@ -65,8 +65,12 @@ static const struct p3d_hrank *p3d_ho_rank(const struct p3d_job *job,
 }
 
 /* Print the symbolized frames of stack `id` of rank r. */
+/* Frames of a call site the report shows: the innermost, where the rank
+ * is; --detail=hang shows them all (up to 12). */
+#define P3D_FRAMES_SHOWN 6
+
 static void p3d_ho_stack(FILE *f, const struct p3d_job *job, int r,
-                         uint32_t id, const char *ind)
+                         uint32_t id, const char *ind, unsigned frames)
 {
     const struct p3d_hrank *h = p3d_ho_rank(job, r);
     const struct p3d_rec_stack *s = h ? p3d_hang_stack(h, id) : NULL;
@@ -79,6 +83,11 @@ static void p3d_ho_stack(FILE *f, const struct p3d_job *job, int r,
     }
     fprintf(f, "%scall site:\n", ind);
     for (uint32_t i = 0; i < s->n_frames && i < 12; i++) {
+        if (i == frames) {
+            fprintf(f, "%s  ... %u more frames (--detail=hang)\n", ind,
+                    (s->n_frames < 12 ? s->n_frames : 12) - i);
+            break;
+        }
         p3d_symbol_pc(line, sizeof(line), s->pc[i], h->mods, h->n_mods);
         fprintf(f, "%s  #%u %s\n", ind, i, line);
     }
@@ -91,7 +100,7 @@ static const char *p3d_ho_owed_how(int how)
 }
 
 static void p3d_ho_root(FILE *f, const struct p3d_job *job,
-                        const struct p3d_hang_root *rt)
+                        const struct p3d_hang_root *rt, unsigned frames)
 {
     const struct p3d_hrank *h = p3d_ho_rank(job, rt->rank);
 
@@ -121,7 +130,7 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
                 rt->last->comm_hash,
                 p3d_ho_lbl(p3d_hang_label(job, rt->last->comm_hash)),
                 (double)rt->since_ns / 1e9, h ? h->n_ops : 0);
-        p3d_ho_stack(f, job, rt->rank, rt->last->stack_id, "    ");
+        p3d_ho_stack(f, job, rt->rank, rt->last->stack_id, "    ", frames);
     }
 }
 
@@ -247,13 +256,28 @@ static const char *p3d_ho_nccl_err(int e)
 }
 
 /* ncclCommAbort calls (PyTorch's watchdog aborts on its timeout). */
-static void p3d_ho_aborts(FILE *f, const struct p3d_job *job)
+/* 1 if an abort had ops pending or an async error: worth a line. */
+static int p3d_ho_abort_says(const struct p3d_rec_comm_end *e)
+{
+    return e->pending_ops || e->last_async_error;
+}
+
+/* Every ncclCommAbort; without --detail=hang the quiet ones (nothing
+ * pending, no async error) are counted in one line. */
+static void p3d_ho_aborts(FILE *f, const struct p3d_job *job, int all)
 {
     const struct p3d_hjob *hj = job->hang->priv;
+    int quiet = 0, ranks = 0;
 
-    for (int a = 0; a < hj->world; a++)
+    for (int a = 0; a < hj->world; a++) {
+        int mine = 0;
         for (int k = 0; k < hj->hr[a].n_abort; k++) {
             const struct p3d_rec_comm_end *e = hj->hr[a].abort[k];
+            if (!all && !p3d_ho_abort_says(e)) {
+                quiet++;
+                ranks += !mine++;
+                continue;
+            }
             fprintf(f, "  rank %d called ncclCommAbort on comm 0x%016" PRIx64
                     " (%s) %.3f s before the end; reason (last async "
                     "error): %s; %u op(s) pending\n", a, e->comm_hash,
@@ -262,6 +286,11 @@ static void p3d_ho_aborts(FILE *f, const struct p3d_job *job)
                     ? (double)(job->hang->t_end - e->t_enter) / 1e9 : 0.0,
                     p3d_ho_nccl_err(e->last_async_error), e->pending_ops);
         }
+    }
+    if (quiet)
+        fprintf(f, "  %d ncclCommAbort call(s) on %d rank(s), none with an "
+                "op pending or an async error (--detail=hang lists them)\n",
+                quiet, ranks);
 }
 
 static const char *const p3d_hf_name[] = {"done", "waiting",
@@ -330,47 +359,9 @@ static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
     free(r);
 }
 
-static const char *p3d_ho_state_word(int s)
+void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
 {
-    switch (s) {
-    case P3D_HS_NOT_IN_NCCL: return "stopped outside NCCL";
-    case P3D_HS_KILLED: return "killed";
-    case P3D_HS_EXITED: return "exited early";
-    case P3D_HS_NO_TRACE: return "no trace";
-    case P3D_HS_STUCK: return "stuck in NCCL";
-    case P3D_HS_MISMATCH: return "mismatched op";
-    case P3D_HS_CYCLE: return "circular wait";
-    default: return p3d_hang_state_name[s];
-    }
-}
-
-void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n)
-{
-    const struct p3d_hang_res *res = job->hang;
-    size_t k;
-
-    buf[0] = 0;
-    if (res == NULL || !res->detected || n < 2)
-        return;
-    if (res->stall) {
-        snprintf(buf, n, "HUNG: no root (all arrived, none completed: an "
-                 "NCCL or network stall)");
-        return;
-    }
-    k = (size_t)snprintf(buf, n, "HUNG: root rank");
-    for (int i = 0; i < res->n_roots && i < 4 && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s %d (%s)", i ? "," : "",
-                              res->roots[i].rank,
-                              p3d_ho_state_word(res->roots[i].state));
-    if (res->n_roots > 4 && k < n)
-        k += (size_t)snprintf(buf + k, n - k, " and %d more",
-                              res->n_roots - 4);
-    if (!res->n_roots && k < n)
-        snprintf(buf + k, n - k, " not found");
-}
-
-void p3d_hang_report(FILE *f, const struct p3d_job *job)
-{
+    unsigned frames = detail & P3D_DETAIL_HANG ? 12 : P3D_FRAMES_SHOWN;
     const struct p3d_hang_res *res = job->hang;
     char roots[256];
     int r[64];
@@ -391,7 +382,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
     }
     if (!res->detected) {
         p3d_ho_mm(f, res, job);
-        p3d_ho_aborts(f, job);
+        p3d_ho_aborts(f, job, detail & P3D_DETAIL_HANG);
         p3d_ho_no_gpu(f, job);
         return;
     }
@@ -411,10 +402,16 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
         fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; "
                 "root rank(s) %s\n", res->n_waiting, roots);
     for (int i = 0; i < res->n_roots; i++)
-        p3d_ho_root(f, job, &res->roots[i]);
+        p3d_ho_root(f, job, &res->roots[i], frames);
     fprintf(f, "  chain of waits (nearest the root first):\n");
-    for (int i = 0; i < res->n_waiting; i++)
+    for (int i = 0; i < res->n_waiting; i++) {
+        if (i == P3D_CHAIN_SHOWN && !(detail & P3D_DETAIL_HANG)) {
+            fprintf(f, "    ... and %d more waiting ranks "
+                    "(--detail=hang lists them)\n", res->n_waiting - i);
+            break;
+        }
         p3d_ho_wait(f, job, &res->wait[i]);
+    }
     if (res->n_waiting > 0) {
         fprintf(f, "    rank %d's wait:\n", res->wait[0].rank);
         if (res->wait[0].op == P3D_HANG_OP_INIT || res->wait[0].inferred)
@@ -422,11 +419,11 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job)
                     "creation (stacks are taken for NCCL ops)\n");
         else
             p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
-                         "      ");
+                         "      ", frames);
     }
     p3d_ho_frontiers(f, job);
     p3d_ho_others(f, job);
-    p3d_ho_aborts(f, job);
+    p3d_ho_aborts(f, job, detail & P3D_DETAIL_HANG);
     p3d_ho_no_gpu(f, job);
     if (res->n_mm)
         fprintf(f, "  mismatched ops on the chain:\n");

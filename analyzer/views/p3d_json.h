@@ -14,4 +14,7 @@ void p3d_json_write(FILE *f, const struct p3d_job *job);
  * its number as "key_raw"). */
 void p3d_json_mm_value(FILE *f, const char *key, int field, int64_t v);
 
+/* The "hang" member (views/p3d_hang_out.c). */
+void p3d_hang_json(FILE *f, const struct p3d_job *job);
+
 #endif /* P3D_JSON_H */

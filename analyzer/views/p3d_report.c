@@ -321,19 +321,70 @@ static void p3d_report_match(FILE *f, const struct p3d_job *job)
         fprintf(f, "  ... (only the first %d shown)\n", m->n_kept);
 }
 
-void p3d_report_text(FILE *f, const struct p3d_job *job)
+int p3d_detail_parse(const char *spec, unsigned *out)
 {
+    static const char *const word[] = {"ranks", "comms", "map", "time",
+                                       "hang", "all"};
+    static const unsigned bit[] = {P3D_DETAIL_RANKS, P3D_DETAIL_COMMS,
+                                   P3D_DETAIL_MAP, P3D_DETAIL_TIME,
+                                   P3D_DETAIL_HANG, P3D_DETAIL_ALL};
+    const char *p = spec;
+
+    *out = 0;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        while (k < 6 && (strlen(word[k]) != n || strncmp(p, word[k], n)))
+            k++;
+        if (k == 6)
+            return p3d_error("bad --detail '%s': expected a list of ranks, "
+                             "comms, map, time, hang (or all)", spec);
+        *out |= bit[k];
+        p += n + (p[n] == ',');
+    }
+    if (!*out)
+        return p3d_error("bad --detail '%s': expected a list of ranks, "
+                         "comms, map, time, hang (or all)", spec);
+    return 0;
+}
+
+/* The sections behind --detail, after the answer. */
+static void p3d_report_detail(FILE *f, const struct p3d_job *job,
+                              unsigned detail)
+{
+    if (detail & P3D_DETAIL_MAP)
+        p3d_report_coords(f, job, 1);
+    if (detail & P3D_DETAIL_COMMS) {
+        p3d_report_comms(f, job);
+        p3d_report_labels(f, job);
+        p3d_report_hist(f, job);
+    }
+    if (detail & P3D_DETAIL_RANKS) {
+        fprintf(f, "\nper rank (per communicator, per op kind):\n");
+        for (int i = 0; i < job->n_ranks; i++)
+            if (!job->ranks[i].failed)
+                p3d_report_rank(f, job, &job->ranks[i]);
+    }
+    if ((detail & P3D_DETAIL_ALL) != P3D_DETAIL_ALL)
+        fprintf(f, "\nmore: --detail=ranks,comms,map,time,hang (or "
+                "--detail for all) adds per-rank, per-communicator, map, "
+                "per-iteration and wait-state detail\n");
+}
+
+void p3d_report_text(FILE *f, const struct p3d_job *job, unsigned detail)
+{
+    int hung = job->hang && job->hang->detected;
+
     p3d_report_job(f, job);
     p3d_report_layout(f, job);
-    p3d_report_coords(f, job);
-    p3d_report_comms(f, job);
-    p3d_report_labels(f, job);
-    p3d_report_hist(f, job);
-    fprintf(f, "\nper rank (per communicator, per op kind):\n");
-    for (int i = 0; i < job->n_ranks; i++)
-        if (!job->ranks[i].failed)
-            p3d_report_rank(f, job, &job->ranks[i]);
+    p3d_report_coords(f, job, 0);
+    if (hung) /* the answer to a hung job comes first */
+        p3d_hang_report(f, job, detail);
+    p3d_time_report(f, job, detail);
     p3d_report_match(f, job);
-    p3d_hang_report(f, job);  /* issue 7 */
-    p3d_time_report(f, job); /* p3d_seedrow.c: ends with the seed row */
+    if (!hung)
+        p3d_hang_report(f, job, detail);
+    p3d_report_findings(f, job, detail);
+    p3d_seed_report(f, job);
+    p3d_report_detail(f, job, detail);
 }

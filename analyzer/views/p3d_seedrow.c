@@ -4,6 +4,7 @@
  * max mem/rank | step time | tokens/s | observations.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "p3d_compare.h"
@@ -37,7 +38,53 @@ static void p3d_tr_mixed_src(FILE *f, const struct p3d_time_res *t,
                "below\n");
 }
 
-static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
+/* One host's clock against the reference host's. */
+static void p3d_tr_host(FILE *f, const struct p3d_time_res *t, int h)
+{
+    const struct p3d_thost *x = &t->hosts[h];
+
+    fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
+            "(%d collective instances)", x->name, (double)x->offset_ns / 1e6,
+            (double)x->uncert_ns / 1e6, t->hosts[0].name, x->n_inst);
+    if (x->contra_ns)
+        fprintf(f, "; its bounds contradict each other by %.3f ms (the "
+                "records break causality across hosts: clocks that drift "
+                "during the run, or calls that returned before their peers "
+                "entered), so the offset is their middle", 
+                (double)x->contra_ns / 1e6);
+    fputc('\n', f);
+}
+
+/* All hosts in one line: the largest offset and uncertainty. */
+static void p3d_tr_hosts(FILE *f, const struct p3d_time_res *t)
+{
+    int big = 1, wide = 1, contra = 0;
+
+    for (int h = 1; h < t->n_hosts; h++) {
+        const struct p3d_thost *x = &t->hosts[h];
+        if (llabs(x->offset_ns) > llabs(t->hosts[big].offset_ns))
+            big = h;
+        if (x->uncert_ns > t->hosts[wide].uncert_ns)
+            wide = h;
+        contra += x->contra_ns > 0;
+    }
+    if (t->n_hosts == 2) {
+        p3d_tr_host(f, t, 1);
+        return;
+    }
+    fprintf(f, "  clocks: %d hosts aligned to host %s; largest offset "
+            "%+.3f ms (host %s), widest uncertainty +- %.3f ms (host %s)",
+            t->n_hosts, t->hosts[0].name,
+            (double)t->hosts[big].offset_ns / 1e6, t->hosts[big].name,
+            (double)t->hosts[wide].uncert_ns / 1e6, t->hosts[wide].name);
+    if (contra)
+        fprintf(f, "; %d host(s) have bounds that contradict each other "
+                "(--detail=time)", contra);
+    fputc('\n', f);
+}
+
+static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t,
+                         unsigned detail)
 {
     int src = P3D_TSRC_GPU, best = P3D_TSRC_HOST;
 
@@ -69,17 +116,17 @@ static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t)
         fprintf(f, "  clocks: one host, CLOCK_MONOTONIC as recorded\n");
         return;
     }
-    for (int h = 1; h < t->n_hosts; h++)
-        fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
-                "(%d collective instances)\n", t->hosts[h].name,
-                (double)t->hosts[h].offset_ns / 1e6,
-                (double)t->hosts[h].uncert_ns / 1e6, t->hosts[0].name,
-                t->hosts[h].n_inst);
+    if (detail & P3D_DETAIL_TIME)
+        for (int h = 1; h < t->n_hosts; h++)
+            p3d_tr_host(f, t, h);
+    else
+        p3d_tr_hosts(f, t);
     fprintf(f, "  clocks: %d receives complete before their send started "
                "after the alignment\n", t->clock_violations);
 }
 
-static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
+static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t,
+                         unsigned detail)
 {
     fprintf(f, "  iterations: %d found", t->n_iter);
     if (t->warm == 1)
@@ -91,7 +138,7 @@ static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t)
     fprintf(f, "\n  step time: %.3f ms median over %d steady iterations "
                "(%.3f .. %.3f)\n", t->step_ms, t->n_iter - t->warm,
             t->step_min_ms, t->step_max_ms);
-    for (int k = 0; k < t->n_iter; k++)
+    for (int k = 0; detail & P3D_DETAIL_TIME && k < t->n_iter; k++)
         fprintf(f, "    iteration %d: %.3f ms%s\n", k,
                 (double)t->step[k] / 1e6, k < t->warm ? " (warm-up)" : "");
     if (t->tokens_per_s > 0)
@@ -181,6 +228,8 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                                                            "line" : "nowhere",
             100 * t->theory, 100 * t->measured,
             100 * (t->measured - t->theory));
+    fprintf(f, "    (bubble: time a stage waits on a pipeline send/recv "
+               "with no compute running, as a share of the step)\n");
     if (t->measured < t->theory - 0.02)
         fprintf(f, "    below theory: only time without compute waiting "
                    "on a PP receive counts as bubble; stages that wait on "
@@ -193,12 +242,16 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                 t->m);
     for (int s = 0; s < t->n_stages; s++) {
         const struct p3d_tstage *g = &t->stages[s];
-        fprintf(f, "    stage %d: bubble %.1f%% (warm-up/cool-down %.1f%%, "
-                   "steady %.1f%%; late sender %.1f%%, transfer %.1f%%), "
-                   "compute %.1f%%\n", s, 100 * g->bubble_frac,
-                100 * g->fill_frac, 100 * g->steady_frac,
-                100 * g->late_frac, 100 * g->transfer_frac,
-                100 * g->busy_frac);
+        double rest = g->bubble_frac - g->late_frac - g->transfer_frac;
+        fprintf(f, "    stage %d: bubble %.1f%% = warm-up/cool-down %.1f%% "
+                   "+ steady %.1f%%; = waiting for the sender %.1f%% + "
+                   "transfer %.1f%% %c %s %.1f%%; compute %.1f%%\n", s,
+                100 * g->bubble_frac, 100 * g->fill_frac,
+                100 * g->steady_frac, 100 * g->late_frac,
+                100 * g->transfer_frac, rest >= 0 ? '+' : '-',
+                rest >= 0 ? "sends waiting for their receiver (net)"
+                          : "receive time that compute hid",
+                100 * (rest >= 0 ? rest : -rest), 100 * g->busy_frac);
     }
     if (p3d_tr_uneven(t))
         fprintf(f, "    busiest stage (sets the pace): %d\n", t->worst_stage);
@@ -206,23 +259,36 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
         fprintf(f, "    stages about equally busy (compute within 10%%)\n");
 }
 
-static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t)
+/* Scalasca's wait states, each term said in words where it is used. */
+static void p3d_tr_wait_states(FILE *f, const struct p3d_time_res *t)
 {
-    int n = t->n_strag < 5 ? t->n_strag : 5;
-
-    fprintf(f, "  wait states (steady): %" PRIu64 " collective instances, "
-               "%" PRIu64 " pipeline send/recv pairs\n", t->n_wait_inst,
-            t->n_p2p);
+    fprintf(f, "  wait states (steady; Scalasca's terms): %" PRIu64
+               " collective instances, %" PRIu64 " pipeline send/recv "
+               "pairs\n", t->n_wait_inst, t->n_p2p);
+    fprintf(f, "    wait at NxN = time members of a collective spend "
+               "waiting for its last member to arrive, summed over "
+               "members:\n");
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         if (t->nxn_ms[l] > 0)
             fprintf(f, "    %-6s wait at NxN %.3f ms, last to arrive most "
                        "often: rank %d\n", p3d_label_name[l], t->nxn_ms[l],
                     t->late_rank[l]);
-    fprintf(f, "    PP Late Sender %.3f ms, Late Receiver %.3f ms\n",
-            t->late_sender_ms, t->late_receiver_ms);
+    fprintf(f, "    PP Late Sender %.3f ms (receives waiting for their send "
+               "to start), Late Receiver %.3f ms (sends waiting for their "
+               "receive)\n", t->late_sender_ms, t->late_receiver_ms);
+}
+
+static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t,
+                        unsigned detail)
+{
+    int n = t->n_strag < 5 ? t->n_strag : 5;
+
+    if (detail & P3D_DETAIL_TIME)
+        p3d_tr_wait_states(f, t);
     fprintf(f, "  stragglers (waiting each caused %s):",
             t->strag_by == P3D_STRAG_P2P
-                ? "as Late Sender/Receiver on pipeline send/recv"
+                ? "on pipeline send/recv: its receives' peers waiting for "
+                  "its late sends, and its sends' for its late receives"
             : t->strag_by == P3D_STRAG_STEP
                 ? "its peers at the step's collectives; no TP/CP group "
                   "or pipeline"
@@ -267,13 +333,18 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
     p3d_compare_md_row(f, &row);
 }
 
-void p3d_time_report(FILE *f, const struct p3d_job *job)
+void p3d_time_report(FILE *f, const struct p3d_job *job, unsigned detail)
 {
     const struct p3d_time_res *t = job->time;
 
     if (!t)
         return;
     fprintf(f, "\ntime:\n");
+    if (job->hang && job->hang->detected && !(detail & P3D_DETAIL_TIME)) {
+        fprintf(f, "  the job hung: its time analysis (of what the ranks "
+                   "recorded before it) is behind --detail=time\n");
+        return;
+    }
     if (job->hang && job->hang->detected)
         fprintf(f, "  the job hung (see the hang analysis): what follows "
                    "comes from what the ranks recorded before it, and a "
@@ -285,10 +356,15 @@ void p3d_time_report(FILE *f, const struct p3d_job *job)
                    "time or bubble\n");
         return;
     }
-    p3d_tr_clock(f, t);
-    p3d_tr_steps(f, t);
+    p3d_tr_clock(f, t, detail);
+    p3d_tr_steps(f, t, detail);
     p3d_tr_where(f, job, t);
     p3d_tr_bubble(f, t);
-    p3d_tr_wait(f, t);
-    p3d_tr_seed(f, job, t);
+    p3d_tr_wait(f, t, detail);
+}
+
+void p3d_seed_report(FILE *f, const struct p3d_job *job)
+{
+    if (job->time && job->time->n_iter)
+        p3d_tr_seed(f, job, job->time);
 }

@@ -167,8 +167,12 @@ static void p3d_tj_clock(FILE *f, const struct p3d_time_res *t)
         p3d_json_str(f, t->hosts[h].name, strlen(t->hosts[h].name));
         fprintf(f, ", \"offset_ns\": %" PRId64 ", \"uncertainty_ns\": %"
                 PRId64 ", \"realtime_error_ns\": %" PRId64 ", \"instances\": "
-                "%d}", t->hosts[h].offset_ns, t->hosts[h].uncert_ns,
+                "%d", t->hosts[h].offset_ns, t->hosts[h].uncert_ns,
                 t->hosts[h].anchor_err_ns, t->hosts[h].n_inst);
+        if (t->hosts[h].contra_ns)
+            fprintf(f, ", \"bounds_contradict_ns\": %" PRId64,
+                    t->hosts[h].contra_ns);
+        fputc('}', f);
     }
     fprintf(f, "], \"violations\": %d},\n", t->clock_violations);
 }

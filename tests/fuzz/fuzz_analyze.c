@@ -102,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p3d_discover(dirs, 1, &set);
     for (int i = 0; i < set.n; i++) {
         fz_analyse(&set.jobs[i]);
-        p3d_report_text(fz_null, &set.jobs[i]);
+        p3d_report_text(fz_null, &set.jobs[i], P3D_DETAIL_ALL);
         p3d_json_write(fz_null, &set.jobs[i]);
         p3d_analysed_free(&set.jobs[i]);
     }

@@ -11,7 +11,7 @@ case_() {
     name=$1 opts=$2 want=$3 emsg=$4 omsg=$5
     d=$T/$name
     "$G" --tp 2 --pp 2 --dp 2 $opts "$d" || { echo "gen failed"; exit 1; }
-    "$A" "$d" > "$T/out" 2> "$T/err"
+    "$A" --detail "$d" > "$T/out" 2> "$T/err"
     rc=$?
     if [ $rc -ne $want ]; then
         echo "FAIL $name: rc=$rc, want $want"; cat "$T/err"

@@ -13,7 +13,7 @@ conf() { # conf OUT.json: layout.confidence
     python3 -c 'import json, sys
 print(json.load(open(sys.argv[1]))["layout"]["confidence"])' "$1"
 }
-"$A" -q --json "$T/full.json" "$EX" > "$T/full.txt" 2>&1 || fail "full"
+"$A" --json "$T/full.json" "$EX" > "$T/full.txt" 2>&1 || fail "full"
 [ "$(conf "$T/full.json")" = likely ] || fail "full: $(conf "$T/full.json")"
 grep -q "^  confidence: likely: inferred: no other layout fits" \
     "$T/full.txt" || fail "full: no confidence line"
@@ -25,7 +25,7 @@ assert all(a["layout"] != "tp=2 cp=1 ep=1 dp=2 pp=2 order=tp-cp-ep-dp-pp"
            for a in l["alternatives"]), "the chosen layout listed as its own alternative"
 PY
 # one rank file of eight
-"$A" -q --json "$T/one.json" "$EX/rank-00000.p3d" > "$T/one.txt" 2>&1
+"$A" --json "$T/one.json" "$EX/rank-00000.p3d" > "$T/one.txt" 2>&1
 [ "$(conf "$T/one.json")" = none ] || fail "one file: $(conf "$T/one.json")"
 grep -q "^  confidence: none: no communicator of 2+ ranks has every member" \
     "$T/one.txt" || fail "one file: no confidence line"
@@ -59,7 +59,7 @@ if [ -x "$S" ]; then
     P3D_QUIET=1 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 2 \
         --mismatch 2:tp:3:op --out "$T" --job-id mo \
         --shim "$P3D_BUILD/libp3dtrace.so" --quiet > /dev/null 2>&1
-    "$A" -q --json "$T/mo.json" "$T/mo" > "$T/mo.txt" 2>&1
+    "$A" --json "$T/mo.json" "$T/mo" > "$T/mo.txt" 2>&1
     grep -q "redop differs: rank 2 has max, rank 3 has sum" "$T/mo.txt" ||
         fail "mismatch not by name: $(grep mismatch "$T/mo.txt")"
     python3 -c 'import json, sys

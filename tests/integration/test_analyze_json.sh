@@ -44,7 +44,7 @@ assert d["job"]["cmdline"].startswith('python3 pretrain_gpt.py a"b\\c')
 PY
 fi
 # text report shows GPU columns (algbw/busbw) when gpu_op records exist
-"$A" -q "$T/j" > "$T/o.txt" || fail "text rc"
+"$A" -q --detail "$T/j" > "$T/o.txt" || fail "text rc"
 grep -Eq 'AllReduce +[0-9]+ calls .* gpu +[0-9.]+ ms  algbw +[0-9.]+ GB/s  busbw +[0-9.]+ GB/s' "$T/o.txt" ||
     fail "gpu columns"
 exit 0

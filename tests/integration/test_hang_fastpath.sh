@@ -23,7 +23,7 @@ PY
 # opens JOB: how many times p3d-analyze opened a rank file of JOB
 opens() {
     P3D_OPEN_COUNT_FILE="$tmp/$1.count" LD_PRELOAD="$lib" \
-        "$P3D_BUILD/p3d-analyze" -q "$tmp/$1" > "$tmp/$1.out" 2>&1 ||
+        "$P3D_BUILD/p3d-analyze" -q --detail=ranks "$tmp/$1" > "$tmp/$1.out" 2>&1 ||
         { cat "$tmp/$1.out"; exit 1; }
     cat "$tmp/$1.count"
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The analyzer's layers (docs/architecture.md): analyzer/util, read, model,
-# layout, match, time, hang, analyse (the pipeline), views, bottom to top.  A folder's code may use
+# layout, match, time, hang, findings, analyse (the pipeline), views, bottom to top.  A folder's code may use
 # its own folder and the folders below it, never one above: the model does
 # not call into an analysis, and no analysis into a view.  Checked twice:
 #   - includes: every #include "p3d_*.h" of a folder's files names a header
@@ -9,7 +9,7 @@
 #     its own folder or one below (the objects of the build).
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-layers="util read model layout match time hang analyse views"
+layers="util read model layout match time hang findings analyse views"
 A=$P3D_SRC/analyzer
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

@@ -1,0 +1,67 @@
+#!/bin/sh
+# The text report of issue 22: it leads with the answer and stays short
+# (at most 60 lines for 8 ranks, 80 for 1,024), the per-stage bubble parts
+# add up to the bubble, every finding has a next step, --detail adds the
+# detail (and rejects unknown words), -q with an output file prints
+# nothing on stdout, and clock uncertainties are never negative (p3d-gen's
+# hosts have bounds that contradict each other).
+. "$P3D_SRC/tests/integration/analyze_lib.sh"
+EX=$P3D_SRC/traces/example-tp2pp2dp2
+"$A" "$EX" > "$T/ex.txt" 2> "$T/ex.err" || fail "example rc"
+n=$(wc -l < "$T/ex.txt")
+[ "$n" -le 60 ] || fail "example: $n lines, more than 60"
+# the answer's order: layout, time, matching, findings, seed row
+order=$(grep -n '^layout:\|^time:\|^cross-rank matching\|^findings\|^seed table row' "$T/ex.txt" | cut -d: -f2 | tr '\n' '|')
+[ "$order" = "layout|time|cross-rank matching|findings (most severe first; each with a next step)|seed table row|" ] ||
+    fail "example: sections in the wrong order: $order"
+grep -q '^per rank' "$T/ex.txt" && fail "per-rank detail without --detail"
+# every finding has its next step
+f=$(grep -c '^  [0-9]*\. \[' "$T/ex.txt"); x=$(grep -c '^     next: ' "$T/ex.txt")
+[ "$f" -ge 1 ] && [ "$f" = "$x" ] || fail "findings $f, next steps $x"
+# stage lines: bubble = fill + steady = sender + transfer +- rest (0.1 rounding)
+python3 - "$T/ex.txt" <<'PY' || fail "bubble parts do not add up"
+import re, sys
+n = 0
+for l in open(sys.argv[1]):
+    m = re.match(r"    stage \d+: bubble ([\d.]+)% = warm-up/cool-down ([\d.]+)% "
+                 r"\+ steady ([\d.]+)%; = waiting for the sender ([\d.]+)% \+ "
+                 r"transfer ([\d.]+)% ([+-]) .* ([\d.]+)%; compute", l)
+    if not m:
+        continue
+    b, fl, st, se, tr, sg, r = m.groups()
+    b, fl, st, se, tr, r = map(float, (b, fl, st, se, tr, r))
+    assert abs(b - fl - st) <= 0.15, l
+    assert abs(b - se - tr - (r if sg == "+" else -r)) <= 0.2, l
+    n += 1
+assert n == 2, "stage lines found: %d" % n
+PY
+# --detail
+"$A" --detail "$EX" > "$T/all.txt" 2>/dev/null || fail "--detail rc"
+for s in '^per rank' '^communicators (' '^coordinate map' 'wait at NxN = ' '    iteration 1: '; do
+    grep -q "$s" "$T/all.txt" || fail "--detail lacks '$s'"
+done
+"$A" --detail=ranks "$EX" > "$T/r.txt" 2>/dev/null || fail "--detail=ranks rc"
+grep -q '^per rank' "$T/r.txt" && ! grep -q '^coordinate map' "$T/r.txt" ||
+    fail "--detail=ranks did not add only the ranks"
+"$A" --detail=bogus "$EX" > /dev/null 2> "$T/bad.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "bad --detail 'bogus'" "$T/bad.err" || fail "--detail=bogus: rc $rc"
+# -q with an output file: nothing on stdout; without one: the report
+"$A" -q --json "$T/q.json" "$EX" > "$T/q.out" 2>&1 || fail "-q rc"
+[ ! -s "$T/q.out" ] && [ -s "$T/q.json" ] || fail "-q --json FILE printed on stdout"
+"$A" -q "$EX" | grep -q '^layout:' || fail "-q without an output file printed no report"
+# clocks that contradict: the uncertainty stays >= 0 and the text says so
+"$G" --tp 4 --pp 4 --dp 4 --gpu "$T/g64" > /dev/null 2>&1 || fail "p3d-gen"
+"$A" --detail=time --json "$T/g.json" "$T/g64" > "$T/g.txt" 2>/dev/null || fail "g64 rc"
+grep -q '(+- -' "$T/g.txt" && fail "a negative uncertainty in the text"
+python3 - "$T/g.json" <<'PY' || fail "clock JSON"
+import json, sys
+h = json.load(open(sys.argv[1]))["clock"]["hosts"]
+assert all(x["uncertainty_ns"] >= 0 for x in h), h
+assert any(x.get("bounds_contradict_ns", 0) > 0 for x in h), "no contradiction flagged"
+PY
+grep -q 'bounds contradict each other by' "$T/g.txt" || fail "contradiction not said"
+# 1,024 ranks: at most 80 lines
+"$G" --tp 8 --pp 8 --dp 16 --gpu "$T/g1k" > /dev/null 2>&1 || fail "p3d-gen 1024"
+n=$("$A" "$T/g1k" 2>/dev/null | wc -l)
+[ "$n" -le 80 ] || fail "1,024 ranks: $n lines, more than 80"
+echo "ok: example $(wc -l < "$T/ex.txt") lines, 1,024 ranks $n lines"
