@@ -190,21 +190,38 @@ struct p3d_chunk_hdr {
     uint32_t reserved;
 };
 
-/* NCCL operations.  X(name, text) */
+/*
+ * NCCL operations.  X(name, text, traits): the traits say what the
+ * analyzer needs to know of an op kind, so that a new kind is one row here
+ * (and its wrapper in the shim):
+ *   P3D_OPK_P2P       a point-to-point op (peer, not a collective)
+ *   P3D_OPK_ROOTED    the op has a root (all members must agree on it)
+ *   P3D_OPK_BW_AR     nccl-tests' busbw factor 2(n-1)/n (AllReduce)
+ *   P3D_OPK_BW_RING   busbw factor (n-1)/n (each rank's part travels)
+ *                     (neither: factor 1)
+ *   P3D_OPK_BYTES_N   the record's count is one rank's part: the buffer
+ *                     nccl-tests measures is n times it
+ * (nccl-tests doc/PERFORMANCE.md, "bus bandwidth".)
+ */
+#define P3D_OPK_P2P 1u
+#define P3D_OPK_ROOTED 2u
+#define P3D_OPK_BW_AR 4u
+#define P3D_OPK_BW_RING 8u
+#define P3D_OPK_BYTES_N 16u
 #define P3D_OPS(X)                                                            \
-    X(P3D_OP_ALLREDUCE, "AllReduce")                                          \
-    X(P3D_OP_REDUCESCATTER, "ReduceScatter")                                  \
-    X(P3D_OP_ALLGATHER, "AllGather")                                          \
-    X(P3D_OP_BROADCAST, "Broadcast")                                          \
-    X(P3D_OP_REDUCE, "Reduce")                                                \
-    X(P3D_OP_ALLTOALL, "AlltoAll")                                            \
-    X(P3D_OP_GATHER, "Gather")                                                \
-    X(P3D_OP_SCATTER, "Scatter")                                              \
-    X(P3D_OP_SEND, "Send")                                                    \
-    X(P3D_OP_RECV, "Recv")
+    X(P3D_OP_ALLREDUCE, "AllReduce", P3D_OPK_BW_AR)                           \
+    X(P3D_OP_REDUCESCATTER, "ReduceScatter", P3D_OPK_BW_RING | P3D_OPK_BYTES_N) \
+    X(P3D_OP_ALLGATHER, "AllGather", P3D_OPK_BW_RING | P3D_OPK_BYTES_N)       \
+    X(P3D_OP_BROADCAST, "Broadcast", P3D_OPK_ROOTED)                          \
+    X(P3D_OP_REDUCE, "Reduce", P3D_OPK_ROOTED)                                \
+    X(P3D_OP_ALLTOALL, "AlltoAll", P3D_OPK_BW_RING)                           \
+    X(P3D_OP_GATHER, "Gather", P3D_OPK_ROOTED | P3D_OPK_BW_RING)              \
+    X(P3D_OP_SCATTER, "Scatter", P3D_OPK_ROOTED | P3D_OPK_BW_RING)            \
+    X(P3D_OP_SEND, "Send", P3D_OPK_P2P)                                       \
+    X(P3D_OP_RECV, "Recv", P3D_OPK_P2P)
 
 enum p3d_op {
-#define P3D_X_OP(name, text) name,
+#define P3D_X_OP(name, text, traits) name,
     P3D_OPS(P3D_X_OP)
 #undef P3D_X_OP
         P3D_OP_COUNT

@@ -35,7 +35,7 @@ struct p3d_wd_name {
 };
 
 static const char *const p3d_wd_ops[P3D_OP_COUNT] = {
-#define P3D_X_OPNAME(name, text) text,
+#define P3D_X_OPNAME(name, text, traits) text,
     P3D_OPS(P3D_X_OPNAME)
 #undef P3D_X_OPNAME
 };

@@ -80,12 +80,6 @@ static void p3d_mm_diff(struct p3d_match_res *res, struct p3d_mismatch *m,
     p3d_mm_add(res, m);
 }
 
-static int p3d_rooted(int op)
-{
-    return op == P3D_OP_BROADCAST || op == P3D_OP_REDUCE ||
-           op == P3D_OP_GATHER || op == P3D_OP_SCATTER;
-}
-
 void p3d_match_ref(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
                    int rank_a, const struct p3d_ref *a, int rank_b,
                    const struct p3d_ref *b)
@@ -99,7 +93,7 @@ void p3d_match_ref(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
     }
     p3d_mm_diff(res, &m, P3D_MM_COUNT, (int64_t)a->count, (int64_t)b->count);
     p3d_mm_diff(res, &m, P3D_MM_DTYPE, a->dtype, b->dtype);
-    if (p3d_rooted(a->op))
+    if (p3d_op_rooted(a->op))
         p3d_mm_diff(res, &m, P3D_MM_ROOT, a->root, b->root);
     p3d_mm_diff(res, &m, P3D_MM_REDOP, a->redop, b->redop);
 }
@@ -130,7 +124,7 @@ void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o, int rank)
 int p3d_ref_agrees(const struct p3d_ref *r, const struct p3d_rec_op *o)
 {
     return r->op == o->op && r->count == o->count && r->dtype == o->dtype &&
-           (!p3d_rooted(r->op) || r->root == o->peer) &&
+           (!p3d_op_rooted(r->op) || r->root == o->peer) &&
            r->redop == o->redop;
 }
 

@@ -1,33 +1,28 @@
 /*
  * p3d_bw.c - nccl-tests bandwidth arithmetic: algbw = bytes / time;
- * busbw factor AllReduce 2(n-1)/n, ReduceScatter/AllGather/AlltoAll
- * (n-1)/n on the full buffer, Broadcast/Reduce/Send/Recv 1.
+ * busbw = algbw x the op kind's factor (its P3D_OPK_BW_* trait in
+ * P3D_OPS: AllReduce 2(n-1)/n, ReduceScatter/AllGather/AlltoAll/Gather/
+ * Scatter (n-1)/n on the full buffer, the others 1).
  */
 #include "p3d_bw.h"
+#include "p3d_ops.h"
 
 double p3d_bw_factor(int op, int n)
 {
+    unsigned k = p3d_op_traits(op);
+
     if (n < 1)
         return 1.0;
-    switch (op) {
-    case P3D_OP_ALLREDUCE:
+    if (k & P3D_OPK_BW_AR)
         return 2.0 * (n - 1) / n;
-    case P3D_OP_REDUCESCATTER:
-    case P3D_OP_ALLGATHER:
-    case P3D_OP_ALLTOALL:
-    case P3D_OP_GATHER:
-    case P3D_OP_SCATTER:
+    if (k & P3D_OPK_BW_RING)
         return (double)(n - 1) / n;
-    default:
-        return 1.0;
-    }
+    return 1.0;
 }
 
 double p3d_bw_bytes(int op, int n, double bytes)
 {
-    if (op == P3D_OP_REDUCESCATTER || op == P3D_OP_ALLGATHER)
-        return bytes * n;
-    return bytes;
+    return p3d_op_traits(op) & P3D_OPK_BYTES_N ? bytes * n : bytes;
 }
 
 double p3d_algbw(const struct p3d_opstat *s, int op, int n)

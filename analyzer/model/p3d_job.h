@@ -13,6 +13,7 @@
 
 #include "p3d_format.h"
 #include "p3d_map.h"
+#include "p3d_ops.h"
 
 #define P3D_HIST_N 48 /* bucket b: [2^(b-1), 2^b) bytes; b = 0: 0 bytes */
 
@@ -210,7 +211,6 @@ int p3d_job_host_first(const struct p3d_job *job, int i);
 /* The job's start as "YYYY-MM-DD HH:MM:SS UTC", "?" if unknown. */
 void p3d_job_started(const struct p3d_job *job, char *buf, size_t n);
 
-extern const char *const p3d_op_name[P3D_OP_COUNT];
 
 /* Ranks of the world that have no trace file, as text; 0 if none. */
 int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n);

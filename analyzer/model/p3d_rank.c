@@ -23,12 +23,6 @@
  * size the index) */
 #define P3D_OP_SLACK (1u << 16)
 
-const char *const p3d_op_name[P3D_OP_COUNT] = {
-#define P3D_X_OPNAME(name, text) text,
-    P3D_OPS(P3D_X_OPNAME)
-#undef P3D_X_OPNAME
-};
-
 /* A GPU_OP record as the scan keeps it: op_id and duration. */
 struct p3d_gdur {
     uint64_t op_id, ns;

@@ -28,16 +28,12 @@
 #include <string.h>
 
 #include "p3d_dump.h"
+#include "p3d_ops.h"
 #include "p3d_reader.h"
 #include "p3d_util.h"
 
 #define HX "0x%016" PRIx64
 
-static const char *const p3d_op_names[] = {
-#define P3D_X_OPN(name, text) text,
-    P3D_OPS(P3D_X_OPN)
-#undef P3D_X_OPN
-};
 static const char *const p3d_how_names[] = {
 #define P3D_X_HOWN(name, text) text,
     P3D_COMM_HOWS(P3D_X_HOWN)
@@ -100,7 +96,7 @@ static void p3d_dump_hdr(FILE *f, const struct p3d_file_hdr *h)
 
 static void p3d_dump_op(FILE *f, const struct p3d_rec_op *o)
 {
-    p3d_enum(f, "op", o->op, p3d_op_names, P3D_OP_COUNT);
+    p3d_enum(f, "op", o->op, p3d_op_name, P3D_OP_COUNT);
     fprintf(f, " dtype=%u redop=%u flags=0x%02x op_id=%" PRIu64
             " comm_hash=" HX " seq=%" PRIu64 " count=%" PRIu64
             " bytes=%" PRIu64 " stream=" HX " t_enter=%" PRIu64
@@ -230,7 +226,7 @@ static void p3d_dump_misc(FILE *f, const struct p3d_rec_hdr *r)
                 " comm_hash=" HX " seq=%" PRIu64 " pending_ns=%" PRIu64
                 " stack_id=%u peer=%d", h->n_pending, h->t, h->op_id,
                 h->comm_hash, h->seq, h->pending_ns, h->stack_id, h->peer);
-        p3d_enum(f, "op", h->op, p3d_op_names, P3D_OP_COUNT);
+        p3d_enum(f, "op", h->op, p3d_op_name, P3D_OP_COUNT);
         break;
     }
     case P3D_REC_MARK: {
