@@ -275,44 +275,72 @@ static void p3d_overlap_steps(const struct p3d_job *job,
     free(v);
 }
 
+/*
+ * One rank's steady iterations whose kernels were recorded, summed (ns)
+ * into sum[P3D_SUM_*] and sum[P3D_SUM_LBL + label]; returns how many
+ * steady iterations it has (*kern: how many of them were summed).
+ */
+static int p3d_overlap_rank_sum(const struct p3d_time_res *t,
+                                const struct p3d_tl *tl, double *sum,
+                                int *kern)
+{
+    int n = 0;
+
+    for (int k = t->warm; k < t->n_iter && tl->br; k++) {
+        const struct p3d_tbreak *b = &tl->br[k];
+        const int64_t *lbl = tl->br_lbl + (size_t)k * (size_t)tl->n_lbl;
+        n++;
+        if (b->nokern)
+            continue;
+        (*kern)++;
+        sum[P3D_SUM_STEP] += (double)b->step;
+        sum[P3D_SUM_COMPUTE] += (double)b->compute;
+        sum[P3D_SUM_NCCL] += (double)b->nccl;
+        sum[P3D_SUM_EXPOSED] += (double)b->exposed;
+        sum[P3D_SUM_OVERLAPPED] += (double)b->overlapped;
+        sum[P3D_SUM_IDLE] += (double)b->idle;
+        sum[P3D_SUM_COPY] += (double)b->copy;
+        sum[P3D_SUM_BUBBLE] += (double)b->pp_wait;
+        for (int c = 0; c < tl->n_lbl; c++) /* others: all 0 */
+            sum[P3D_SUM_LBL + tl->lbl[c]] += (double)lbl[c];
+    }
+    return n;
+}
+
+int p3d_time_rank_sums(const struct p3d_time_res *t, int i,
+                       double sum[P3D_SUM_N])
+{
+    int kern = 0;
+
+    memset(sum, 0, P3D_SUM_N * sizeof(*sum));
+    if (i < 0 || i >= t->n)
+        return 0;
+    p3d_overlap_rank_sum(t, &t->tl[i], sum, &kern);
+    return kern;
+}
+
 /* Fractions over the steady iterations whose kernels were recorded. */
 static void p3d_overlap_fracs(struct p3d_time_res *t)
 {
-    double sum[7 + P3D_LBL_COUNT] = {0};
+    double sum[P3D_SUM_N] = {0};
 
     for (int i = 0; i < t->n; i++) {
-        const struct p3d_tl *tl = &t->tl[i];
-        t->windowed |= tl->windowed;
-        for (int k = t->warm; k < t->n_iter && tl->br; k++) {
-            const struct p3d_tbreak *b = &tl->br[k];
-            const int64_t *lbl = tl->br_lbl + (size_t)k * (size_t)tl->n_lbl;
-            t->n_steady_it++;
-            if (b->nokern)
-                continue;
-            t->n_kern_it++;
-            sum[0] += (double)b->step;
-            sum[1] += (double)b->compute;
-            sum[2] += (double)b->nccl;
-            sum[3] += (double)b->exposed;
-            sum[4] += (double)b->overlapped;
-            sum[5] += (double)b->idle;
-            sum[6] += (double)b->copy;
-            for (int c = 0; c < tl->n_lbl; c++) /* others: all 0 */
-                sum[7 + tl->lbl[c]] += (double)lbl[c];
-        }
+        t->windowed |= t->tl[i].windowed;
+        t->n_steady_it += p3d_overlap_rank_sum(t, &t->tl[i], sum,
+                                               &t->n_kern_it);
     }
     if (t->windowed && !t->n_kern_it)
         t->have_compute = 0;  /* no steady iteration inside a window */
-    if (sum[0] <= 0)
+    if (sum[P3D_SUM_STEP] <= 0)
         return;
-    t->f_compute = sum[1] / sum[0];
-    t->f_nccl = sum[2] / sum[0];
-    t->f_exposed = sum[3] / sum[0];
-    t->f_overlapped = sum[4] / sum[0];
-    t->f_idle = sum[5] / sum[0];
-    t->f_copy = sum[6] / sum[0];
+    t->f_compute = sum[P3D_SUM_COMPUTE] / sum[P3D_SUM_STEP];
+    t->f_nccl = sum[P3D_SUM_NCCL] / sum[P3D_SUM_STEP];
+    t->f_exposed = sum[P3D_SUM_EXPOSED] / sum[P3D_SUM_STEP];
+    t->f_overlapped = sum[P3D_SUM_OVERLAPPED] / sum[P3D_SUM_STEP];
+    t->f_idle = sum[P3D_SUM_IDLE] / sum[P3D_SUM_STEP];
+    t->f_copy = sum[P3D_SUM_COPY] / sum[P3D_SUM_STEP];
     for (int l = 0; l < P3D_LBL_COUNT; l++)
-        t->f_lbl[l] = sum[7 + l] / sum[0];
+        t->f_lbl[l] = sum[P3D_SUM_LBL + l] / sum[P3D_SUM_STEP];
 }
 
 /* A verdict from some ranks only says so: the others may differ. */

@@ -407,4 +407,15 @@ void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
  */
 int p3d_time_straggler(const struct p3d_time_res *t);
 
+/*
+ * One rank's (t->tl[i]) steady iterations whose kernels were recorded,
+ * summed in ns: the figures the job's shares (f_*) are made of, for views
+ * that draw them per rank.  Returns how many iterations were summed.
+ */
+enum { P3D_SUM_STEP, P3D_SUM_COMPUTE, P3D_SUM_NCCL, P3D_SUM_EXPOSED,
+       P3D_SUM_OVERLAPPED, P3D_SUM_IDLE, P3D_SUM_COPY, P3D_SUM_BUBBLE,
+       P3D_SUM_LBL, P3D_SUM_N = P3D_SUM_LBL + P3D_LBL_COUNT };
+int p3d_time_rank_sums(const struct p3d_time_res *t, int i,
+                       double sum[P3D_SUM_N]);
+
 #endif

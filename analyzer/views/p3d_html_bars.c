@@ -69,10 +69,12 @@ void p3d_html_bars(FILE *f, const struct p3d_job *job,
 {
     int rows = p3d_bar_rows(job, s), k = 0;
 
-    fputs("<section id=\"bars\"><h2>Where the time goes</h2>\n<p>Share of "
-          "the window shown in the timeline, per rank. NCCL counts only "
-          "where no compute runs (exposed); PP transfers without compute "
-          "count as bubble.</p>\n", f);
+    fprintf(f, "<section id=\"bars\"><h2>Where the time goes</h2>\n<p>"
+            "Share of %s, per rank. NCCL counts only where no compute runs "
+            "(exposed); PP waits without compute count as bubble.</p>\n",
+            s->bars_steady ? "the steady iterations (the time analysis's "
+            "figures, as in the text report and the JSON)" : "the window "
+            "shown in the timeline");
     p3d_svg_open(f, P3D_BAR_W, rows * P3D_BAR_ROW + 10, "bars",
                  "time per rank");
     for (int i = 0; i < job->n_ranks && k < rows; i++)
@@ -126,20 +128,26 @@ static void p3d_legend_item(FILE *f, const char *fill, const char *name)
     fputs("</span>\n", f);
 }
 
-void p3d_html_legend(FILE *f, const struct p3d_vjob *s)
+/* The legend names compute, the groups the job's communicators are
+ * (no others), other NCCL, and the bubble when the job has stages. */
+void p3d_html_legend(FILE *f, const struct p3d_job *job,
+                     const struct p3d_vjob *s)
 {
-    static const int shown[] = {P3D_LBL_TP, P3D_LBL_CP, P3D_LBL_DP,
-                                P3D_LBL_PP, P3D_LBL_EP, P3D_LBL_EMB,
-                                P3D_LBL_MP, P3D_LBL_WORLD};
+    unsigned has = 0;
 
-    (void)s;
+    for (int i = 0; i < job->n_comms; i++)
+        if (job->comms[i].label >= 0 && job->comms[i].label < P3D_LBL_COUNT)
+            has |= 1u << job->comms[i].label;
     fputs("<div class=\"legend\">\n", f);
     p3d_legend_item(f, P3D_SVG_COMPUTE, "compute");
-    for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++)
-        p3d_legend_item(f, p3d_svg_label_color(shown[i]),
-                        p3d_label_name[shown[i]]);
-    p3d_legend_item(f, p3d_svg_label_color(P3D_LBL_COUNT), "other NCCL");
-    p3d_legend_item(f, P3D_SVG_BUBBLE, "bubble");
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        if (has >> l & 1)
+            p3d_legend_item(f, p3d_svg_label_color(l), p3d_label_name[l]);
+    if (s->total.exposed[P3D_LBL_COUNT])
+        p3d_legend_item(f, p3d_svg_label_color(P3D_LBL_COUNT),
+                        "other NCCL");
+    if (has >> P3D_LBL_PP & 1)
+        p3d_legend_item(f, P3D_SVG_BUBBLE, "bubble");
     p3d_legend_item(f, P3D_SVG_IDLE, "idle");
     fputs("</div>\n", f);
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "p3d_compare.h"
+#include "p3d_findings.h"
 #include "p3d_hang.h"
 #include "p3d_html_parts.h"
 #include "p3d_match.h"
@@ -76,19 +77,13 @@ static void p3d_find_time(FILE *f, const struct p3d_job *job,
 /* The time analysis's verdict, stages and stragglers. */
 static void p3d_find_tres(FILE *f, const struct p3d_time_res *t)
 {
-    char b[256];
+    char b[320];
 
     if (!t)
         return;
     p3d_find_li(f, "Verdict:", t->why);
     for (int k = 0; k < t->n_stages && k < 16; k++) {
-        const struct p3d_tstage *g = &t->stages[k];
-        snprintf(b, sizeof(b), "stage %d: bubble %.1f%% (warm-up/cool-down "
-                 "%.1f%%, steady %.1f%%; late sender %.1f%%, transfer "
-                 "%.1f%%), compute %.1f%%", g->stage, 100 * g->bubble_frac,
-                 100 * g->fill_frac, 100 * g->steady_frac,
-                 100 * g->late_frac, 100 * g->transfer_frac,
-                 100 * g->busy_frac);
+        p3d_fmt_stage(b, sizeof(b), &t->stages[k]);
         p3d_find_li(f, "Pipeline:", b);
     }
     if (t->n_strag > 0) {
@@ -153,6 +148,23 @@ static void p3d_find_hang(FILE *f, const struct p3d_job *job)
     p3d_find_li(f, "Hang:", t);
 }
 
+/* The findings (analyzer/findings/), as the text report lists them. */
+static void p3d_find_findings(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_findings *fs = job->findings;
+
+    for (int i = 0; fs && i < fs->n; i++) {
+        const struct p3d_finding *x = &fs->f[i];
+        char head[32];
+        snprintf(head, sizeof(head), "Finding (%s):", p3d_sev_name[x->sev]);
+        fprintf(f, "<li><b>%s</b> ", head);
+        p3d_html_esc(f, x->what, strlen(x->what));
+        fputs("<br><i>Next:</i> ", f);
+        p3d_html_esc(f, x->next, strlen(x->next));
+        fputs("</li>\n", f);
+    }
+}
+
 static void p3d_find_ranks(FILE *f, const struct p3d_job *job)
 {
     char miss[256];
@@ -173,6 +185,7 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
     fputs("<section id=\"findings\"><h2>Findings</h2>\n<ul class=\"findings\">"
           "\n", f);
     p3d_find_hang(f, job);
+    p3d_find_findings(f, job);
     p3d_find_layout(f, job);
     p3d_find_iters(f, s);
     p3d_find_time(f, job, s);

@@ -27,6 +27,7 @@ void p3d_html_bars(FILE *f, const struct p3d_job *job,
 void p3d_html_memory(FILE *f, const struct p3d_job *job,
                      const struct p3d_vjob *s);
 /* Legend of the colours used by the timeline and bars. */
-void p3d_html_legend(FILE *f, const struct p3d_vjob *s);
+void p3d_html_legend(FILE *f, const struct p3d_job *job,
+                     const struct p3d_vjob *s);
 
 #endif /* P3D_HTML_PARTS_H */

@@ -177,6 +177,43 @@ static void p3d_vjob_time(const struct p3d_job *job, struct p3d_vjob *s)
     }
 }
 
+/*
+ * Without --window, each rank's bar is the time analysis's own figures
+ * over the steady iterations (p3d_time_rank_sums), so the bars, the text
+ * and the JSON show the same shares.  Exposed PP time that is bubble is
+ * drawn as bubble.  With --window the bars measure the window drawn.
+ */
+static void p3d_vjob_time_bars(const struct p3d_job *job, struct p3d_vjob *s)
+{
+    const struct p3d_time_res *t = s->time;
+    double sum[P3D_SUM_N];
+
+    if (!t || (s->sel && (s->sel->iter_a >= 0 || s->sel->ms_b >= 0)))
+        return;
+    s->bars_steady = 1;
+    memset(&s->total, 0, sizeof(s->total));
+    for (int i = 0; i < job->n_ranks; i++) {
+        struct p3d_vbreak *b = &s->br[i];
+        int host_only = b->host_only;
+        if (t->tl[i].rank != job->ranks[i].rank ||
+            !p3d_time_rank_sums(t, i, sum))
+            continue;
+        memset(b, 0, sizeof(*b));
+        b->host_only = host_only;
+        b->span = (uint64_t)sum[P3D_SUM_STEP];
+        b->compute = (uint64_t)sum[P3D_SUM_COMPUTE];
+        b->overlapped = (uint64_t)sum[P3D_SUM_OVERLAPPED];
+        b->exposed_all = (uint64_t)sum[P3D_SUM_EXPOSED];
+        b->bubble = (uint64_t)sum[P3D_SUM_BUBBLE];
+        b->idle = (uint64_t)sum[P3D_SUM_IDLE];
+        for (int l = 0; l < P3D_LBL_COUNT; l++)
+            b->exposed[l] = (uint64_t)sum[P3D_SUM_LBL + l];
+        b->exposed[P3D_LBL_PP] -= b->bubble < b->exposed[P3D_LBL_PP]
+                                      ? b->bubble : b->exposed[P3D_LBL_PP];
+        p3d_vjob_add(&s->total, b);
+    }
+}
+
 void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
                   struct p3d_vjob *s)
 {
@@ -195,6 +232,7 @@ void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
         if (!job->ranks[i].failed)
             p3d_vjob_rank(job, i, s, &mb_done);
     p3d_vjob_time(job, s);
+    p3d_vjob_time_bars(job, s);
 }
 
 int p3d_vjob_shown(const struct p3d_job *job, const struct p3d_vjob *s,

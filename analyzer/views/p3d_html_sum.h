@@ -20,6 +20,8 @@ struct p3d_vjob {
     double bubble_theory;     /* (p-1)/(m+p-1)/v, -1 unknown */
     struct p3d_vbreak *br;    /* [job->n_ranks] */
     struct p3d_vbreak total;  /* summed over ranks */
+    int bars_steady;          /* br are the time analysis's steady
+                                 iterations, not the window drawn */
     uint64_t *peak;           /* [job->n_ranks] device memory peak */
     int peak_used;            /* peaks are device-wide used memory */
     uint64_t max_peak;

@@ -182,6 +182,6 @@ void p3d_html_timeline(FILE *f, const struct p3d_job *job,
     }
     p3d_tl_iters(f, &t, s, bottom);
     p3d_svg_close(f);
-    p3d_html_legend(f, s);
+    p3d_html_legend(f, job, s);
     fputs("</section>\n", f);
 }

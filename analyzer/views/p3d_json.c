@@ -17,6 +17,7 @@
 
 #include "p3d_bw.h"
 #include "p3d_hang.h"
+#include "p3d_findings.h"
 #include "p3d_json.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
@@ -285,6 +286,33 @@ void p3d_json_mm_value(FILE *f, const char *key, int field, int64_t v)
         fprintf(f, "\"%s\": %" PRId64, key, v);
 }
 
+/* "findings": what the text report and the HTML list, most severe
+ * first: severity, group (null: the job), the figure with its unit, the
+ * finding in words and the next step. */
+static void p3d_json_findings(FILE *f, const struct p3d_job *job)
+{
+    const struct p3d_findings *fs = job->findings;
+
+    fputs("  \"findings\": [", f);
+    for (int i = 0; fs && i < fs->n; i++) {
+        const struct p3d_finding *x = &fs->f[i];
+        fprintf(f, "%s\n    {\"severity\": \"%s\", \"group\": ", i ? "," : "",
+                p3d_sev_name[x->sev]);
+        if (x->label >= 0 && x->label < P3D_LBL_COUNT)
+            fprintf(f, "\"%s\"", p3d_label_name[x->label]);
+        else
+            fputs("null", f);
+        fprintf(f, ", \"value\": %.6g, \"unit\": ", x->value);
+        p3d_json_str(f, x->unit, strlen(x->unit));
+        fputs(", \"what\": ", f);
+        p3d_json_str(f, x->what, strlen(x->what));
+        fputs(", \"next\": ", f);
+        p3d_json_str(f, x->next, strlen(x->next));
+        fputc('}', f);
+    }
+    fputs(fs && fs->n ? "\n  ]\n" : "]\n", f);
+}
+
 void p3d_json_write(FILE *f, const struct p3d_job *job)
 {
     fputs("{\n  \"schema\": \"p3d-analyze/1\",\n", f);
@@ -299,5 +327,7 @@ void p3d_json_write(FILE *f, const struct p3d_job *job)
     p3d_time_json(f, job); /* steps, bubble, verdict, clock, wait */
     fputs("  \"hang\": ", f);
     p3d_hang_json(f, job);  /* issue 7 */
-    fputs("\n}\n", f);
+    fputs(",\n", f);
+    p3d_json_findings(f, job);
+    fputs("}\n", f);
 }

@@ -33,6 +33,10 @@ void p3d_report_coords(FILE *f, const struct p3d_job *job, int stages);
 /* The time section (views/p3d_seedrow.c) and the seed table row. */
 void p3d_time_report(FILE *f, const struct p3d_job *job, unsigned detail);
 void p3d_seed_report(FILE *f, const struct p3d_job *job);
+/* A pipeline stage's bubble as two sums that add up to it, for the text
+ * and the HTML alike. */
+struct p3d_tstage;
+void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g);
 /* The hang section (views/p3d_hang_out.c); P3D_DETAIL_HANG: every rank
  * of the chain of waits, else the first P3D_CHAIN_SHOWN. */
 #define P3D_CHAIN_SHOWN 16

@@ -204,6 +204,21 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
     (void)job;
 }
 
+void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g)
+{
+    double rest = g->bubble_frac - g->late_frac - g->transfer_frac;
+
+    snprintf(buf, n, "stage %d: bubble %.1f%% = warm-up/cool-down %.1f%% + "
+             "steady %.1f%%; = waiting for the sender %.1f%% + transfer "
+             "%.1f%% %c %s %.1f%%; compute %.1f%%", g->stage,
+             100 * g->bubble_frac, 100 * g->fill_frac, 100 * g->steady_frac,
+             100 * g->late_frac, 100 * g->transfer_frac,
+             rest >= 0 ? '+' : '-', rest >= 0
+             ? "sends waiting for their receiver (net)"
+             : "receive time that compute hid",
+             100 * (rest >= 0 ? rest : -rest), 100 * g->busy_frac);
+}
+
 /* 1 if the busiest stage computes 10 % more than the least busy. */
 static int p3d_tr_uneven(const struct p3d_time_res *t)
 {
@@ -242,16 +257,9 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                 t->m);
     for (int s = 0; s < t->n_stages; s++) {
         const struct p3d_tstage *g = &t->stages[s];
-        double rest = g->bubble_frac - g->late_frac - g->transfer_frac;
-        fprintf(f, "    stage %d: bubble %.1f%% = warm-up/cool-down %.1f%% "
-                   "+ steady %.1f%%; = waiting for the sender %.1f%% + "
-                   "transfer %.1f%% %c %s %.1f%%; compute %.1f%%\n", s,
-                100 * g->bubble_frac, 100 * g->fill_frac,
-                100 * g->steady_frac, 100 * g->late_frac,
-                100 * g->transfer_frac, rest >= 0 ? '+' : '-',
-                rest >= 0 ? "sends waiting for their receiver (net)"
-                          : "receive time that compute hid",
-                100 * (rest >= 0 ? rest : -rest), 100 * g->busy_frac);
+        char b[320];
+        p3d_fmt_stage(b, sizeof(b), g);
+        fprintf(f, "    %s\n", b);
     }
     if (p3d_tr_uneven(t))
         fprintf(f, "    busiest stage (sets the pace): %d\n", t->worst_stage);

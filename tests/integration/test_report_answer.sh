@@ -35,6 +35,25 @@ for l in open(sys.argv[1]):
     n += 1
 assert n == 2, "stage lines found: %d" % n
 PY
+# the same findings in the text, the JSON and the HTML; the HTML's legend
+# names only groups the job's communicators are
+"$A" -q --json "$T/ex.json" --html "$T/ex.html" "$EX" || fail "json+html rc"
+python3 - "$T/ex.txt" "$T/ex.json" "$T/ex.html" <<'PY' || fail "findings differ between text, JSON and HTML"
+import html, json, re, sys
+txt = [re.sub(r"^  \d+\. \[\w+\] ", "", l.rstrip("\n"))
+       for l in open(sys.argv[1]) if re.match(r"^  \d+\. \[", l)]
+js = json.load(open(sys.argv[2]))
+fs = js["findings"]
+assert fs and [f["what"] for f in fs][:len(txt)] == txt, (txt, fs)
+page = html.unescape(open(sys.argv[3]).read())
+for f in fs:
+    assert f["what"] in page and f["next"] in page, f["what"]
+labels = {c["used_as"] for c in js["communicators"]}
+legend = re.findall(r'class="key"><i style="background:[^"]*"></i>([^<]+)<', page)
+groups = [g for g in legend if g not in ("compute", "other NCCL", "bubble", "idle")]
+assert groups and set(groups) <= labels, (groups, labels)
+PY
+grep -q 'Share of the steady iterations' "$T/ex.html" || fail "HTML bars are not the time analysis's"
 # --detail
 "$A" --detail "$EX" > "$T/all.txt" 2>/dev/null || fail "--detail rc"
 for s in '^per rank' '^communicators (' '^coordinate map' 'wait at NxN = ' '    iteration 1: '; do
