@@ -162,24 +162,6 @@ static const char *p3d_role(const struct p3d_gcomm *g, int dup_label,
     return NULL;
 }
 
-/* Members of rank r's group varying `mask` under l (ascending). */
-static int p3d_layout_group(const struct p3d_layout *l, int w, int r,
-                            unsigned mask, int *out)
-{
-    int c0[P3D_AX_N], c[P3D_AX_N], n = 0;
-
-    p3d_layout_coords(l, r, c0);
-    for (int s = 0; s < w; s++) {
-        int same = 1;
-        p3d_layout_coords(l, s, c);
-        for (int a = 0; a < P3D_AX_N; a++)
-            same &= (mask & B(a)) || c[a] == c0[a];
-        if (same)
-            out[n++] = s;
-    }
-    return n;
-}
-
 static int p3d_contains_all(const int *full, int n, const int *part, int k)
 {
     for (int i = 0, j = 0; i < k; i++) {

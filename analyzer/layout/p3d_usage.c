@@ -219,72 +219,48 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
     return P3D_USE_MIXED;
 }
 
+/*
+ * Per usage class: the labels consistent with it (labels), and those it
+ * points to first, a tie-breaker (primary; none for the ANY classes,
+ * whose traffic fits several groups equally: the layout's priors then
+ * choose, and say so).  RING2 is not a pipeline (one-way warm-up
+ * batches).
+ */
+#define PP_LIKE (B(P3D_LBL_PP) | B(P3D_LBL_P2P) | B(P3D_LBL_CP))
+static const struct {
+    unsigned labels, primary;
+} p3d_use_tab[] = {
+    [P3D_USE_P2P] = {PP_LIKE, B(P3D_LBL_PP) | B(P3D_LBL_P2P)},
+    [P3D_USE_RING] = {PP_LIKE, B(P3D_LBL_CP)},
+    [P3D_USE_RING2] = {PP_LIKE | B(P3D_LBL_EP),
+                       B(P3D_LBL_CP) | B(P3D_LBL_EP)},
+    [P3D_USE_A2A] = {B(P3D_LBL_EP) | B(P3D_LBL_CP), B(P3D_LBL_EP)},
+    [P3D_USE_RSAG] = {DP_SHARDED, DP_SHARDED},
+    [P3D_USE_GRAD] = {DP_SHARDED, DP_SHARDED},
+    [P3D_USE_DDP] = {DP_REDUCED, DP_REDUCED},
+    [P3D_USE_GRAD_AR] = {DP_REDUCED, DP_REDUCED},
+    [P3D_USE_LAYER] = {B(P3D_LBL_CP) | B(P3D_LBL_TP), 0},
+    [P3D_USE_ANY_LAYER] = {B(P3D_LBL_CP) | B(P3D_LBL_TP) | DP_SHARDED, 0},
+    [P3D_USE_BCAST] = {B(P3D_LBL_TP), B(P3D_LBL_TP)},
+    [P3D_USE_AR] = {B(P3D_LBL_TP), B(P3D_LBL_TP)},
+    [P3D_USE_SP] = {B(P3D_LBL_TP), B(P3D_LBL_TP)},
+    [P3D_USE_ANY_AR] = {B(P3D_LBL_TP) | B(P3D_LBL_DP) | B(P3D_LBL_DP_CP),
+                        0},
+    [P3D_USE_TINY] = {B(P3D_LBL_MP) | B(P3D_LBL_WORLD) | B(P3D_LBL_DP_CP) |
+                          B(P3D_LBL_DP),
+                      B(P3D_LBL_MP) | B(P3D_LBL_WORLD)},
+    [P3D_USE_BIGAR] = {B(P3D_LBL_EMB) | B(P3D_LBL_DP) | B(P3D_LBL_DP_CP),
+                       B(P3D_LBL_EMB)},
+};
+#define P3D_USE_TAB_N ((int)(sizeof(p3d_use_tab) / sizeof(p3d_use_tab[0])))
+
 unsigned p3d_use_labels(enum p3d_use u)
 {
-    switch (u) {
-    case P3D_USE_P2P:
-    case P3D_USE_RING:
-        return B(P3D_LBL_PP) | B(P3D_LBL_P2P) | B(P3D_LBL_CP);
-    case P3D_USE_RING2:
-        return B(P3D_LBL_PP) | B(P3D_LBL_P2P) | B(P3D_LBL_CP) |
-               B(P3D_LBL_EP);
-    case P3D_USE_A2A:
-        return B(P3D_LBL_EP) | B(P3D_LBL_CP);
-    case P3D_USE_RSAG:
-    case P3D_USE_GRAD:
-        return DP_SHARDED;
-    case P3D_USE_DDP:
-    case P3D_USE_GRAD_AR:
-        return DP_REDUCED;
-    case P3D_USE_LAYER:
-        return B(P3D_LBL_CP) | B(P3D_LBL_TP);
-    case P3D_USE_ANY_LAYER:
-        return B(P3D_LBL_CP) | B(P3D_LBL_TP) | DP_SHARDED;
-    case P3D_USE_BCAST:
-    case P3D_USE_AR:
-    case P3D_USE_SP:
-        return B(P3D_LBL_TP);
-    case P3D_USE_ANY_AR:
-        return B(P3D_LBL_TP) | B(P3D_LBL_DP) | B(P3D_LBL_DP_CP);
-    case P3D_USE_TINY:
-        return B(P3D_LBL_MP) | B(P3D_LBL_WORLD) | B(P3D_LBL_DP_CP) |
-               B(P3D_LBL_DP);
-    case P3D_USE_BIGAR:
-        return B(P3D_LBL_EMB) | B(P3D_LBL_DP) | B(P3D_LBL_DP_CP);
-    default:
-        return 0;
-    }
+    return (int)u >= 0 && (int)u < P3D_USE_TAB_N ? p3d_use_tab[u].labels : 0;
 }
 
-/* The labels a usage class points to first; none for the ANY classes,
- * whose traffic fits several groups equally (the layout's priors then
- * choose, and say so). */
 unsigned p3d_use_primary(enum p3d_use u)
 {
-    switch (u) {
-    case P3D_USE_P2P:
-        return B(P3D_LBL_PP) | B(P3D_LBL_P2P);
-    case P3D_USE_A2A:
-        return B(P3D_LBL_EP);
-    case P3D_USE_RSAG:
-    case P3D_USE_GRAD:
-        return DP_SHARDED;
-    case P3D_USE_DDP:
-    case P3D_USE_GRAD_AR:
-        return DP_REDUCED;
-    case P3D_USE_RING:
-        return B(P3D_LBL_CP);
-    case P3D_USE_RING2: /* not a pipeline (one-way warm-up batches) */
-        return B(P3D_LBL_CP) | B(P3D_LBL_EP);
-    case P3D_USE_BCAST:
-    case P3D_USE_AR:
-    case P3D_USE_SP:
-        return B(P3D_LBL_TP);
-    case P3D_USE_TINY:
-        return B(P3D_LBL_MP) | B(P3D_LBL_WORLD);
-    case P3D_USE_BIGAR:
-        return B(P3D_LBL_EMB);
-    default:
-        return 0;
-    }
+    return (int)u >= 0 && (int)u < P3D_USE_TAB_N ? p3d_use_tab[u].primary
+                                                  : 0;
 }

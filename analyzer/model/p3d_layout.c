@@ -248,3 +248,20 @@ void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n)
     if (l->dp_shard > 1 && k > 0 && (size_t)k < n)
         snprintf(buf + k, n - (size_t)k, " dp_shard=%d", l->dp_shard);
 }
+
+int p3d_layout_group(const struct p3d_layout *l, int w, int r,
+                     unsigned mask, int *out)
+{
+    int c0[P3D_AX_N], c[P3D_AX_N], n = 0;
+
+    p3d_layout_coords(l, r, c0);
+    for (int s = 0; s < w; s++) {
+        int same = 1;
+        p3d_layout_coords(l, s, c);
+        for (int a = 0; a < P3D_AX_N; a++)
+            same &= (mask >> a & 1u) || c[a] == c0[a];
+        if (same)
+            out[n++] = s;
+    }
+    return n;
+}

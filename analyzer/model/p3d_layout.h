@@ -70,6 +70,11 @@ int p3d_layout_from_cmdline(struct p3d_layout *l, const char *argv,
                             size_t len, int w);
 /* Dense coordinates of a global rank. */
 void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N]);
+/* The members (ascending) of rank r's group varying the axes in mask
+ * (bits 1 << P3D_AX_*), in a world of w ranks; out holds w.  Returns
+ * how many. */
+int p3d_layout_group(const struct p3d_layout *l, int w, int r,
+                     unsigned mask, int *out);
 /* Bitmask of P3D_LBL_* that the member set matches under l. */
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
                           int n);

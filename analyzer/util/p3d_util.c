@@ -203,7 +203,12 @@ size_t p3d_grow(void **p, size_t cap, size_t need, size_t size)
     return ncap;
 }
 
-void p3d_json_str(FILE *f, const char *s, size_t n)
+/*
+ * s[0..n) in double quotes with '"', '\\' and control bytes escaped: as a
+ * JSON string (json: \uXXXX, bytes >= 0x80 as Latin-1, always valid), or
+ * as C-like text for --dump (\0, \xXX).
+ */
+static void p3d_quoted(FILE *f, const char *s, size_t n, int json)
 {
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
@@ -215,38 +220,26 @@ void p3d_json_str(FILE *f, const char *s, size_t n)
             fputs("\\n", f);
         else if (c == '\t')
             fputs("\\t", f);
-        else if (c == '\r')
+        else if (c == '\r' && json)
             fputs("\\r", f);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else if (c >= 0x80)
-            fprintf(f, "\\u%04x", c); /* bytes as Latin-1: always valid */
+        else if (c == 0 && !json)
+            fputs("\\0", f);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(f, json ? "\\u%04x" : "\\x%02x", c);
         else
             fputc(c, f);
     }
     fputc('"', f);
 }
 
+void p3d_json_str(FILE *f, const char *s, size_t n)
+{
+    p3d_quoted(f, s, n, 1);
+}
+
 void p3d_text_str(FILE *f, const char *s, size_t n)
 {
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", f);
-        else if (c == '\t')
-            fputs("\\t", f);
-        else if (c == 0)
-            fputs("\\0", f);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(f, "\\x%02x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    p3d_quoted(f, s, n, 0);
 }
 
 void p3d_fixed_str(char *dst, const char *src, size_t n)

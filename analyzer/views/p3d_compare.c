@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_analyse.h"
 #include "p3d_compare.h"
 #include "p3d_discover.h"
 #include "p3d_hang.h"
@@ -349,11 +350,8 @@ static int p3d_compare_dir(char *dir, p3d_analyse_fn fn, void *ctx,
         p3d_compare_row(&set.jobs[set.n - 1], &s, name, row);
         p3d_vjob_free(&s);
     }
-    for (int i = 0; i < set.n; i++) {
-        p3d_time_free(&set.jobs[i]);
-        p3d_hang_free(&set.jobs[i]);
-        p3d_job_free(&set.jobs[i]);
-    }
+    for (int i = 0; i < set.n; i++)
+        p3d_analysed_free(&set.jobs[i]);
     free(set.jobs);
     return 0;
 }

@@ -12,25 +12,6 @@
 
 #define P3D_MAP_MAX_WORLD 256 /* larger jobs get the group lists only */
 
-/* Members of rank r's group varying the axes in mask. */
-static int p3d_group_of(const struct p3d_layout *l, int w, int r,
-                        unsigned mask, int *out)
-{
-    int c0[P3D_AX_N], c[P3D_AX_N], n = 0;
-
-    p3d_layout_coords(l, r, c0);
-    for (int s = 0; s < w; s++) {
-        int same = 1;
-        p3d_layout_coords(l, s, c);
-        for (int a = 0; a < P3D_AX_N; a++)
-            if (!(mask & (1u << a)) && c[a] != c0[a])
-                same = 0;
-        if (same)
-            out[n++] = s;
-    }
-    return n;
-}
-
 /* Groups of `mask`; only those on pipeline stage `stage` unless -1. */
 static void p3d_groups_line(FILE *f, const struct p3d_layout *l, int w,
                             const char *name, unsigned mask, int stage)
@@ -46,7 +27,7 @@ static void p3d_groups_line(FILE *f, const struct p3d_layout *l, int w,
         p3d_layout_coords(l, r, c);
         if (done[r] || (stage >= 0 && c[P3D_AX_PP] != stage))
             continue;
-        n = p3d_group_of(l, w, r, mask, m);
+        n = p3d_layout_group(l, w, r, mask, m);
         for (int i = 0; i < n; i++)
             done[m[i]] = 1;
         if (shown++ == 16) {
