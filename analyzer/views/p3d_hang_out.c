@@ -514,15 +514,13 @@ static void p3d_hj_mm(FILE *f, const struct p3d_job *job)
     for (int i = 0; i < res->n_mm; i++) {
         const struct p3d_hang_mm *m = &res->mm[i];
 
-        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
-                "\"op\": \"%s\", \"seq\": %" PRIu64 ", \"field\": \"%s\", "
-                "\"odd_rank\": %d, ", i ? ", " : "", m->comm,
-                p3d_ho_lbl(p3d_hang_label(job, m->comm)), p3d_ho_op(m->op),
-                m->seq, p3d_mm_field_name[m->field], m->rank_a);
-        p3d_json_mm_value(f, "odd_value", m->field, m->va);
-        fprintf(f, ", \"other_rank\": %d, ", m->rank_b);
-        p3d_json_mm_value(f, "other_value", m->field, m->vb);
-        fputs("}", f);
+        struct p3d_json_mm j = {m->comm,
+                                p3d_ho_lbl(p3d_hang_label(job, m->comm)),
+                                m->op, m->seq, m->field,
+                                {m->rank_a, m->rank_b}, {m->va, m->vb}};
+        fputs(i ? ", " : "", f);
+        p3d_json_mm_write(f, &j, "odd_rank", "odd_value", "other_rank",
+                          "other_value");
     }
     fputs("]", f);
 }

@@ -259,16 +259,29 @@ static void p3d_json_match(FILE *f, const struct p3d_job *job)
     for (int i = 0; i < m->n_kept; i++) {
         const struct p3d_mismatch *x = &m->mm[i];
 
-        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"op\": \"%s\", "
-                "\"seq\": %" PRIu64 ", \"field\": \"%s\", \"rank_a\": %d, ",
-                i ? ", " : "", x->comm, p3d_op_name[x->op % P3D_OP_COUNT],
-                x->seq, p3d_mm_field_name[x->field], x->rank_a);
-        p3d_json_mm_value(f, "value_a", x->field, x->va);
-        fprintf(f, ", \"rank_b\": %d, ", x->rank_b);
-        p3d_json_mm_value(f, "value_b", x->field, x->vb);
-        fputs("}", f);
+        struct p3d_json_mm j = {x->comm, NULL, x->op, x->seq, x->field,
+                                {x->rank_a, x->rank_b}, {x->va, x->vb}};
+        fputs(i ? ", " : "", f);
+        p3d_json_mm_write(f, &j, "rank_a", "value_a", "rank_b", "value_b");
     }
     fputs("]},\n", f);
+}
+
+void p3d_json_mm_write(FILE *f, const struct p3d_json_mm *m,
+                       const char *rank_a, const char *value_a,
+                       const char *rank_b, const char *value_b)
+{
+    fprintf(f, "{\"comm\": \"0x%016" PRIx64 "\", ", m->comm);
+    if (m->label)
+        fprintf(f, "\"label\": \"%s\", ", m->label);
+    fprintf(f, "\"op\": \"%s\", \"seq\": %" PRIu64 ", \"field\": \"%s\", "
+            "\"%s\": %d, ", m->op >= 0 && m->op < P3D_OP_COUNT
+            ? p3d_op_name[m->op] : "?", m->seq, p3d_mm_field_name[m->field],
+            rank_a, m->rank[0]);
+    p3d_json_mm_value(f, value_a, m->field, m->v[0]);
+    fprintf(f, ", \"%s\": %d, ", rank_b, m->rank[1]);
+    p3d_json_mm_value(f, value_b, m->field, m->v[1]);
+    fputs("}", f);
 }
 
 /*

@@ -13,6 +13,21 @@ void p3d_json_write(FILE *f, const struct p3d_job *job);
 /* "key": value of mismatch field `field` (a name for enumerations, with
  * its number as "key_raw"). */
 void p3d_json_mm_value(FILE *f, const char *key, int field, int64_t v);
+/* One mismatch as a JSON object, under the key names a section uses
+ * (matching: rank_a/value_a; hang: odd_rank/odd_value ...); label may be
+ * NULL (no "label" key). */
+struct p3d_json_mm {
+    uint64_t comm;
+    const char *label;
+    int op;
+    uint64_t seq;
+    int field;
+    int rank[2];
+    int64_t v[2];
+};
+void p3d_json_mm_write(FILE *f, const struct p3d_json_mm *m,
+                       const char *rank_a, const char *value_a,
+                       const char *rank_b, const char *value_b);
 
 /* The "hang" member (views/p3d_hang_out.c). */
 void p3d_hang_json(FILE *f, const struct p3d_job *job);
