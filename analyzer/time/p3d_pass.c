@@ -217,21 +217,45 @@ static void p3d_pass_run(struct p3d_pass *p)
     p3d_pass_free(p);
 }
 
-void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
+/*
+ * A pass over every rank with the cross-rank join: begin registers the
+ * pass's consumer of joined instances (1: it did, the pass joins), end
+ * reads what it gathered once the last instances are folded.
+ */
+typedef int (*p3d_join_begin_fn)(struct p3d_job *job, struct p3d_time_res *t,
+                                 struct p3d_join *j);
+typedef void (*p3d_join_end_fn)(struct p3d_time_res *t, struct p3d_join *j);
+
+static void p3d_pass_joined(struct p3d_job *job, struct p3d_time_res *t,
+                            int which, p3d_join_begin_fn begin,
+                            p3d_join_end_fn end)
 {
-    struct p3d_pass p = {.job = job, .t = t, .which = 1};
+    struct p3d_pass p = {.job = job, .t = t, .which = which};
     struct p3d_join j;
     void *ctx;
 
     p.pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
     p3d_join_init(&j, job, t);
-    if (p3d_clock_begin(job, t, &j))
+    if (begin(job, t, &j))
         p.join = &j;
     p3d_pass_run(&p);
     ctx = j.ctx;
-    p3d_join_finish(&j); /* folds the rest into the bounds */
+    p3d_join_finish(&j); /* folds the rest */
     j.ctx = ctx;
-    p3d_clock_end(t, p.join ? &j : NULL);
+    end(t, p.join ? &j : NULL);
+}
+
+static int p3d_wait_begin_all(struct p3d_job *job, struct p3d_time_res *t,
+                              struct p3d_join *j)
+{
+    (void)job;
+    p3d_wait_begin(t, j, t->pp >= 2 && t->n_iter);
+    return 1;
+}
+
+void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
+{
+    p3d_pass_joined(job, t, 1, p3d_clock_begin, p3d_clock_end);
     for (int i = 0; i < t->n; i++) {
         struct p3d_tl *tl = &t->tl[i];
         int64_t d = t->hosts[tl->host].shift;
@@ -244,17 +268,5 @@ void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
 
 void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t)
 {
-    struct p3d_pass p = {.job = job, .t = t, .which = 2};
-    struct p3d_join j;
-    void *ctx;
-
-    p.pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
-    p3d_join_init(&j, job, t);
-    p3d_wait_begin(t, &j, t->pp >= 2 && t->n_iter);
-    p.join = &j;
-    p3d_pass_run(&p);
-    ctx = j.ctx;
-    p3d_join_finish(&j); /* the last folds */
-    j.ctx = ctx;
-    p3d_wait_end(t, &j);
+    p3d_pass_joined(job, t, 2, p3d_wait_begin_all, p3d_wait_end);
 }

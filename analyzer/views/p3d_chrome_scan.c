@@ -108,6 +108,22 @@ static int32_t p3d_vcomm_rank(const struct p3d_vctx *c, const struct
     return i < 0 ? -1 : c->r->comms[i].rank;
 }
 
+/* An event of op `in` (its host call or its kernel) on track `track`. */
+static void p3d_vev_op(const struct p3d_vctx *c, struct p3d_vev *e,
+                       const struct p3d_vopinfo *in, uint64_t op_id,
+                       uint64_t track)
+{
+    e->track = track;
+    e->comm = in->comm;
+    e->bytes = in->bytes;
+    e->seq = in->seq;
+    e->op_id = op_id;
+    e->peer = in->peer;
+    e->comm_rank = in->comm_rank;
+    e->op = in->op;
+    e->label = (int16_t)p3d_vlabel(c->job, in->comm);
+}
+
 static void p3d_vop(struct p3d_vctx *c, const struct p3d_rec_op *o)
 {
     uint64_t t1 = o->t_exit ? p3d_vt(c, o->t_exit) : P3D_V_OPEN;
@@ -121,17 +137,8 @@ static void p3d_vop(struct p3d_vctx *c, const struct p3d_rec_op *o)
                                o->peer, p3d_vcomm_rank(c, o), o->op};
     p3d_map_put(&c->ids, o->op_id, (int)c->n_info++);
     e = p3d_vpush(c, P3D_V_HOST, p3d_vt(c, o->t_enter), t1);
-    if (!e)
-        return;
-    e->track = o->tid;
-    e->comm = o->comm_hash;
-    e->bytes = o->bytes;
-    e->seq = o->seq;
-    e->op_id = o->op_id;
-    e->peer = o->peer;
-    e->comm_rank = in->comm_rank;
-    e->op = o->op;
-    e->label = (int16_t)p3d_vlabel(c->job, o->comm_hash);
+    if (e)
+        p3d_vev_op(c, e, in, o->op_id, o->tid);
 }
 
 static void p3d_vgpu_op(struct p3d_vctx *c, const struct p3d_rec_gpu_op *g)
@@ -146,17 +153,8 @@ static void p3d_vgpu_op(struct p3d_vctx *c, const struct p3d_rec_gpu_op *g)
     in = &c->info[i];
     e = p3d_vpush(c, P3D_V_GPU_NCCL, p3d_vt(c, g->gpu_start),
                   g->gpu_end ? p3d_vt(c, g->gpu_end) : P3D_V_OPEN);
-    if (!e)
-        return;
-    e->track = in->stream;
-    e->comm = in->comm;
-    e->bytes = in->bytes;
-    e->seq = in->seq;
-    e->op_id = g->op_id;
-    e->peer = in->peer;
-    e->comm_rank = in->comm_rank;
-    e->op = in->op;
-    e->label = (int16_t)p3d_vlabel(c->job, in->comm);
+    if (e)
+        p3d_vev_op(c, e, in, g->op_id, in->stream);
 }
 
 static void p3d_vspan(struct p3d_vctx *c, const struct p3d_rec_gpu_span *s)
