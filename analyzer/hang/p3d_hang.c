@@ -275,15 +275,19 @@ static void p3d_hang_classify(struct p3d_hrank *h)
         h->state = P3D_HS_KILLED;
 }
 
+static void p3d_hang_rec(void *ctx, const struct p3d_reader *rd,
+                         const struct p3d_rec_hdr *r)
+{
+    (void)rd;
+    p3d_hang_on_rec(ctx, r);
+}
+
 static void p3d_hang_scan(struct p3d_hrank *h)
 {
-    const struct p3d_rec_hdr *r;
-
     if (p3d_reader_open_mapped(&h->rd, h->r->path) != 0)
         return;
     h->open = 1;
-    while (p3d_reader_next(&h->rd, &r) > 0)
-        p3d_hang_on_rec(h, r);
+    p3d_reader_walk(&h->rd, p3d_hang_rec, h);
     h->closed = !!(h->rd.hdr.flags & P3D_F_CLOSED);
     h->term = h->r->saw_term;      /* the scan saw every NOTE already */
     h->t_close = h->closed ? h->rd.hdr.end_mono_ns : 0;

@@ -246,20 +246,26 @@ static void p3d_rank_note_tail(struct p3d_rank *r, const struct p3d_reader *rd)
                  : "not closed cleanly (process killed?)", r->n_records);
 }
 
+static void p3d_scan_rec(void *ctx, const struct p3d_reader *rd,
+                         const struct p3d_rec_hdr *h)
+{
+    struct p3d_scan *s = ctx;
+
+    (void)rd;
+    if (h->tag != P3D_REC_CHUNK)
+        s->r->n_records++;
+    p3d_dispatch(s, h);
+}
+
 static int p3d_rank_scan_buf(struct p3d_rank *r, struct p3d_reader *rd,
                              struct p3d_scanbuf *b)
 {
     struct p3d_scan s = {r, b, 0};
-    const struct p3d_rec_hdr *h;
     int n;
 
     p3d_reader_rewind(rd);
     r->hdr = rd->hdr;
-    while ((n = p3d_reader_next_inl(rd, &h)) > 0) {
-        if (h->tag != P3D_REC_CHUNK)
-            r->n_records++;
-        p3d_dispatch(&s, h);
-    }
+    n = p3d_reader_walk(rd, p3d_scan_rec, &s);
     r->corrupt = n < 0;
     if (n < 0 && rd->bad_off < rd->hdr.data_off + 64 && r->n_records == 0)
         r->failed = 1;

@@ -116,6 +116,27 @@ static inline int p3d_reader_next_inl(struct p3d_reader *rd,
     return 1;
 }
 
+/*
+ * The one walk over a trace file's records, for every analysis and view:
+ * each record from the current position on goes to on_rec(ctx, rd, rec),
+ * in file order, validated as p3d_reader_next validates it.  Returns 0 at
+ * the end, -1 at bad data (rd->msg says what; the records before it were
+ * handed out).  Inline, so that a handler known at the call is inlined
+ * into the loop.
+ */
+typedef void (*p3d_rec_fn)(void *ctx, const struct p3d_reader *rd,
+                           const struct p3d_rec_hdr *rec);
+static inline int p3d_reader_walk(struct p3d_reader *rd, p3d_rec_fn on_rec,
+                                  void *ctx)
+{
+    const struct p3d_rec_hdr *r;
+    int n;
+
+    while ((n = p3d_reader_next_inl(rd, &r)) > 0)
+        on_rec(ctx, rd, r);
+    return n;
+}
+
 /* Offset of a record handed out by p3d_reader_next. */
 size_t p3d_reader_offset(const struct p3d_reader *rd,
                          const struct p3d_rec_hdr *rec);

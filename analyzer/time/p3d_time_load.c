@@ -470,12 +470,27 @@ void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld)
     tl->nsp_cap = 0;
 }
 
+struct p3d_tl_walk {
+    struct p3d_job *job;
+    struct p3d_tl *tl;
+    struct p3d_tload *ld;
+};
+
+static void p3d_tl_rec(void *ctx, const struct p3d_reader *rd,
+                       const struct p3d_rec_hdr *h)
+{
+    struct p3d_tl_walk *w = ctx;
+
+    (void)rd;
+    p3d_tl_record(w->job, w->tl, w->ld, h);
+}
+
 void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
                         struct p3d_tload *ld, int spans)
 {
     struct p3d_rank *rk = &job->ranks[i];
+    struct p3d_tl_walk w = {job, tl, ld};
     struct p3d_reader rd;
-    const struct p3d_rec_hdr *h;
 
     p3d_tl_lend(tl, ld);
     ld->spans = spans;
@@ -483,8 +498,7 @@ void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
         ld->shift = 0;
         return;
     }
-    while (p3d_reader_next_inl(&rd, &h) > 0)
-        p3d_tl_record(job, tl, ld, h);
+    p3d_reader_walk(&rd, p3d_tl_rec, &w);
     p3d_reader_close(&rd);
     p3d_tl_finish(tl, ld);
     ld->shift = 0;

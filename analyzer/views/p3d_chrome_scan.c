@@ -269,20 +269,25 @@ static int p3d_vev_cmp(const void *a, const void *b)
     return (x->t1 < y->t1) - (x->t1 > y->t1);
 }
 
+static void p3d_vrec(void *ctx, const struct p3d_reader *rd,
+                     const struct p3d_rec_hdr *h)
+{
+    (void)rd;
+    p3d_vrecord(ctx, h);
+}
+
 int p3d_vrank_load(const struct p3d_job *job, const struct p3d_rank *r,
                    const struct p3d_vwin *w, struct p3d_vrank *v)
 {
     struct p3d_vctx c = {job, r, w, v, 0, NULL, 0, 0, {0}, {{0}}, 0};
     struct p3d_reader rd;
-    const struct p3d_rec_hdr *h;
 
     memset(v, 0, sizeof(*v));
     v->rank = r->rank;
     if (r->failed || p3d_reader_open(&rd, r->path) != 0)
         return -1;
     c.shift = p3d_vclock_shift(job, r);
-    while (p3d_reader_next(&rd, &h) == 1)
-        p3d_vrecord(&c, h);
+    p3d_reader_walk(&rd, p3d_vrec, &c);
     p3d_reader_close(&rd);
     p3d_vclose_open(v);
     if (v->n)

@@ -276,15 +276,19 @@ static void p3d_dump_rec(FILE *f, const struct p3d_reader *rd,
     fputc('\n', f);
 }
 
+static void p3d_dump_one(void *ctx, const struct p3d_reader *rd,
+                         const struct p3d_rec_hdr *r)
+{
+    p3d_dump_rec(ctx, rd, r);
+}
+
 int p3d_dump_reader(FILE *f, struct p3d_reader *rd)
 {
-    const struct p3d_rec_hdr *r;
     int ret = 0, n;
 
     rd->keep_unknown = 1;
     p3d_dump_hdr(f, &rd->hdr);
-    while ((n = p3d_reader_next(rd, &r)) > 0)
-        p3d_dump_rec(f, rd, r);
+    n = p3d_reader_walk(rd, p3d_dump_one, f);
     if (n < 0)
         ret = p3d_error("%s", rd->msg);
     else if (rd->truncated)
