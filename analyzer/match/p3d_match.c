@@ -111,14 +111,9 @@ void p3d_match_coll(struct p3d_match_res *res, uint64_t comm, uint64_t seq,
 
 void p3d_ref_set(struct p3d_ref *r, const struct p3d_rec_op *o, int rank)
 {
-    r->count = o->count;
-    r->root = o->peer;
-    r->rank = rank;
-    r->op = o->op;
-    r->dtype = o->dtype;
-    r->redop = o->redop;
-    r->div = 0;
-    r->set = 1;
+    *r = (struct p3d_ref){.count = o->count, .root = o->peer, .rank = rank,
+                          .op = o->op, .dtype = o->dtype, .redop = o->redop,
+                          .div = 0, .set = 1};
 }
 
 int p3d_ref_agrees(const struct p3d_ref *r, const struct p3d_rec_op *o)
@@ -163,23 +158,15 @@ static struct p3d_shard *p3d_shard_of(struct p3d_matcher *m, uint64_t hash)
  * checked before the map. */
 static struct p3d_mcomm *p3d_mcomm_get(struct p3d_shard *sh, uint64_t hash)
 {
-    int i;
-    struct p3d_mcomm *c;
+    int added;
 
     if (sh->last < sh->n && sh->comms[sh->last].hash == hash)
         return &sh->comms[sh->last];
-    i = p3d_map_get(&sh->idx, hash);
-    if (i >= 0) {
-        sh->last = (size_t)i;
-        return &sh->comms[i];
-    }
-    sh->cap = p3d_grow((void **)&sh->comms, sh->cap, sh->n,
-                       sizeof(*sh->comms));
-    c = &sh->comms[sh->n];
-    memset(c, 0, sizeof(*c));
-    c->hash = hash;
-    p3d_map_put(&sh->idx, hash, (int)sh->n++);
-    return c;
+    sh->last = p3d_map_index(&sh->idx, hash, (void **)&sh->comms, &sh->n,
+                            &sh->cap, sizeof(*sh->comms), &added);
+    if (added)
+        sh->comms[sh->last].hash = hash;
+    return &sh->comms[sh->last];
 }
 
 /*
@@ -212,24 +199,20 @@ static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
 static struct p3d_pair *p3d_pair_get(struct p3d_mcomm *c, int src, int dst)
 {
     uint64_t key = (uint64_t)(uint32_t)src << 32 | (uint32_t)dst;
-    int i;
     struct p3d_pair *p;
+    int added;
 
     if (c->last_pair < c->n_pairs && c->pairs[c->last_pair].src == src &&
         c->pairs[c->last_pair].dst == dst)
         return &c->pairs[c->last_pair];
-    i = p3d_map_get(&c->pair_idx, key);
-    if (i >= 0) {
-        c->last_pair = (size_t)i;
-        return &c->pairs[i];
+    c->last_pair = p3d_map_index(&c->pair_idx, key, (void **)&c->pairs,
+                                &c->n_pairs, &c->pairs_cap, sizeof(*c->pairs),
+                                &added);
+    p = &c->pairs[c->last_pair];
+    if (added) {
+        p->src = src;
+        p->dst = dst;
     }
-    c->pairs_cap = p3d_grow((void **)&c->pairs, c->pairs_cap, c->n_pairs,
-                            sizeof(*c->pairs));
-    p = &c->pairs[c->n_pairs];
-    memset(p, 0, sizeof(*p));
-    p->src = src;
-    p->dst = dst;
-    p3d_map_put(&c->pair_idx, key, (int)c->n_pairs++);
     return p;
 }
 

@@ -66,3 +66,17 @@ void p3d_map_free(struct p3d_map *m)
     free(m->vals);
     memset(m, 0, sizeof(*m));
 }
+
+size_t p3d_map_index(struct p3d_map *m, uint64_t key, void **arr, size_t *n,
+                     size_t *cap, size_t size, int *added)
+{
+    int i = p3d_map_get(m, key);
+
+    *added = i < 0;
+    if (i >= 0)
+        return (size_t)i;
+    *cap = p3d_grow(arr, *cap, *n, size);
+    memset((char *)*arr + *n * size, 0, size);
+    p3d_map_put(m, key, (int)*n);
+    return (*n)++;
+}

@@ -20,5 +20,12 @@ int p3d_map_get(const struct p3d_map *m, uint64_t key);
 /* Insert or overwrite. */
 void p3d_map_put(struct p3d_map *m, uint64_t key, int val);
 void p3d_map_free(struct p3d_map *m);
+/*
+ * The element of key in an array that m indexes (*arr: *n elements of
+ * size bytes, *cap allocated): its index, or, for a new key, that of a
+ * zeroed element appended for it (*added = 1; the caller fills it).
+ */
+size_t p3d_map_index(struct p3d_map *m, uint64_t key, void **arr, size_t *n,
+                     size_t *cap, size_t size, int *added);
 
 #endif /* P3D_MAP_H */
