@@ -138,18 +138,24 @@ static struct p3d_symfile *p3d_sym_file(const char *path)
     return f;
 }
 
+struct p3d_sym_key {
+    const struct p3d_symfile *f;
+    uint64_t va;
+};
+
+static int p3d_sym_at_or_before(const void *ctx, size_t i)
+{
+    const struct p3d_sym_key *k = ctx;
+
+    return k->f->syms[i].value <= k->va;
+}
+
 static const struct p3d_sym *p3d_sym_find(const struct p3d_symfile *f,
                                           uint64_t va)
 {
-    size_t lo = 0, hi = f->n;
+    struct p3d_sym_key k = {f, va};
+    size_t lo = p3d_partition(f->n, &k, p3d_sym_at_or_before);
 
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (f->syms[mid].value <= va)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     if (lo == 0)
         return NULL;
     if (f->syms[lo - 1].size && va >= f->syms[lo - 1].value +

@@ -50,18 +50,23 @@ void p3d_ivs_union(struct p3d_ivs *l)
 }
 
 /* First interval of union u that ends after t. */
+struct p3d_ivs_key {
+    const struct p3d_ivs *u;
+    int64_t t;
+};
+
+static int p3d_ivs_ends_by(const void *ctx, size_t i)
+{
+    const struct p3d_ivs_key *k = ctx;
+
+    return k->u->v[i].e <= k->t;
+}
+
 static size_t p3d_ivs_find(const struct p3d_ivs *u, int64_t t)
 {
-    size_t lo = 0, hi = u->n;
+    struct p3d_ivs_key k = {u, t};
 
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (u->v[mid].e <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return p3d_partition(u->n, &k, p3d_ivs_ends_by);
 }
 
 /*

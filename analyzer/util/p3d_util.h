@@ -51,4 +51,24 @@ void p3d_fixed_str(char *dst, const char *src, size_t n);
 /* "0-3,8,10-11", cut with "..." past max characters */
 void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count);
 
+/*
+ * Binary search: in [0, n) where before(ctx, i) holds for a first run of
+ * indexes and fails for the rest, the end of that run.  Inline, so that a
+ * predicate known at the call is inlined.
+ */
+static inline size_t p3d_partition(size_t n, const void *ctx,
+                                   int (*before)(const void *ctx, size_t i))
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (before(ctx, mid))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #endif /* P3D_UTIL_H */
