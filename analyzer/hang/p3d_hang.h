@@ -10,7 +10,7 @@
  * peer has not issued the matching Recv/Send).  Following these waits
  * leads to the root rank(s): not inside NCCL at all (compute, killed,
  * exited, no trace), or blocked on a communicator whose peers all
- * arrived (mismatch, deadlock).  See DESIGN.md "Hang".
+ * arrived (mismatch, deadlock).  See README.md, "Analyse" (the hang section of the report).
  */
 #ifndef P3D_HANG_H
 #define P3D_HANG_H

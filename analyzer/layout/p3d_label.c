@@ -9,7 +9,7 @@
  * (intra-distributed-optimizer-instance) group; a second Send/Recv comm on
  * the members of a PP comm is a P2P comm.
  *
- * Two fields, on purpose (DESIGN.md "Labels"; truth.json's label/role):
+ * Two fields, on purpose (README.md, "JSON"; truth.json's label/role):
  * label_first (JSON "label") is a property of the member set, the most
  * specific label that matches it, so communicators with the same members
  * have the same "label"; label (JSON "used_as", the text report's column)
@@ -17,7 +17,7 @@
  * Megatron groups share a member set: at PP = 2 the embedding group (first
  * and last stage) is the whole PP group, so its "label" is "PP", "labels"
  * ["PP","EMB"] and "used_as" "EMB"; at CP = 1 the DP-CP group is the DP
- * group ("label" "DP", "used_as" "DP-CP", DESIGN.md's own example).  Read
+ * group ("label" "DP", "used_as" "DP-CP", the README's own example).  Read
  * "used_as" for what a communicator is; "label" to group by member set.
  */
 #include <stdlib.h>

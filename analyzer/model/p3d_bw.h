@@ -1,5 +1,5 @@
 /*
- * p3d_bw.h - nccl-tests bandwidth arithmetic (DESIGN.md "Bus bandwidth").
+ * p3d_bw.h - nccl-tests bandwidth arithmetic (nccl-tests doc/PERFORMANCE.md, "bus bandwidth").
  */
 #ifndef P3D_BW_H
 #define P3D_BW_H

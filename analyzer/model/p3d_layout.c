@@ -3,7 +3,8 @@
  *
  * Megatron's RankGenerator reads a global rank as a mixed-radix number
  * whose first `order` token varies fastest; a group varies some axes and
- * fixes the others (megatron.md section 2).  The expert generator uses the
+ * fixes the others (Megatron-LM megatron/core/parallel_state.py,
+ * RankGenerator, at d98e8a64).  The expert generator uses the
  * same order with (etp = tp, ep, edp, pp) in place of (tp, cp, dp, pp), so
  * one set of axis indexes serves both views.
  */

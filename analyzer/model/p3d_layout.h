@@ -33,7 +33,8 @@ enum p3d_label {
 
 extern const char *const p3d_label_name[P3D_LBL_COUNT];
 
-/* Usage classes of a communicator (megatron.md section 8). */
+/* Usage classes of a communicator (layout/p3d_usage.c, with the frameworks'
+ * sources). */
 enum p3d_use {
     P3D_USE_NONE,  /* no ops */
     P3D_USE_P2P,   /* mostly Send/Recv */

@@ -5,7 +5,8 @@
  * in another stage: the kernel's interval, or the whole call up to the
  * return of its ncclGroupEnd when the call waited for the kernel, as the
  * synchronous CPU doubles do) with no compute kernel running, as a
- * fraction of the step (analysis.md section 10).  Each such wait is put
+ * fraction of the step (as Megatron's and torchtitan's
+ * schedules leave a stage without work: the time it waits on a P2P).  Each such wait is put
  * in the warm-up / cool-down phase (up to the stage's first backward
  * receive, after its last forward send) or the steady state, and
  * receives are split Scalasca-style into late-sender wait (send start -

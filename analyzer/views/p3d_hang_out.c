@@ -1,6 +1,6 @@
 /*
  * p3d_hang_out.c - the hang section of the text report and the "hang"
- * member of the JSON report (DESIGN.md schema: detected, root_ranks,
+ * member of the JSON report (README.md's schema: detected, root_ranks,
  * chain[{rank, comm, label, op, seq, waiting_for}], plus roots with what
  * they owe, their last op and call site, and mismatches on the chain).
  */

@@ -1,5 +1,6 @@
 /*
- * p3d_json.c - the report as JSON, schema "p3d-analyze/1" (DESIGN.md).
+ * p3d_json.c - the report as JSON, schema "p3d-analyze/1" (README.md,
+ * "JSON").
  * Fields may be added, never renamed.  "label" is the most specific label
  * of the member set, "labels" all of them (most specific first),
  * "used_as" the one usage shows the communicator serves as (e.g. label

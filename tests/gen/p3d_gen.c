@@ -26,7 +26,9 @@
  *   --future-major R --huge-len R --unknown-tag R --missing R
  *   --duplicate R --empty R --mismatch R
  *
- * Communicators follow Megatron's lazy creation (megatron.md section 5):
+ * Communicators follow Megatron's lazy creation (PyTorch ProcessGroupNCCL creates a
+ * communicator at a group's first collective when init_process_group
+ * has no device_id, as Megatron-LM calls it):
  * WORLD (barrier), TP, PP, EMB, DP-CP, MP, the second world comm (grad
  * norm), CP and EP when > 1.  Hashes are any deterministic 64-bit mix of
  * (job, family, lowest member): every member computes the same value.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# --json: schema p3d-analyze/1 as in DESIGN.md, valid JSON with escaped
+# --json: schema p3d-analyze/1 as in README.md ("JSON"), valid JSON with escaped
 # strings from traces, GPU time and bus bandwidth once gpu_op records exist.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"

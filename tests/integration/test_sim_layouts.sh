@@ -27,7 +27,7 @@ run titan --tp 2 --pp 2 --dp 2 --order titan -m 4 --no-dist-opt
 run vpp --tp 2 --pp 4 --vpp 2 -m 4
 run async --tp 2 --pp 2 --dp 2 -m 4 --cp 1 --async
 run moe --tp 1 --pp 2 --dp 4 --ep 2 -m 4
-# Ground truth itself: Megatron's worked example (megatron.md section 6).
+# Ground truth itself: Megatron's worked example (W=8, TP=2, PP=2, DP=2: the groups Megatron-LM's initialize_model_parallel makes, as tests/data/layout records them).
 python3 - "$SIM_OUT" <<'PY' || fail=1
 import json, sys
 def groups(job, kind):
@@ -54,10 +54,10 @@ t = json.load(open(f"{sys.argv[1]}/vpp/truth.json"))
 # from the last stage + 2 x 4 grads.  2 iterations.
 pp0 = t["ranks"][0]["comms"]["pp-0"]["ops"]
 assert pp0["Send"]["count"] == pp0["Recv"]["count"] == 24, pp0
-# expert generator (megatron.md section 2): tp=1 ep=2 edp=2 pp=2
+# expert generator (Megatron-LM parallel_state.py, RankGenerator): tp=1 ep=2 edp=2 pp=2
 assert groups("moe", "ep") == [[0, 1], [2, 3], [4, 5], [6, 7]]
 assert groups("moe", "epdp") == [[0, 2], [1, 3], [4, 6], [5, 7]]
-print("truth: Megatron groups as in megatron.md section 6")
+print("truth: Megatron groups of Megatron-LM's W=8 TP=2 PP=2 DP=2 example")
 PY
 # A rerun removes only its own leftovers; a job id that is not one folder
 # is refused before anything is touched.

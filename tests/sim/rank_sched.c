@@ -1,7 +1,8 @@
 /*
  * rank_sched.c - one training iteration of a Megatron rank.
  *
- * Replays what Megatron-LM issues (megatron.md sections 7 and 8): per
+ * Replays what Megatron-LM issues (Megatron-LM core/pipeline_parallel/
+ * schedules.py, p2p_communication.py, tensor_parallel/layers.py): per
  * micro-batch the TP batch broadcast on the first/last stage, per layer
  * the TP all-reduce (or all-gather/reduce-scatter with sequence
  * parallelism) and the CP KV ring, the 1F1B pipeline schedule with

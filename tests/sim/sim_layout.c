@@ -2,7 +2,8 @@
  * sim_layout.c - Megatron's RankGenerator for the simulator.
  *
  * A global rank is a mixed-radix number over the axes of `order`, the
- * first axis varying fastest (megatron.md section 2); a group varies its
+ * first axis varying fastest (Megatron-LM
+ * parallel_state.py, RankGenerator); a group varies its
  * own axes and fixes the others, members ascending.  Shared by the driver
  * (ground truth) and the rank library (which comm to create).
  */

@@ -1,7 +1,7 @@
 /*
  * test_an_label.c - which label a communicator is used as when several
- * Megatron groups share its members (megatron.md section 8 fingerprints),
- * and that JSON's "label" stays the member set's label (DESIGN.md).
+ * Megatron groups share its members (the usage signatures of layout/p3d_usage.c),
+ * and that JSON's "label" stays the member set's label (README.md, "JSON").
  */
 #include <setjmp.h>
 #include <stdarg.h>
