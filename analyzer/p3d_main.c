@@ -24,13 +24,9 @@
 #include "p3d_discover.h"
 #include "p3d_html.h"
 #include "p3d_dump.h"
-#include "p3d_hang.h"
 #include "p3d_json.h"
-#include "p3d_label.h"
 #include "p3d_layout.h"
-#include "p3d_match.h"
 #include "p3d_report.h"
-#include "p3d_time.h"
 #include "p3d_util.h"
 
 struct p3d_opts {

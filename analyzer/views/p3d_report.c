@@ -1,7 +1,9 @@
 /*
- * p3d_report.c - the default text report: job, layout, coordinate map,
- * communicators with labels and traffic, per label, per rank, message
- * sizes, cross-rank matching.
+ * p3d_report.c - the text report.  It leads with the answer (job, layout
+ * and its groups, a hang first when there is one, time, cross-rank
+ * matching, findings, the seed row) and keeps what only a deeper look
+ * needs behind --detail: the coordinate map stage by stage, every
+ * communicator with its labels and traffic, per rank, message sizes.
  */
 #include <inttypes.h>
 #include <stdlib.h>

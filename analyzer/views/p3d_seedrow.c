@@ -1,7 +1,9 @@
 /*
- * p3d_seedrow.c - the time section of the text report and the seed's
- * record row that ends it: config | TP | PP | CP | DP | micro-batches |
- * max mem/rank | step time | tokens/s | observations.
+ * p3d_seedrow.c - the time section of the text report (per-iteration,
+ * per-host and wait-state lines only with --detail=time), a stage's
+ * bubble as sums that add up, and the seed's record row: config | TP |
+ * PP | CP | DP | micro-batches | max mem/rank | step time | tokens/s |
+ * observations.
  */
 #include <inttypes.h>
 #include <stdlib.h>
