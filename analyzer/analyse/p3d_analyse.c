@@ -16,8 +16,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "p3d_analyse.h"
 #include "p3d_findings.h"
@@ -25,6 +23,7 @@
 #include "p3d_label.h"
 #include "p3d_layout.h"
 #include "p3d_match.h"
+#include "p3d_progress.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
@@ -34,6 +33,7 @@ struct p3d_run {
     const struct p3d_analyse_opts *o;
     struct p3d_matcher *m;  /* from scan until match, NULL without */
     struct p3d_op_sink sink;
+    struct p3d_progress *progress; /* NULL: none shown */
 };
 
 static void p3d_world(struct p3d_job *job)
@@ -78,6 +78,7 @@ static int p3d_pass_scan(struct p3d_run *run)
     p3d_job_scan(job, run->o->threads);
     for (int i = 0; i < job->n_ranks; i++)
         job->ranks[i].sink = NULL;
+    p3d_progress_clear(run->progress);
     p3d_print_rank_msgs(job);
     return 0;
 }
@@ -165,45 +166,18 @@ static const struct {
 };
 #define P3D_N_PASSES ((int)(sizeof(p3d_passes) / sizeof(p3d_passes[0])))
 
-static double p3d_now_s(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Progress on a terminal once the analysis has taken 2 s: which pass
- * starts, on one line that the next overwrites. */
-static void p3d_progress(const struct p3d_run *run, int k, double t0,
-                         int *shown)
-{
-    if (!run->o->progress || p3d_quiet || !isatty(2))
-        return;
-    if (k < P3D_N_PASSES && p3d_now_s() - t0 < 2.0)
-        return;
-    if (k >= P3D_N_PASSES) {
-        if (*shown)
-            fputs("\r\033[K", stderr);
-        return;
-    }
-    fprintf(stderr, "\r\033[Kp3d-analyze: job '%s', %d ranks: %s (%d/%d)",
-            run->job->job_id, run->job->n_ranks, p3d_passes[k].name, k + 1,
-            P3D_N_PASSES);
-    *shown = 1;
-}
-
 int p3d_analyse_job(struct p3d_job *job, const struct p3d_analyse_opts *o)
 {
-    struct p3d_run run = {job, o, NULL, {0}};
-    double t0 = p3d_now_s();
-    int ret = 0, shown = 0;
+    struct p3d_run run = {job, o, NULL, {0}, NULL};
+    int ret = 0;
 
+    if (o->progress)
+        run.progress = p3d_progress_start(job, P3D_N_PASSES);
     for (int k = 0; k < P3D_N_PASSES && !ret; k++) {
-        p3d_progress(&run, k, t0, &shown);
+        p3d_progress_pass(run.progress, k, p3d_passes[k].name);
         ret = p3d_passes[k].run(&run);
     }
-    p3d_progress(&run, P3D_N_PASSES, t0, &shown);
+    p3d_progress_stop(run.progress);
     if (run.m)
         p3d_matcher_finish(run.m, job); /* a pass failed: free it */
     return ret;

@@ -12,7 +12,8 @@ struct p3d_analyse_opts {
     int threads;        /* reader threads, 1 or more */
     int match;          /* 0: skip cross-rank matching (--no-match) */
     const char *layout; /* --layout: NULL, "infer" or a layout spec */
-    int progress;       /* report passes on stderr once the run is slow */
+    int progress;       /* progress on a terminal once the run is slow
+                           (p3d_progress.h) */
 };
 
 /*

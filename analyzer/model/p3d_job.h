@@ -178,6 +178,8 @@ struct p3d_job {
     struct p3d_hang_res *hang;  /* p3d_hang.c (issue 7) */
     struct p3d_findings *findings; /* findings/, from all of the above */
     int threads;                /* reader threads (p3d_job_scan) */
+    int n_read;                 /* rank files the scan has read (atomic:
+                                   for progress while it runs) */
 };
 
 /* Histogram bucket of a message size. */

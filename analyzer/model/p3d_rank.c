@@ -371,8 +371,10 @@ static void *p3d_scan_worker(void *arg)
     memset(&b, 0, sizeof(b));
     for (int d = 0; d < p->n_lanes; d++) {
         int k = (l->lane + d) % p->n_lanes, i;
-        while ((i = p3d_pool_take(p, k)) >= 0)
+        while ((i = p3d_pool_take(p, k)) >= 0) {
             p3d_rank_scan_with(&p->job->ranks[i], &b);
+            __atomic_add_fetch(&p->job->n_read, 1, __ATOMIC_RELAXED);
+        }
     }
     p3d_scanbuf_free(&b);
     return NULL;

@@ -68,6 +68,19 @@ grep -q '^per rank' "$T/r.txt" && ! grep -q '^coordinate map' "$T/r.txt" ||
 "$A" -q --json "$T/q.json" "$EX" > "$T/q.out" 2>&1 || fail "-q rc"
 [ ! -s "$T/q.out" ] && [ -s "$T/q.json" ] || fail "-q --json FILE printed on stdout"
 "$A" -q "$EX" | grep -q '^layout:' || fail "-q without an output file printed no report"
+# progress: on a terminal only, once the analysis has taken
+# P3D_PROGRESS_AFTER seconds (0 here: from the start; 1000: never)
+if command -v script > /dev/null && script -qec true /dev/null > /dev/null 2>&1; then
+    P3D_PROGRESS_AFTER=0 script -qec "'$A' '$EX' > /dev/null" /dev/null > "$T/tty0" 2>&1
+    grep -q "reading the rank files (pass 1 of [0-9]*), [0-9]* of 8 rank files read" "$T/tty0" ||
+        fail "no progress on a terminal: $(head -c 300 "$T/tty0")"
+    P3D_PROGRESS_AFTER=1000 script -qec "'$A' '$EX' > /dev/null" /dev/null > "$T/tty1" 2>&1
+    grep -q "pass 1 of" "$T/tty1" && fail "progress before its threshold"
+    P3D_PROGRESS_AFTER=0 script -qec "'$A' -q '$EX' > /dev/null" /dev/null > "$T/tty2" 2>&1
+    grep -q "pass 1 of" "$T/tty2" && fail "progress with -q"
+fi
+P3D_PROGRESS_AFTER=0 "$A" "$EX" 2> "$T/pipe.err" > /dev/null
+grep -q "pass 1 of" "$T/pipe.err" && fail "progress on a stderr that is not a terminal"
 # clocks that contradict: the uncertainty stays >= 0 and the text says so
 "$G" --tp 4 --pp 4 --dp 4 --gpu "$T/g64" > /dev/null 2>&1 || fail "p3d-gen"
 "$A" --detail=time --json "$T/g.json" "$T/g64" > "$T/g.txt" 2>/dev/null || fail "g64 rc"
