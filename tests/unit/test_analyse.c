@@ -1,0 +1,199 @@
+/*
+ * test_analyse.c - the pipeline (analyzer/analyse/) on the committed
+ * example job (traces/example-tp2pp2dp2, recorded by the shim from the
+ * simulated TP=2 PP=2 DP=2 job), and what its passes and writers leave:
+ * the wait states (time/p3d_wait.c), the hang analysis of a job that
+ * exited (hang/), the findings, and the Chrome and HTML writers' files.
+ * The example's timings differ each time it is recorded; these checks
+ * hold for any recording of that job.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "p3d_analyse.h"
+#include "p3d_chrome.h"
+#include "p3d_discover.h"
+#include "p3d_findings.h"
+#include "p3d_hang.h"
+#include "p3d_html.h"
+#include "p3d_time.h"
+#include "p3d_util.h"
+
+static char example[512];
+
+static struct p3d_jobset load(const char *layout)
+{
+    struct p3d_analyse_opts o = {2, 1, layout, 0};
+    char *dirs[1] = {example};
+    struct p3d_jobset set;
+
+    assert_int_equal(p3d_discover(dirs, 1, &set), 0);
+    assert_int_equal(set.n, 1);
+    if (layout && strcmp(layout, "infer"))
+        assert_int_equal(p3d_analyse_job(&set.jobs[0], &o), -1);
+    else
+        assert_int_equal(p3d_analyse_job(&set.jobs[0], &o), 0);
+    return set;
+}
+
+static void unload(struct p3d_jobset *set)
+{
+    for (int i = 0; i < set->n; i++)
+        p3d_analysed_free(&set->jobs[i]);
+    free(set->jobs);
+}
+
+static int member_of_label(const struct p3d_job *job, int label, int rank)
+{
+    for (int i = 0; i < job->n_comms; i++)
+        if (job->comms[i].label == label)
+            for (int k = 0; k < job->comms[i].n_members; k++)
+                if (job->comms[i].members[k] == rank)
+                    return 1;
+    return 0;
+}
+
+static void test_waits(void **state)
+{
+    struct p3d_jobset set = load(NULL);
+    const struct p3d_job *job = &set.jobs[0];
+    const struct p3d_time_res *t = job->time;
+
+    (void)state;
+    assert_non_null(t);
+    assert_int_equal(t->n_iter, 3);
+    assert_true(t->n_wait_inst > 0);
+    /* TP's collectives wait for their last member; the rank most often
+     * last is one of TP's members */
+    assert_true(t->nxn_ms[P3D_LBL_TP] > 0);
+    assert_true(member_of_label(job, P3D_LBL_TP, t->late_rank[P3D_LBL_TP]));
+    assert_true(t->late_sender_ms >= 0 && t->late_receiver_ms >= 0);
+    assert_true(t->n_strag > 0);
+    for (int i = 1; i < t->n_strag; i++) /* ranked by waiting caused */
+        assert_true(t->strag[i - 1].caused_ms >= t->strag[i].caused_ms);
+    /* the shares of the step add up */
+    assert_true(t->f_compute + t->f_exposed + t->f_idle + t->f_copy <= 1.001);
+    assert_true(t->f_compute + t->f_exposed + t->f_idle + t->f_copy >= 0.95);
+    unload(&set);
+}
+
+static void test_no_hang(void **state)
+{
+    struct p3d_jobset set = load(NULL);
+    const struct p3d_job *job = &set.jobs[0];
+
+    (void)state;
+    assert_non_null(job->hang);
+    assert_false(job->hang->detected);
+    assert_int_equal(job->hang->n_roots, 0);
+    assert_non_null(job->findings);
+    for (int i = 0; i < job->findings->n; i++) {
+        assert_non_null(job->findings->f[i].next);
+        assert_null(strstr(job->findings->f[i].what, "HUNG"));
+    }
+    unload(&set);
+}
+
+static void test_layout_misfit(void **state)
+{
+    struct p3d_jobset set = load("tp=4,pp=4"); /* 16 ranks: not 8 */
+
+    (void)state;
+    assert_null(set.jobs[0].findings); /* the pipeline stopped */
+    unload(&set);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = p3d_xmalloc((size_t)n + 1);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+static void test_writers(void **state)
+{
+    struct p3d_jobset set = load(NULL);
+    struct p3d_vsel sel;
+    char path[64];
+    char *s;
+    int depth = 0, min = 0;
+
+    (void)state;
+    memset(&sel, 0, sizeof(sel));
+    sel.iter_a = sel.iter_b = -1;
+    sel.ms_b = -1;
+    snprintf(path, sizeof(path), "/tmp/p3d-analyse-%d.json", (int)getpid());
+    assert_int_equal(p3d_chrome_write(path, &set.jobs[0], &sel), 0);
+    s = slurp(path);
+    assert_non_null(strstr(s, "\"traceEvents\""));
+    for (const char *p = s; *p; p++) { /* braces balance (no strings hold
+                                          one in this job) */
+        depth += (*p == '{') - (*p == '}');
+        min = depth < min ? depth : min;
+    }
+    assert_int_equal(depth, 0);
+    assert_int_equal(min, 0);
+    assert_true(count(s, "\"ph\": \"X\"") + count(s, "\"ph\":\"X\"") > 0);
+    free(s);
+    unlink(path);
+    snprintf(path, sizeof(path), "/tmp/p3d-analyse-%d.html", (int)getpid());
+    assert_int_equal(p3d_html_write(path, &set.jobs[0], &sel), 0);
+    s = slurp(path);
+    assert_non_null(strstr(s, "<section id=\"findings\">"));
+    assert_non_null(strstr(s, "<section id=\"bars\">"));
+    assert_int_equal(count(s, "<svg"), count(s, "</svg>"));
+    assert_null(strstr(s, "nan%"));  /* no figure printed from a NaN */
+    assert_null(strstr(s, ">nan"));
+    assert_null(strstr(s, "-nan"));
+    assert_null(strstr(s, "<script"));
+    free(s);
+    unlink(path);
+    unload(&set);
+}
+
+int main(void)
+{
+    const char *src = getenv("P3D_SRC");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_waits),
+        cmocka_unit_test(test_no_hang),
+        cmocka_unit_test(test_layout_misfit),
+        cmocka_unit_test(test_writers),
+    };
+
+    snprintf(example, sizeof(example), "%s/traces/example-tp2pp2dp2",
+             src ? src : ".");
+    if (access(example, R_OK)) {
+        printf("skip: no %s\n", example);
+        return 0;
+    }
+    p3d_quiet = 1;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
