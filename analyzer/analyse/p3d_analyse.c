@@ -20,6 +20,7 @@
 #include "p3d_analyse.h"
 #include "p3d_findings.h"
 #include "p3d_hang.h"
+#include "p3d_infer.h"
 #include "p3d_label.h"
 #include "p3d_layout.h"
 #include "p3d_match.h"

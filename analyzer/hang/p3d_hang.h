@@ -123,4 +123,18 @@ void p3d_hang_free(struct p3d_job *job);
  */
 void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n);
 
+/* The results in words (hang/p3d_hang_words.c), for every view alike. */
+const char *p3d_hang_op_name(int op);   /* "AllReduce", "CommInit" */
+const char *p3d_hang_lbl_name(int l);   /* "TP", "?" */
+const char *p3d_hang_state_text(int s); /* a root's state in a sentence */
+const char *p3d_nccl_result_name(int e); /* "ncclSystemError" */
+extern const char *const p3d_hang_fr_name[]; /* a frontier member's state */
+struct p3d_hang_wait;
+/* Whether wait w's start lies before the job's last record, and how long
+ * it had waited then (0 when not). */
+int p3d_hang_wait_placed(const struct p3d_job *job,
+                         const struct p3d_hang_wait *w);
+double p3d_hang_waited_s(const struct p3d_job *job,
+                         const struct p3d_hang_wait *w);
+
 #endif /* P3D_HANG_H */

@@ -122,4 +122,7 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
 const struct p3d_rec_stack *p3d_hang_stack(const struct p3d_hrank *h,
                                            uint32_t id);
 
+/* Rank r's scan data, NULL outside the world (p3d_hang_words.c). */
+const struct p3d_hrank *p3d_hang_rank_of(const struct p3d_job *job, int r);
+
 #endif /* P3D_HANG_INT_H */

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_infer.h"
 #include "p3d_layout.h"
 #include "p3d_util.h"
 

@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_util.h"
-
+#include "p3d_infer.h"
 #include "p3d_label.h"
+#include "p3d_util.h"
 
 #define B(x) (1u << (x))
 

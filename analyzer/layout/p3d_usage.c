@@ -67,6 +67,7 @@
  *     the other HSDP group, carries FSDP's gather and reduce-scatter: the
  *     DP sharding signature above.
  */
+#include "p3d_infer.h"
 #include "p3d_layout.h"
 #include "p3d_names.h"
 

@@ -63,12 +63,6 @@ extern const char *const p3d_use_name[];
  * tp, cp, dp, pp with an optional ep).  Returns 0 or -1. */
 int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
                    int ep, const char *order);
-/* Parse --layout "tp=2,pp=2,cp=1,ep=1,order=..." for world w
- * (dp = w / (tp*cp*pp) unless given).  Returns 0 or -1 (message printed). */
-int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w);
-/* Megatron flags in a NUL-separated argv.  Returns 1 if any was found. */
-int p3d_layout_from_cmdline(struct p3d_layout *l, const char *argv,
-                            size_t len, int w);
 /* Dense coordinates of a global rank. */
 void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N]);
 /* The members (ascending) of rank r's group varying the axes in mask
@@ -79,26 +73,7 @@ int p3d_layout_group(const struct p3d_layout *l, int w, int r,
 /* Bitmask of P3D_LBL_* that the member set matches under l. */
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
                           int n);
-/* Usage class of a joined communicator; max_cpm is the job's largest
- * calls-per-member over all communicators (frequency reference). */
-enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm);
-/* Calls per member of a communicator. */
-uint64_t p3d_calls_per_member(const struct p3d_gcomm *g);
-/* Bitmask of labels consistent with a usage class. */
-unsigned p3d_use_labels(enum p3d_use u);
-/* The labels a usage class points to first (a tie-breaker). */
-unsigned p3d_use_primary(enum p3d_use u);
 
-/*
- * Infer the layout of job (world w) from its communicators: the candidate
- * under which most communicators are exact Megatron groups, then most
- * usage-consistent, then default order, larger dp, smaller cp/ep/pp.
- * With a hint (valid) that scores as well as the best, the hint wins;
- * with force, the hint is used anyway and out->contradicted says whether
- * the data fits another layout better.
- */
-void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
-                      int force, struct p3d_layout *out);
 /* Write "tp=2 cp=1 ep=1 dp=2 pp=2 order=tp-cp-ep-dp-pp". */
 void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n);
 

@@ -9,7 +9,8 @@
  * pairs joined as ranks stream in), p3d_time_ivl.c (interval
  * arithmetic), p3d_clock.c (host clock offsets), p3d_steps.c
  * (iterations), p3d_overlap.c (breakdown, verdict), p3d_bubble.c,
- * p3d_wait.c (wait states), p3d_seedrow.c (text), p3d_time_json.c.
+ * p3d_wait.c (wait states); its views are views/p3d_seedrow.c (text) and
+ * views/p3d_time_json.c.
  * Only one rank's ops per loading thread are held at a time: what stays
  * per rank is its iterations and their breakdown.
  */
@@ -282,9 +283,6 @@ void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t);
 void p3d_bubble_all(struct p3d_job *job, struct p3d_time_res *t);
 int64_t p3d_wait_steady_start(const struct p3d_time_res *t);
 void p3d_wait_all(struct p3d_job *job, struct p3d_time_res *t);
-void p3d_time_json(FILE *f, const struct p3d_job *job);
-/* The per-rank JSON fields (",\"step_time_ms\": ..." without braces). */
-void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i);
 
 /* Bubble split of one receive (Scalasca Late Sender). */
 struct p3d_split {

@@ -1,9 +1,6 @@
 /*
- * p3d_compare.c - the seed's record template, one row per run
- * (p3d_compare.h).  Rows come out in the order the runs were given;
- * anything the traces cannot tell is "n/a".
- * Numbers come from the time analysis (p3d_time.h) when it found
- * iterations, else from the views' own estimate (p3d_html_sum.c).
+ * p3d_compare.c - --compare: one row of the seed's table per run
+ * (p3d_seedtab.c), in the order the runs were given.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,302 +11,8 @@
 #include "p3d_analyse.h"
 #include "p3d_compare.h"
 #include "p3d_discover.h"
-#include "p3d_hang.h"
-#include "p3d_layout.h"
-#include "p3d_match.h"
-#include "p3d_report.h"
+#include "p3d_seedtab.h"
 #include "p3d_util.h"
-
-/* Append to buf (used so far *len) with a "; " separator. */
-static void p3d_cobs(char *buf, size_t n, size_t *len, const char *fmt, ...)
-    P3D_PRINTF(4, 5);
-
-static void p3d_cobs(char *buf, size_t n, size_t *len, const char *fmt, ...)
-{
-    va_list ap;
-    int k;
-
-    if (*len + 8 >= n)
-        return;
-    if (*len)
-        *len += (size_t)snprintf(buf + *len, n - *len, "; ");
-    va_start(ap, fmt);
-    k = vsnprintf(buf + *len, n - *len, fmt, ap);
-    va_end(ap);
-    if (k > 0)
-        *len = *len + (size_t)k < n ? *len + (size_t)k : n - 1;
-}
-
-/* "TP 15%, DP 6%": the two groups with the most exposed time. */
-static void p3d_cobs_groups(const struct p3d_vbreak *t, char *buf, size_t n)
-{
-    int best[2] = {-1, -1};
-    size_t len = 0;
-
-    buf[0] = 0;
-    for (int l = 0; l <= P3D_LBL_COUNT; l++) {
-        if (!t->exposed[l])
-            continue;
-        if (best[0] < 0 || t->exposed[l] > t->exposed[best[0]])
-            best[1] = best[0], best[0] = l;
-        else if (best[1] < 0 || t->exposed[l] > t->exposed[best[1]])
-            best[1] = l;
-    }
-    for (int i = 0; i < 2 && best[i] >= 0; i++) {
-        double f = p3d_vfrac(t->exposed[best[i]], t->span);
-        if (f < 0.005)
-            continue;
-        len += (size_t)snprintf(buf + len, n - len, "%s%s %.0f%%",
-                                len ? ", " : "",
-                                best[i] < P3D_LBL_COUNT ?
-                                p3d_label_name[best[i]] : "other",
-                                100 * f);
-    }
-}
-
-static void p3d_cobs_time(const struct p3d_job *job, const struct p3d_vjob *s,
-                          char *buf, size_t n, size_t *len)
-{
-    const struct p3d_vbreak *t = &s->total;
-    char g[96];
-    int pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
-
-    if (!t->span)
-        return;
-    p3d_cobs_groups(t, g, sizeof(g));
-    p3d_cobs(buf, n, len, "exposed NCCL %.0f%% of step%s%s%s",
-             100 * p3d_vfrac(t->exposed_all, t->span), g[0] ? " (" : "", g,
-             g[0] ? ")" : "");
-    if (pp > 1 && s->bubble_theory >= 0)
-        p3d_cobs(buf, n, len, "bubble %.0f%% vs %.0f%% theory",
-                 100 * p3d_vfrac(t->bubble, t->span),
-                 100 * s->bubble_theory);
-    else if (pp > 1)
-        p3d_cobs(buf, n, len, "bubble %.0f%%",
-                 100 * p3d_vfrac(t->bubble, t->span));
-    p3d_cobs(buf, n, len, "compute %.0f%%%s",
-             100 * p3d_vfrac(t->compute, t->span),
-             t->host_only ? " (estimated: no GPU kernel times)" : "");
-    if (p3d_vfrac(t->idle, t->span) >= 0.1)
-        p3d_cobs(buf, n, len, "idle %.0f%%",
-                 100 * p3d_vfrac(t->idle, t->span));
-    if (p3d_vfrac(t->exposed_all, t->span) > p3d_vfrac(t->compute, t->span))
-        p3d_cobs(buf, n, len, "NCCL dominates");
-}
-
-/* "TP 15%, DP 6%" from the time analysis's exposed shares. */
-static void p3d_cobs_tgroups(const struct p3d_time_res *t, char *buf,
-                             size_t n)
-{
-    struct p3d_vbreak b;
-
-    memset(&b, 0, sizeof(b));
-    b.span = 1000000;
-    for (int l = 0; l < P3D_LBL_COUNT; l++)
-        b.exposed[l] = (uint64_t)(t->f_lbl[l] * 1e6);
-    p3d_cobs_groups(&b, buf, n);
-}
-
-/* Observations from the time analysis (p3d_time.h). */
-static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
-                          size_t *len)
-{
-    char g[96];
-    int strag = p3d_time_straggler(t);
-
-    p3d_cobs_tgroups(t, g, sizeof(g));
-    p3d_cobs(buf, n, len, "exposed NCCL %.0f%% of step%s%s%s",
-             100 * t->f_exposed, g[0] ? " (" : "", g, g[0] ? ")" : "");
-    if (t->pp > 1 && t->stages)
-        p3d_cobs(buf, n, len, "bubble %.0f%% vs %.0f%% theory",
-                 100 * t->measured, 100 * t->theory);
-    if (t->have_compute)
-        p3d_cobs(buf, n, len, "compute %.0f%%", 100 * t->f_compute);
-    else
-        p3d_cobs(buf, n, len, "no GPU compute times");
-    if (t->f_idle >= 0.1)
-        p3d_cobs(buf, n, len, "idle %.0f%%", 100 * t->f_idle);
-    if (t->dominates && t->top_lbl >= 0 && t->top_lbl < P3D_LBL_COUNT)
-        p3d_cobs(buf, n, len, "NCCL dominates (mostly %s)",
-                 p3d_label_name[t->top_lbl]);
-    if (strag >= 0)
-        p3d_cobs(buf, n, len, "straggler rank %d", strag);
-    if (t->n_hosts > 1)
-        p3d_cobs(buf, n, len, "clocks of %d hosts aligned", t->n_hosts);
-}
-
-/* What every summary says first: a hang, missing ranks. */
-static void p3d_cobs_head(const struct p3d_job *job, char *buf, size_t n,
-                          size_t *len)
-{
-    char miss[128], hang[160];
-    int k;
-
-    p3d_hang_brief(job, hang, sizeof(hang));
-    if (hang[0])
-        p3d_cobs(buf, n, len, "%s", hang);
-    k = p3d_missing_ranks(job, miss, sizeof(miss));
-    if (k)
-        p3d_cobs(buf, n, len, "%d of %d ranks missing (%s)", k,
-                 job->world_size, miss);
-}
-
-/* ... and last: what the matcher found. */
-static void p3d_cobs_tail(const struct p3d_job *job, char *buf, size_t n,
-                          size_t *len)
-{
-    if (job->match && job->match->n_mismatch)
-        p3d_cobs(buf, n, len, "%" PRIu64 " cross-rank mismatches",
-                 job->match->n_mismatch);
-    if (job->match && job->match->n_unmatched_p2p)
-        p3d_cobs(buf, n, len, "%" PRIu64 " unmatched send/recv",
-                 job->match->n_unmatched_p2p);
-    if (!*len)
-        snprintf(buf, n, "n/a");
-}
-
-void p3d_compare_obs(const struct p3d_job *job, const struct p3d_vjob *s,
-                     char *buf, size_t n)
-{
-    size_t len = 0;
-
-    buf[0] = 0;
-    p3d_cobs_head(job, buf, n, &len);
-    if (!s->it.n)
-        p3d_cobs(buf, n, &len, "no repeating iteration found");
-    if (s->time)
-        p3d_cobs_tres(s->time, buf, n, &len);
-    else
-        p3d_cobs_time(job, s, buf, n, &len);
-    p3d_cobs_tail(job, buf, n, &len);
-}
-
-void p3d_compare_obs_time(const struct p3d_job *job,
-                          const struct p3d_time_res *t, char *buf, size_t n)
-{
-    size_t len = 0;
-
-    buf[0] = 0;
-    p3d_cobs_head(job, buf, n, &len);
-    p3d_cobs_tres(t, buf, n, &len);
-    p3d_cobs_tail(job, buf, n, &len);
-}
-
-void p3d_compare_row(const struct p3d_job *job, const struct p3d_vjob *s,
-                     const char *name, struct p3d_crow *row)
-{
-    const struct p3d_layout *l = &job->layout;
-
-    memset(row, 0, sizeof(*row));
-    snprintf(row->config, sizeof(row->config), "%s", name);
-    if (l->valid && l->confidence != P3D_CONF_NONE) { /* else n/a */
-        row->tp = l->size[P3D_AX_TP];
-        row->pp = l->size[P3D_AX_PP];
-        row->cp = l->size[P3D_AX_CP];
-        row->dp = l->size[P3D_AX_DP];
-        row->ep = l->ep;
-    }
-    row->micro_batches = s->micro_batches;
-    row->max_mem = s->max_peak;
-    row->max_mem_rank = s->max_peak_rank;
-    row->step_ms = s->step_ms;
-    row->tokens_s = s->tokens_s;
-    p3d_compare_obs(job, s, row->obs, sizeof(row->obs));
-}
-
-/* Markdown cell text: '|' and newlines would break the table. */
-static void p3d_md_cell(FILE *f, const char *s)
-{
-    fputc(' ', f);
-    for (; *s; s++) {
-        if (*s == '|')
-            fputs("\\|", f);
-        else if (*s == '\n' || *s == '\r')
-            fputc(' ', f);
-        else
-            fputc(*s, f);
-    }
-    fputs(" |", f);
-}
-
-static void p3d_md_int(FILE *f, int v)
-{
-    if (v > 0)
-        fprintf(f, " %d |", v);
-    else
-        fputs(" n/a |", f);
-}
-
-void p3d_compare_md_head(FILE *f)
-{
-    fputs("| config | TP | PP | CP | DP | micro-batches | max mem/rank | "
-          "step time | tokens/s | observations |\n"
-          "|---|---|---|---|---|---|---|---|---|---|\n", f);
-}
-
-void p3d_compare_md_row(FILE *f, const struct p3d_crow *r)
-{
-    char b[48];
-
-    fputc('|', f);
-    p3d_md_cell(f, r->config);
-    p3d_md_int(f, r->tp);
-    p3d_md_int(f, r->pp);
-    p3d_md_int(f, r->cp);
-    p3d_md_int(f, r->dp);
-    p3d_md_int(f, r->micro_batches);
-    if (r->max_mem) {
-        p3d_fmt_bytes(b, sizeof(b), (double)r->max_mem);
-        fprintf(f, " %s (rank %d) |", b, r->max_mem_rank);
-    } else {
-        fputs(" n/a |", f);
-    }
-    if (r->step_ms > 0)
-        fprintf(f, " %.1f ms |", r->step_ms);
-    else
-        fputs(" n/a |", f);
-    if (r->tokens_s > 0)
-        fprintf(f, " %.0f |", r->tokens_s);
-    else
-        fputs(" n/a |", f);
-    p3d_md_cell(f, r->obs);
-    fputc('\n', f);
-}
-
-static void p3d_json_int(FILE *f, const char *k, int v)
-{
-    if (v > 0)
-        fprintf(f, ", \"%s\": %d", k, v);
-    else
-        fprintf(f, ", \"%s\": null", k);
-}
-
-void p3d_compare_json_row(FILE *f, const struct p3d_crow *r)
-{
-    fputs("  {\"config\": ", f);
-    p3d_json_str(f, r->config, strlen(r->config));
-    p3d_json_int(f, "tp", r->tp);
-    p3d_json_int(f, "pp", r->pp);
-    p3d_json_int(f, "cp", r->cp);
-    p3d_json_int(f, "dp", r->dp);
-    p3d_json_int(f, "micro_batches", r->micro_batches);
-    if (r->max_mem)
-        fprintf(f, ", \"max_mem_bytes\": %" PRIu64 ", \"max_mem_rank\": %d",
-                r->max_mem, r->max_mem_rank);
-    else
-        fputs(", \"max_mem_bytes\": null, \"max_mem_rank\": null", f);
-    if (r->step_ms > 0)
-        fprintf(f, ", \"step_time_ms\": %.3f", r->step_ms);
-    else
-        fputs(", \"step_time_ms\": null", f);
-    if (r->tokens_s > 0)
-        fprintf(f, ", \"tokens_per_s\": %.1f", r->tokens_s);
-    else
-        fputs(", \"tokens_per_s\": null", f);
-    fputs(", \"observations\": ", f);
-    p3d_json_str(f, r->obs, strlen(r->obs));
-    fputc('}', f);
-}
 
 static void p3d_compare_name(const char *dir, char *buf, size_t n)
 {
@@ -347,7 +50,7 @@ static int p3d_compare_dir(char *dir, p3d_analyse_fn fn, void *ctx,
                  "not fit its %d ranks", set.jobs[set.n - 1].world_size);
     } else {
         p3d_vjob_sum(&set.jobs[set.n - 1], NULL, &s);
-        p3d_compare_row(&set.jobs[set.n - 1], &s, name, row);
+        p3d_seed_row(&set.jobs[set.n - 1], &s, name, row);
         p3d_vjob_free(&s);
     }
     for (int i = 0; i < set.n; i++)
@@ -367,15 +70,15 @@ int p3d_compare_run(char **dirs, int n, const char *json, p3d_analyse_fn fn,
     if (json && !js)
         p3d_die("cannot write '%s': %s", json, strerror(errno));
     if (js != stdout)
-        p3d_compare_md_head(stdout);
+        p3d_seed_md_head(stdout);
     if (js)
         fputs("[\n", js);
     for (int i = 0; i < n; i++) {
         p3d_compare_dir(dirs[i], fn, ctx, &row);
         if (js != stdout)
-            p3d_compare_md_row(stdout, &row);
+            p3d_seed_md_row(stdout, &row);
         if (js) {
-            p3d_compare_json_row(js, &row);
+            p3d_seed_json_row(js, &row);
             fputs(i + 1 < n ? ",\n" : "\n", js);
         }
     }

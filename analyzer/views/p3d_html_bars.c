@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "p3d_html_parts.h"
-#include "p3d_report.h"
 #include "p3d_svg.h"
+#include "p3d_vfmt.h"
 
 #define P3D_BAR_W 1120
 #define P3D_BAR_LEFT 190

@@ -8,14 +8,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "p3d_compare.h"
 #include "p3d_findings.h"
 #include "p3d_hang.h"
 #include "p3d_html_parts.h"
 #include "p3d_match.h"
-#include "p3d_report.h"
+#include "p3d_seedtab.h"
 #include "p3d_svg.h"
 #include "p3d_util.h"
+#include "p3d_vfmt.h"
 
 static void p3d_find_li(FILE *f, const char *head, const char *text)
 {
@@ -63,7 +63,7 @@ static void p3d_find_time(FILE *f, const struct p3d_job *job,
 {
     char t[512];
 
-    p3d_compare_obs(job, s, t, sizeof(t));
+    p3d_seed_obs(job, s, t, sizeof(t));
     p3d_find_li(f, "Time:", t);
     if (s->max_peak) {
         char b[48];

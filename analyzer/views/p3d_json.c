@@ -23,7 +23,6 @@
 #include "p3d_label.h"
 #include "p3d_match.h"
 #include "p3d_names.h"
-#include "p3d_report.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 

@@ -32,4 +32,10 @@ void p3d_json_mm_write(FILE *f, const struct p3d_json_mm *m,
 /* The "hang" member (views/p3d_hang_out.c). */
 void p3d_hang_json(FILE *f, const struct p3d_job *job);
 
+/* The time analysis's members (views/p3d_time_json.c): steps, bubble,
+ * verdict, clock, wait; and one rank's fields (",\"step_time_ms\": ..."
+ * without braces). */
+void p3d_time_json(FILE *f, const struct p3d_job *job);
+void p3d_time_json_rank(FILE *f, const struct p3d_job *job, int i);
+
 #endif /* P3D_JSON_H */

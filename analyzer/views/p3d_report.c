@@ -18,18 +18,8 @@
 #include "p3d_report.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
+#include "p3d_vfmt.h"
 
-void p3d_fmt_bytes(char *buf, size_t n, double b)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-
-    while (b >= 1024 && u < 4) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-}
 
 static void p3d_report_job(FILE *f, const struct p3d_job *job)
 {
@@ -273,20 +263,6 @@ static void p3d_report_mm(FILE *f, const struct p3d_mismatch *x, int n,
             p3d_mm_value(x->field, x->vb, b, sizeof(b)));
 }
 
-const char *p3d_mm_other_text(const struct p3d_mismatch *x,
-                              const char *lab, char *buf, size_t n)
-{
-    if (x->field == P3D_MM_ISSUED) {
-        snprintf(buf, n, "comm 0x%016" PRIx64 " (%s): rank %d issued %"
-                 PRId64 " collectives, rank %d issued %" PRId64, x->comm,
-                 lab, x->rank_b, x->vb, x->rank_a, x->va);
-        return "incomplete";
-    }
-    snprintf(buf, n, "comm 0x%016" PRIx64 " (%s) %d -> %d: %" PRId64
-             " sends never received, %" PRId64 " receives never sent",
-             x->comm, lab, x->rank_a, x->rank_b, x->va, x->vb);
-    return "unmatched";
-}
 
 static void p3d_report_other(FILE *f, const struct p3d_mismatch *x,
                              const char *lab)

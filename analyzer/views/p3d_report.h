@@ -33,10 +33,6 @@ void p3d_report_coords(FILE *f, const struct p3d_job *job, int stages);
 /* The time section (views/p3d_seedrow.c) and the seed table row. */
 void p3d_time_report(FILE *f, const struct p3d_job *job, unsigned detail);
 void p3d_seed_report(FILE *f, const struct p3d_job *job);
-/* A pipeline stage's bubble as two sums that add up to it, for the text
- * and the HTML alike. */
-struct p3d_tstage;
-void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g);
 /* The hang section (views/p3d_hang_out.c); P3D_DETAIL_HANG: every rank
  * of the chain of waits, else the first P3D_CHAIN_SHOWN. */
 #define P3D_CHAIN_SHOWN 16
@@ -44,15 +40,6 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail);
 /* The findings, each with its next step (views/p3d_report_find.c). */
 void p3d_report_findings(FILE *f, const struct p3d_job *job,
                          unsigned detail);
-/* "1.5 MiB" */
-void p3d_fmt_bytes(char *buf, size_t n, double bytes);
 
-/*
- * An "issued" or "unmatched" entry of the matcher as words (buf) and its
- * kind ("incomplete" / "unmatched"), shared by the text and HTML reports.
- */
-struct p3d_mismatch;
-const char *p3d_mm_other_text(const struct p3d_mismatch *x,
-                              const char *lab, char *buf, size_t n);
 
 #endif /* P3D_REPORT_H */

@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_compare.h"
 #include "p3d_hang.h"
 #include "p3d_report.h"
+#include "p3d_seedtab.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
+#include "p3d_vfmt.h"
 
 static const char *const p3d_src_text[] = {
     "host call times only (no GPU times): NCCL times are "
@@ -206,20 +207,6 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
     (void)job;
 }
 
-void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g)
-{
-    double rest = g->bubble_frac - g->late_frac - g->transfer_frac;
-
-    snprintf(buf, n, "stage %d: bubble %.1f%% = warm-up/cool-down %.1f%% + "
-             "steady %.1f%%; = waiting for the sender %.1f%% + transfer "
-             "%.1f%% %c %s %.1f%%; compute %.1f%%", g->stage,
-             100 * g->bubble_frac, 100 * g->fill_frac, 100 * g->steady_frac,
-             100 * g->late_frac, 100 * g->transfer_frac,
-             rest >= 0 ? '+' : '-', rest >= 0
-             ? "sends waiting for their receiver (net)"
-             : "receive time that compute hid",
-             100 * (rest >= 0 ? rest : -rest), 100 * g->busy_frac);
-}
 
 /* 1 if the busiest stage computes 10 % more than the least busy. */
 static int p3d_tr_uneven(const struct p3d_time_res *t)
@@ -337,10 +324,10 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
         }
     row.step_ms = t->step_ms;
     row.tokens_s = t->tokens_per_s;
-    p3d_compare_obs_time(job, t, row.obs, sizeof(row.obs));
+    p3d_seed_obs_time(job, t, row.obs, sizeof(row.obs));
     fprintf(f, "\nseed table row:\n");
-    p3d_compare_md_head(f);
-    p3d_compare_md_row(f, &row);
+    p3d_seed_md_head(f);
+    p3d_seed_md_row(f, &row);
 }
 
 void p3d_time_report(FILE *f, const struct p3d_job *job, unsigned detail)

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "p3d_json.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 

@@ -61,5 +61,45 @@ for l in $layers; do
     done
     i=$((i + 1))
 done
-[ "$fails" -eq 0 ] && echo "layers: every include and call goes down ($layers)"
+# Every function a layer's header declares is defined in that layer (a
+# view's function declared by an analysis's header hides a call upward).
+for l in $layers; do
+    for h in "$A/$l"/*.h; do
+        [ -f "$h" ] || continue
+        for fn in $(sed -n 's/^[a-z][a-z0-9_ *]* \**\(p3d_[a-z0-9_]*\)(.*/\1/p' "$h"); do
+            d=$(awk -v s="$fn" '$1 == s {print $3; exit}' "$defs")
+            [ -z "$d" ] && continue # inline, or a test's
+            [ "${d%%/*}" = "$l" ] ||
+                fail "$l/$(basename "$h") declares $fn, defined in $d"
+        done
+    done
+done
+
+# The views: each family (one output format) includes its own headers,
+# the views' shared ones and the layers below, never another family's.
+family() { # family FILE-BASENAME: the family of a views/ file
+    case $1 in
+    p3d_report|p3d_coords|p3d_seedrow|p3d_report_find|p3d_hang_text) echo text ;;
+    p3d_json|p3d_time_json|p3d_hang_json) echo json ;;
+    p3d_html|p3d_html_bars|p3d_html_find|p3d_html_map|p3d_html_tl|p3d_html_parts|p3d_svg) echo html ;;
+    p3d_chrome|p3d_chrome_flow|p3d_chrome_lane) echo chrome ;;
+    p3d_compare) echo compare ;;
+    p3d_dump) echo dump ;;
+    # shared by every view: formatting, the seed table, the views' model
+    p3d_vfmt|p3d_seedtab|p3d_chrome_scan|p3d_chrome_iter|p3d_chrome_time|p3d_html_sum|p3d_html_time) echo shared ;;
+    *) echo unknown ;;
+    esac
+}
+for f in "$A"/views/*.[ch]; do
+    b=$(basename "$f"); b=${b%.?}; fam=$(family "$b")
+    [ "$fam" = unknown ] && { fail "views/$b is in no family (test_layers.sh)"; continue; }
+    for h in $(sed -n 's/^#include "\(p3d_[a-z0-9_]*\)\.h".*/\1/p' "$f"); do
+        [ -f "$A/views/$h.h" ] || continue
+        hf=$(family "$h")
+        [ "$hf" = "$fam" ] || [ "$hf" = shared ] ||
+            fail "views/$(basename "$f") ($fam) includes $h.h ($hf)"
+    done
+done
+
+[ "$fails" -eq 0 ] && echo "layers: every include and call goes down ($layers); views include no other view"
 [ "$fails" -eq 0 ]

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "p3d_infer.h"
 #include "p3d_label.h"
 #include "p3d_layout.h"
 

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "p3d_infer.h"
 #include "p3d_layout.h"
 
 #define B(x) (1u << (x))

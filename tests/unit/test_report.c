@@ -15,6 +15,7 @@
 
 #include "p3d_findings.h"
 #include "p3d_report.h"
+#include "p3d_vfmt.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 

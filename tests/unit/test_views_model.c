@@ -18,7 +18,7 @@
 #include "p3d_chrome_flow.h"
 #include "p3d_chrome_iter.h"
 #include "p3d_chrome_lane.h"
-#include "p3d_compare.h"
+#include "p3d_seedtab.h"
 #include "p3d_html.h"
 #include "p3d_html_time.h"
 #include "p3d_layout.h"
@@ -242,7 +242,7 @@ static void test_markdown_row(void **state)
     r.tp = 2, r.pp = 1, r.cp = 1, r.dp = 4;
     r.step_ms = 12.34;
     snprintf(r.obs, sizeof(r.obs), "x\ny");
-    p3d_compare_md_row(f, &r);
+    p3d_seed_md_row(f, &r);
     fclose(f);
     assert_string_equal(out, "| a\\|b | 2 | 1 | 1 | 4 | n/a | n/a | "
                              "12.3 ms | n/a | x y |\n");

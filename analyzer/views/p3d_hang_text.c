@@ -1,15 +1,14 @@
 /*
- * p3d_hang_out.c - the hang section of the text report and the "hang"
- * member of the JSON report (README.md's schema: detected, root_ranks,
- * chain[{rank, comm, label, op, seq, waiting_for}], plus roots with what
- * they owe, their last op and call site, and mismatches on the chain).
+ * p3d_hang_text.c - the hang section of the text report: the root(s),
+ * what they owe and their call site, the chain of waits, the frontiers,
+ * aborts and mismatches (the JSON's is views/p3d_hang_json.c; both print
+ * the hang analysis's own words, hang/p3d_hang_words.c).
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "p3d_hang_int.h"
-#include "p3d_json.h"
 #include "p3d_names.h"
 #include "p3d_report.h"
 #include "p3d_label.h"
@@ -17,62 +16,19 @@
 #include "p3d_symbol.h"
 #include "p3d_util.h"
 
-static const char *p3d_ho_op(int op)
-{
-    if (op == P3D_HANG_OP_INIT)
-        return "CommInit";
-    return op >= 0 && op < P3D_OP_COUNT ? p3d_op_name[op] : "?";
-}
 
-static const char *p3d_ho_lbl(int l)
-{
-    return l >= 0 && l < P3D_LBL_COUNT ? p3d_label_name[l] : "?";
-}
 
-static const char *p3d_ho_state_text(int s)
-{
-    switch (s) {
-    case P3D_HS_NOT_IN_NCCL:
-        return "not inside NCCL (alive until SIGTERM: compute, data "
-               "loading, a host wait ...)";
-    case P3D_HS_KILLED:
-        return "killed (trace not closed, nothing pending: no records "
-               "after its last op)";
-    case P3D_HS_EXITED: return "exited cleanly while others waited";
-    case P3D_HS_NO_TRACE: return "left no readable trace";
-    case P3D_HS_STUCK:
-        return "inside NCCL, but every peer it needs arrived (mismatch, "
-               "deadlock or a network/NCCL fault)";
-    case P3D_HS_CYCLE:
-        return "inside NCCL in a circular wait (deadlock): it waits on "
-               "ranks that wait on it, and most waits end at it; look "
-               "for an op it skipped or reordered";
-    case P3D_HS_MISMATCH:
-        return "inside NCCL with an op that disagrees with what its peers "
-               "(and the other groups of its kind) issued at the same "
-               "point: it skipped, reordered or mis-sized a collective "
-               "(the mismatch below)";
-    default: return p3d_hang_state_name[s];
-    }
-}
 
-static const struct p3d_hrank *p3d_ho_rank(const struct p3d_job *job,
-                                           int r)
-{
-    const struct p3d_hjob *hj = job->hang->priv;
 
-    return r >= 0 && r < hj->world ? &hj->hr[r] : NULL;
-}
-
-/* Print the symbolized frames of stack `id` of rank r. */
-/* Frames of a call site the report shows: the innermost, where the rank
+/* Print the symbolized frames of stack `id` of rank r.  Frames of a call
+ * site the report shows: the innermost, where the rank
  * is; --detail=hang shows them all (up to 12). */
 #define P3D_FRAMES_SHOWN 6
 
 static void p3d_ho_stack(FILE *f, const struct p3d_job *job, int r,
                          uint32_t id, const char *ind, unsigned frames)
 {
-    const struct p3d_hrank *h = p3d_ho_rank(job, r);
+    const struct p3d_hrank *h = p3d_hang_rank_of(job, r);
     const struct p3d_rec_stack *s = h ? p3d_hang_stack(h, id) : NULL;
     char line[1024];
 
@@ -102,12 +58,12 @@ static const char *p3d_ho_owed_how(int how)
 static void p3d_ho_root(FILE *f, const struct p3d_job *job,
                         const struct p3d_hang_root *rt, unsigned frames)
 {
-    const struct p3d_hrank *h = p3d_ho_rank(job, rt->rank);
+    const struct p3d_hrank *h = p3d_hang_rank_of(job, rt->rank);
 
-    fprintf(f, "  root rank %d: %s\n", rt->rank, p3d_ho_state_text(rt->state));
+    fprintf(f, "  root rank %d: %s\n", rt->rank, p3d_hang_state_text(rt->state));
     if (rt->owed_op == P3D_HANG_OP_INIT)
         fprintf(f, "    never created the (%s) communicator the others "
-                "wait to make [%s]\n", p3d_ho_lbl(rt->owed_label),
+                "wait to make [%s]\n", p3d_hang_lbl_name(rt->owed_label),
                 rt->owed_how == 1 ? "its next op, per a rank of the same "
                 "stage" : rt->owed_how == 2 ? "the only one waited on"
                 : "earliest wait on it");
@@ -115,44 +71,25 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
         fprintf(f, "    its peers wait for its part of %s #%" PRIu64
                 " on comm 0x%016" PRIx64 " (%s) [%s]; with no trace of it, "
                 "what it issued is not known\n",
-                p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_comm,
-                p3d_ho_lbl(rt->owed_label), p3d_ho_owed_how(rt->owed_how));
+                p3d_hang_op_name(rt->owed_op), rt->owed_seq, rt->owed_comm,
+                p3d_hang_lbl_name(rt->owed_label), p3d_ho_owed_how(rt->owed_how));
     else if (rt->owed_op >= 0)
         fprintf(f, "    never issued: %s #%" PRIu64 " on comm 0x%016" PRIx64
                 " (%s) [%s]; it issued %" PRIu64 " ops on that comm\n",
-                p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_comm,
-                p3d_ho_lbl(rt->owed_label), p3d_ho_owed_how(rt->owed_how),
+                p3d_hang_op_name(rt->owed_op), rt->owed_seq, rt->owed_comm,
+                p3d_hang_lbl_name(rt->owed_label), p3d_ho_owed_how(rt->owed_how),
                 rt->issued_on_comm);
     if (rt->last != NULL) {
         fprintf(f, "    last op: %s seq %" PRIu64 " on comm 0x%016" PRIx64
                 " (%s), %.3f s before the trace ends; %zu ops in all\n",
-                p3d_ho_op(rt->last->op), rt->last->seq,
+                p3d_hang_op_name(rt->last->op), rt->last->seq,
                 rt->last->comm_hash,
-                p3d_ho_lbl(p3d_hang_label(job, rt->last->comm_hash)),
+                p3d_hang_lbl_name(p3d_hang_label(job, rt->last->comm_hash)),
                 (double)rt->since_ns / 1e9, h ? h->n_ops : 0);
         p3d_ho_stack(f, job, rt->rank, rt->last->stack_id, "    ", frames);
     }
 }
 
-
-/*
- * Seconds rank w had waited when the trace ended.  A wait whose start
- * lies after the job's last record (a clock the alignment could not
- * place, or no start recorded) has waited 0 s as far as the traces show,
- * never the unsigned wrap-around of a negative time.
- */
-static int p3d_ho_placed(const struct p3d_job *job,
-                         const struct p3d_hang_wait *w)
-{
-    return w->t_enter && job->hang->t_end > w->t_enter;
-}
-
-static double p3d_ho_pending(const struct p3d_job *job,
-                             const struct p3d_hang_wait *w)
-{
-    return p3d_ho_placed(job, w)
-               ? (double)(job->hang->t_end - w->t_enter) / 1e9 : 0.0;
-}
 
 static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
                         const struct p3d_hang_wait *w)
@@ -166,18 +103,18 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
         fprintf(f, "    rank %d is outside NCCL, blocked creating its next "
                 "(%s) communicator, whose NCCL id rank(s) %s never made "
                 "[inferred from a rank of its stage]\n", w->rank,
-                p3d_ho_lbl(w->label), who);
+                p3d_hang_lbl_name(w->label), who);
         return;
     }
     fprintf(f, "    rank %d waits in %s #%" PRIu64 " on comm 0x%016" PRIx64
-            " (%s)", w->rank, p3d_ho_op(w->op),
+            " (%s)", w->rank, p3d_hang_op_name(w->op),
             w->seq == UINT64_MAX ? 0 : w->seq, w->comm,
-            p3d_ho_lbl(w->label));
+            p3d_hang_lbl_name(w->label));
     if (w->peer >= 0)
         fprintf(f, " %s rank %d", w->op == P3D_OP_RECV ? "from"
                 : w->op == P3D_OP_SEND ? "to" : "root", w->peer);
-    if (p3d_ho_placed(job, w))
-        fprintf(f, " since %.3f s,", p3d_ho_pending(job, w));
+    if (p3d_hang_wait_placed(job, w))
+        fprintf(f, " since %.3f s,", p3d_hang_waited_s(job, w));
     else
         fprintf(f, " since a time the trace does not place,");
     fprintf(f, " for %s%s%s",
@@ -201,8 +138,8 @@ static void p3d_ho_mm(FILE *f, const struct p3d_hang_res *res,
 
         fprintf(f, "    mismatch: %s #%" PRIu64 " on comm 0x%016" PRIx64
                 " (%s): rank %d has %s %s, rank %d has %s\n",
-                p3d_ho_op(m->op), m->seq, m->comm,
-                p3d_ho_lbl(p3d_hang_label(job, m->comm)), m->rank_a,
+                p3d_hang_op_name(m->op), m->seq, m->comm,
+                p3d_hang_lbl_name(p3d_hang_label(job, m->comm)), m->rank_a,
                 p3d_mm_field_name[m->field],
                 p3d_mm_value(m->field, m->va, a, sizeof(a)), m->rank_b,
                 p3d_mm_value(m->field, m->vb, b, sizeof(b)));
@@ -240,23 +177,14 @@ static void p3d_ho_behind(FILE *f, const struct p3d_job *job)
                 PRIx64 " (%s), rank %d issued %" PRId64 ": rank %d's "
                 "collective #%" PRId64 " on it cannot have completed; rank %d"
                 " never entered it\n", x->rank_b, x->vb, x->comm,
-                p3d_ho_lbl(p3d_hang_label(job, x->comm)), x->rank_a, x->va,
+                p3d_hang_lbl_name(p3d_hang_label(job, x->comm)), x->rank_a, x->va,
                 x->rank_a, x->vb + 1, x->rank_b);
     }
 }
 
-static const char *p3d_ho_nccl_err(int e)
-{
-    static const char *const n[] = {
-        "none", "ncclUnhandledCudaError", "ncclSystemError",
-        "ncclInternalError", "ncclInvalidArgument", "ncclInvalidUsage",
-        "ncclRemoteError", "ncclInProgress"};
 
-    return e >= 0 && e < 8 ? n[e] : "?";
-}
-
-/* ncclCommAbort calls (PyTorch's watchdog aborts on its timeout). */
-/* 1 if an abort had ops pending or an async error: worth a line. */
+/* ncclCommAbort calls (PyTorch's watchdog aborts on its timeout): 1 if
+ * one had ops pending or an async error, worth a line. */
 static int p3d_ho_abort_says(const struct p3d_rec_comm_end *e)
 {
     return e->pending_ops || e->last_async_error;
@@ -281,10 +209,10 @@ static void p3d_ho_aborts(FILE *f, const struct p3d_job *job, int all)
             fprintf(f, "  rank %d called ncclCommAbort on comm 0x%016" PRIx64
                     " (%s) %.3f s before the end; reason (last async "
                     "error): %s; %u op(s) pending\n", a, e->comm_hash,
-                    p3d_ho_lbl(p3d_hang_label(job, e->comm_hash)),
+                    p3d_hang_lbl_name(p3d_hang_label(job, e->comm_hash)),
                     job->hang->t_end > e->t_enter
                     ? (double)(job->hang->t_end - e->t_enter) / 1e9 : 0.0,
-                    p3d_ho_nccl_err(e->last_async_error), e->pending_ops);
+                    p3d_nccl_result_name(e->last_async_error), e->pending_ops);
         }
     }
     if (quiet)
@@ -292,9 +220,6 @@ static void p3d_ho_aborts(FILE *f, const struct p3d_job *job, int all)
                 "op pending or an async error (--detail=hang lists them)\n",
                 quiet, ranks);
 }
-
-static const char *const p3d_hf_name[] = {"done", "waiting",
-                                          "not_arrived"};
 
 static void p3d_ho_frontiers(FILE *f, const struct p3d_job *job)
 {
@@ -307,13 +232,13 @@ static void p3d_ho_frontiers(FILE *f, const struct p3d_job *job)
         const struct p3d_hang_frontier *fr = &res->fr[i];
         if (fr->max_enqueued < 0)
             fprintf(f, "    0x%016" PRIx64 " (%s): send/recv only;",
-                    fr->comm, p3d_ho_lbl(fr->label));
+                    fr->comm, p3d_hang_lbl_name(fr->label));
         else
             fprintf(f, "    0x%016" PRIx64 " (%s): %" PRId64 " / %" PRId64
-                    ";", fr->comm, p3d_ho_lbl(fr->label), fr->max_enqueued,
+                    ";", fr->comm, p3d_hang_lbl_name(fr->label), fr->max_enqueued,
                     fr->min_incomplete);
         for (int k = 0; k < fr->n; k++)
-            fprintf(f, " %d %s", fr->rank[k], p3d_hf_name[fr->st[k]]);
+            fprintf(f, " %d %s", fr->rank[k], p3d_hang_fr_name[fr->st[k]]);
         fputc('\n', f);
     }
 }
@@ -428,189 +353,4 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
     if (res->n_mm)
         fprintf(f, "  mismatched ops on the chain:\n");
     p3d_ho_mm(f, res, job);
-}
-
-static void p3d_hj_stack(FILE *f, const struct p3d_job *job, int r,
-                         uint32_t id)
-{
-    const struct p3d_hrank *h = p3d_ho_rank(job, r);
-    const struct p3d_rec_stack *s = h ? p3d_hang_stack(h, id) : NULL;
-    char line[1024];
-
-    fputs("\"stack\": [", f);
-    for (uint32_t i = 0; s != NULL && i < s->n_frames && i < 12; i++) {
-        p3d_symbol_pc(line, sizeof(line), s->pc[i], h->mods, h->n_mods);
-        fputs(i ? ", " : "", f);
-        p3d_json_str(f, line, strlen(line));
-    }
-    fputs("]", f);
-}
-
-static void p3d_hj_root(FILE *f, const struct p3d_job *job,
-                        const struct p3d_hang_root *rt, int first)
-{
-    const struct p3d_hrank *h = p3d_ho_rank(job, rt->rank);
-
-    fprintf(f, "%s\n      {\"rank\": %d, \"state\": \"%s\", \"since_s\": %.6f, "
-            "\"ops_issued\": %zu, \"waiters\": %d, ", first ? "" : ",",
-            rt->rank, p3d_hang_state_name[rt->state],
-            (double)rt->since_ns / 1e9, h ? h->n_ops : 0, rt->n_waiters);
-    if (rt->owed_op >= 0)
-        fprintf(f, "\"owed\": {\"comm\": \"0x%016" PRIx64 "\", \"label\": "
-                "\"%s\", \"op\": \"%s\", \"seq\": %" PRIu64 ", \"how\": "
-                "\"%s\", \"issued_on_comm\": %" PRIu64 ", \"members\": [",
-                rt->owed_comm, p3d_ho_lbl(rt->owed_label),
-                p3d_ho_op(rt->owed_op), rt->owed_seq, rt->owed_how == 1
-                ? "twin" : rt->owed_how == 2 ? "only" : "earliest",
-                rt->issued_on_comm);
-    for (int i = 0; rt->owed_op >= 0 && i < rt->n_owed_members; i++)
-        fprintf(f, "%s%d", i ? ", " : "", rt->owed_members[i]);
-    if (rt->owed_op >= 0)
-        fputs("]}, ", f);
-    else
-        fputs("\"owed\": null, ", f);
-    if (rt->last != NULL) {
-        fprintf(f, "\"last_op\": {\"op\": \"%s\", \"comm\": \"0x%016" PRIx64
-                "\", \"label\": \"%s\", \"seq\": %" PRIu64 "}, ",
-                p3d_ho_op(rt->last->op), rt->last->comm_hash,
-                p3d_ho_lbl(p3d_hang_label(job, rt->last->comm_hash)),
-                rt->last->seq);
-        p3d_hj_stack(f, job, rt->rank, rt->last->stack_id);
-    } else {
-        fputs("\"last_op\": null, \"stack\": []", f);
-    }
-    fputs("}", f);
-}
-
-static void p3d_hj_wait(FILE *f, const struct p3d_job *job,
-                        const struct p3d_hang_wait *w, int first)
-{
-    fprintf(f, "%s\n      {\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
-            "\"label\": \"%s\", \"op\": \"%s\", \"seq\": %" PRId64 ", "
-            "\"peer\": %d, \"depth\": %d, \"inferred\": %s, "
-            "\"proven_by_peers\": %s, "
-            "\"pending_s\": %.6f, \"waiting_for\": [", first ? "" : ",",
-            w->rank, w->comm,
-            p3d_ho_lbl(w->label), p3d_ho_op(w->op),
-            w->seq == UINT64_MAX ? (int64_t)-1 : (int64_t)w->seq, w->peer,
-            w->depth, w->inferred ? "true" : "false",
-            w->proven ? "true" : "false",
-            p3d_ho_pending(job, w));
-    for (int k = 0; k < w->n_for_op; k++)
-        fprintf(f, "%s%d", k ? ", " : "", w->waiting_for[k]);
-    fputs("], \"others_pending_wait_for\": [", f);
-    for (int k = w->n_for_op; k < w->n_for; k++)
-        fprintf(f, "%s%d", k > w->n_for_op ? ", " : "", w->waiting_for[k]);
-    fputs("], ", f);
-    p3d_hj_stack(f, job, w->rank, w->stack_id);
-    fputs("}", f);
-}
-
-static void p3d_hj_mm(FILE *f, const struct p3d_job *job)
-{
-    const struct p3d_hang_res *res = job->hang;
-
-    fputs("\"mismatches\": [", f);
-    for (int i = 0; i < res->n_mm; i++) {
-        const struct p3d_hang_mm *m = &res->mm[i];
-
-        struct p3d_json_mm j = {m->comm,
-                                p3d_ho_lbl(p3d_hang_label(job, m->comm)),
-                                m->op, m->seq, m->field,
-                                {m->rank_a, m->rank_b}, {m->va, m->vb}};
-        fputs(i ? ", " : "", f);
-        p3d_json_mm_write(f, &j, "odd_rank", "odd_value", "other_rank",
-                          "other_value");
-    }
-    fputs("]", f);
-}
-
-/* JSON "behind": the members behind of a job with no rank waiting. */
-static void p3d_hj_behind(FILE *f, const struct p3d_job *job)
-{
-    const struct p3d_match_res *m = job->match;
-    int first = 1;
-
-    fputs(",\n    \"behind\": [", f);
-    for (int i = 0; m && !job->hang->detected && i < m->n_kept; i++) {
-        const struct p3d_mismatch *x = &m->mm[i];
-
-        if (x->field != P3D_MM_ISSUED)
-            continue;
-        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
-                "\"rank\": %d, \"issued\": %" PRId64 ", \"peer\": %d, "
-                "\"peer_issued\": %" PRId64 ", \"incomplete_seq\": %" PRId64
-                "}", first ? "" : ", ", x->comm,
-                p3d_ho_lbl(p3d_hang_label(job, x->comm)), x->rank_b, x->vb,
-                x->rank_a, x->va, x->vb);
-        first = 0;
-    }
-    fputs("]", f);
-}
-
-static void p3d_hj_aborts(FILE *f, const struct p3d_job *job)
-{
-    const struct p3d_hjob *hj = job->hang->priv;
-    int first = 1;
-
-    fputs(",\n    \"aborts\": [", f);
-    for (int a = 0; a < hj->world; a++)
-        for (int k = 0; k < hj->hr[a].n_abort; k++, first = 0)
-            fprintf(f, "%s{\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
-                    "\"reason\": \"%s\", \"pending_ops\": %u}",
-                    first ? "" : ", ", a, hj->hr[a].abort[k]->comm_hash,
-                    p3d_ho_nccl_err(hj->hr[a].abort[k]->last_async_error),
-                    hj->hr[a].abort[k]->pending_ops);
-    fputs("]", f);
-}
-
-static void p3d_hj_frontiers(FILE *f, const struct p3d_job *job)
-{
-    const struct p3d_hang_res *res = job->hang;
-
-    fputs(",\n    \"frontiers\": [", f);
-    for (int i = 0; i < res->n_fr; i++) {
-        const struct p3d_hang_frontier *fr = &res->fr[i];
-        fprintf(f, "%s{\"comm\": \"0x%016" PRIx64 "\", \"label\": \"%s\", "
-                "\"max_enqueued_seq\": %" PRId64 ", \"min_incomplete_seq\": %"
-                PRId64 ", \"members\": {", i ? ", " : "", fr->comm,
-                p3d_ho_lbl(fr->label), fr->max_enqueued, fr->min_incomplete);
-        for (int k = 0; k < fr->n; k++)
-            fprintf(f, "%s\"%d\": \"%s\"", k ? ", " : "", fr->rank[k],
-                    p3d_hf_name[fr->st[k]]);
-        fputs("}}", f);
-    }
-    fputs("]", f);
-}
-
-void p3d_hang_json(FILE *f, const struct p3d_job *job)
-{
-    const struct p3d_hang_res *res = job->hang;
-
-    if (res == NULL) {
-        fputs("null", f);
-        return;
-    }
-    p3d_symbol_run_start(job->start_ns);
-    fprintf(f, "{\"detected\": %s, \"stall\": %s, \"root_ranks\": [",
-            res->detected ? "true" : "false",
-            res->detected && res->stall ? "true" : "false");
-    for (int i = 0; i < res->n_roots; i++)
-        fprintf(f, "%s%d", i ? ", " : "", res->roots[i].rank);
-    fputs("],\n    \"roots\": [", f);
-    for (int i = 0; i < res->n_roots; i++)
-        p3d_hj_root(f, job, &res->roots[i], i == 0);
-    fputs("],\n    \"chain\": [", f);
-    for (int i = 0; i < res->n_waiting; i++)
-        p3d_hj_wait(f, job, &res->wait[i], i == 0);
-    fputs("],\n    \"states\": [", f);
-    for (int a = 0; a < job->world_size; a++)
-        fprintf(f, "%s\"%s\"", a ? ", " : "",
-                p3d_hang_state_name[res->state[a]]);
-    fputs("],\n    ", f);
-    p3d_hj_mm(f, job);
-    p3d_hj_behind(f, job);
-    p3d_hj_aborts(f, job);
-    p3d_hj_frontiers(f, job);
-    fputs("}", f);
 }

@@ -1,0 +1,40 @@
+/*
+ * p3d_seedtab.h - the seed's record template, a run as one row: config |
+ * TP | PP | CP | DP | micro-batches | max mem/rank | step time | tokens/s
+ * | observations.  The text report ends with its row, --compare prints one
+ * per run, the HTML lists the observations.
+ */
+#ifndef P3D_SEEDTAB_H
+#define P3D_SEEDTAB_H
+
+#include <stdio.h>
+
+#include "p3d_html_sum.h"
+#include "p3d_job.h"
+#include "p3d_time.h"
+
+struct p3d_crow {
+    char config[128];
+    int tp, pp, cp, dp, ep;      /* 0 unknown */
+    int micro_batches;           /* 0 unknown */
+    uint64_t max_mem;            /* 0 unknown */
+    int max_mem_rank;
+    double step_ms, tokens_s;    /* 0 unknown */
+    char obs[512];
+};
+
+/* Fill a row from an analysed job and its summary; config = name. */
+void p3d_seed_row(const struct p3d_job *job, const struct p3d_vjob *s,
+                     const char *name, struct p3d_crow *row);
+/* The observations of a run, from its findings, into buf. */
+void p3d_seed_obs(const struct p3d_job *job, const struct p3d_vjob *s,
+                     char *buf, size_t n);
+/* The same observations from the time analysis alone: the text report's
+ * seed row, so that it reads as the --compare row does. */
+void p3d_seed_obs_time(const struct p3d_job *job,
+                          const struct p3d_time_res *t, char *buf, size_t n);
+void p3d_seed_md_head(FILE *f);
+void p3d_seed_md_row(FILE *f, const struct p3d_crow *row);
+void p3d_seed_json_row(FILE *f, const struct p3d_crow *row);
+
+#endif /* P3D_SEEDTAB_H */
