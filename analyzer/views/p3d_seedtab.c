@@ -229,12 +229,23 @@ static void p3d_md_cell(FILE *f, const char *s)
     fputs(" |", f);
 }
 
-static void p3d_md_int(FILE *f, int v)
+/* A Markdown cell: the value when known, else "n/a". */
+static void p3d_md_opt(FILE *f, int known, const char *fmt, ...)
+    P3D_PRINTF(3, 4);
+
+static void p3d_md_opt(FILE *f, int known, const char *fmt, ...)
 {
-    if (v > 0)
-        fprintf(f, " %d |", v);
-    else
+    va_list ap;
+
+    if (!known) {
         fputs(" n/a |", f);
+        return;
+    }
+    fputc(' ', f);
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputs(" |", f);
 }
 
 void p3d_seed_md_head(FILE *f)
@@ -248,61 +259,54 @@ void p3d_seed_md_row(FILE *f, const struct p3d_crow *r)
 {
     char b[48];
 
+    p3d_fmt_bytes(b, sizeof(b), (double)r->max_mem);
     fputc('|', f);
     p3d_md_cell(f, r->config);
-    p3d_md_int(f, r->tp);
-    p3d_md_int(f, r->pp);
-    p3d_md_int(f, r->cp);
-    p3d_md_int(f, r->dp);
-    p3d_md_int(f, r->micro_batches);
-    if (r->max_mem) {
-        p3d_fmt_bytes(b, sizeof(b), (double)r->max_mem);
-        fprintf(f, " %s (rank %d) |", b, r->max_mem_rank);
-    } else {
-        fputs(" n/a |", f);
-    }
-    if (r->step_ms > 0)
-        fprintf(f, " %.1f ms |", r->step_ms);
-    else
-        fputs(" n/a |", f);
-    if (r->tokens_s > 0)
-        fprintf(f, " %.0f |", r->tokens_s);
-    else
-        fputs(" n/a |", f);
+    p3d_md_opt(f, r->tp > 0, "%d", r->tp);
+    p3d_md_opt(f, r->pp > 0, "%d", r->pp);
+    p3d_md_opt(f, r->cp > 0, "%d", r->cp);
+    p3d_md_opt(f, r->dp > 0, "%d", r->dp);
+    p3d_md_opt(f, r->micro_batches > 0, "%d", r->micro_batches);
+    p3d_md_opt(f, r->max_mem > 0, "%s (rank %d)", b, r->max_mem_rank);
+    p3d_md_opt(f, r->step_ms > 0, "%.1f ms", r->step_ms);
+    p3d_md_opt(f, r->tokens_s > 0, "%.0f", r->tokens_s);
     p3d_md_cell(f, r->obs);
     fputc('\n', f);
 }
 
-static void p3d_json_int(FILE *f, const char *k, int v)
+/* A JSON member: the value when known, else null. */
+static void p3d_json_opt(FILE *f, const char *key, int known,
+                         const char *fmt, ...) P3D_PRINTF(4, 5);
+
+static void p3d_json_opt(FILE *f, const char *key, int known,
+                         const char *fmt, ...)
 {
-    if (v > 0)
-        fprintf(f, ", \"%s\": %d", k, v);
-    else
-        fprintf(f, ", \"%s\": null", k);
+    va_list ap;
+
+    fprintf(f, ", \"%s\": ", key);
+    if (!known) {
+        fputs("null", f);
+        return;
+    }
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
 }
 
 void p3d_seed_json_row(FILE *f, const struct p3d_crow *r)
 {
     fputs("  {\"config\": ", f);
     p3d_json_str(f, r->config, strlen(r->config));
-    p3d_json_int(f, "tp", r->tp);
-    p3d_json_int(f, "pp", r->pp);
-    p3d_json_int(f, "cp", r->cp);
-    p3d_json_int(f, "dp", r->dp);
-    p3d_json_int(f, "micro_batches", r->micro_batches);
-    if (r->max_mem)
-        fprintf(f, ", \"max_mem_bytes\": %" PRIu64 ", \"max_mem_rank\": %d",
-                r->max_mem, r->max_mem_rank);
-    else
-        fputs(", \"max_mem_bytes\": null, \"max_mem_rank\": null", f);
-    if (r->step_ms > 0)
-        fprintf(f, ", \"step_time_ms\": %.3f", r->step_ms);
-    else
-        fputs(", \"step_time_ms\": null", f);
-    if (r->tokens_s > 0)
-        fprintf(f, ", \"tokens_per_s\": %.1f", r->tokens_s);
-    else
-        fputs(", \"tokens_per_s\": null", f);
+    p3d_json_opt(f, "tp", r->tp > 0, "%d", r->tp);
+    p3d_json_opt(f, "pp", r->pp > 0, "%d", r->pp);
+    p3d_json_opt(f, "cp", r->cp > 0, "%d", r->cp);
+    p3d_json_opt(f, "dp", r->dp > 0, "%d", r->dp);
+    p3d_json_opt(f, "micro_batches", r->micro_batches > 0, "%d",
+                 r->micro_batches);
+    p3d_json_opt(f, "max_mem_bytes", r->max_mem > 0, "%" PRIu64, r->max_mem);
+    p3d_json_opt(f, "max_mem_rank", r->max_mem > 0, "%d", r->max_mem_rank);
+    p3d_json_opt(f, "step_time_ms", r->step_ms > 0, "%.3f", r->step_ms);
+    p3d_json_opt(f, "tokens_per_s", r->tokens_s > 0, "%.1f", r->tokens_s);
     fputs(", \"observations\": ", f);
     p3d_json_str(f, r->obs, strlen(r->obs));
     fputc('}', f);
