@@ -3,7 +3,10 @@
  * example job (traces/example-tp2pp2dp2, recorded by the shim from the
  * simulated TP=2 PP=2 DP=2 job), and what its passes and writers leave:
  * the wait states (time/p3d_wait.c), the hang analysis of a job that
- * exited (hang/), the findings, and the Chrome and HTML writers' files.
+ * exited (hang/), the findings, and the Chrome and HTML writers' files;
+ * and on the real hang recorded on the H200 (tests/data/h200-mesh-hang:
+ * rank 5 skipped its dp reduce-scatters), the hang graph's root and
+ * chain (hang/p3d_hang_graph.c) with and without GPU times.
  * The example's timings differ each time it is recorded; these checks
  * hold for any recording of that job.
  */
@@ -27,12 +30,12 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
-static char example[512];
+static char example[600], src_dir[512];
 
-static struct p3d_jobset load(const char *layout)
+static struct p3d_jobset load_dir(const char *dir, const char *layout)
 {
     struct p3d_analyse_opts o = {2, 1, layout, 0};
-    char *dirs[1] = {example};
+    char *dirs[1] = {(char *)dir};
     struct p3d_jobset set;
 
     assert_int_equal(p3d_discover(dirs, 1, &set), 0);
@@ -42,6 +45,11 @@ static struct p3d_jobset load(const char *layout)
     else
         assert_int_equal(p3d_analyse_job(&set.jobs[0], &o), 0);
     return set;
+}
+
+static struct p3d_jobset load(const char *layout)
+{
+    return load_dir(example, layout);
 }
 
 static void unload(struct p3d_jobset *set)
@@ -178,6 +186,53 @@ static void test_writers(void **state)
     unload(&set);
 }
 
+/* The H200 hang, one GPU timing: extracted under /tmp, analysed. */
+static void check_mesh_hang(const char *mode)
+{
+    char dir[64], cmd[1200];
+    struct p3d_jobset set;
+    const struct p3d_hang_res *h;
+    int waits_on_5 = 0;
+
+    snprintf(dir, sizeof(dir), "/tmp/p3d-mesh-%s-%d", mode, (int)getpid());
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s && tar -xzf "
+             "%s/tests/data/h200-mesh-hang/%s.tar.gz -C %s", dir, src_dir,
+             mode, dir);
+    assert_int_equal(system(cmd), 0);
+    set = load_dir(dir, NULL);
+    h = set.jobs[0].hang;
+    assert_non_null(h);
+    assert_true(h->detected);
+    assert_int_equal(h->n_roots, 1);
+    assert_int_equal(h->roots[0].rank, 5);
+    assert_true(h->n_waiting >= 1);
+    /* with GPU times every rank is inside NCCL, the root too (its op
+     * disagrees); host records only: it never issued its op */
+    for (int i = 0; i < h->n_waiting; i++)
+        for (int k = 0; k < h->wait[i].n_for; k++)
+            waits_on_5 |= h->wait[i].rank != 5 &&
+                          h->wait[i].waiting_for[k] == 5;
+    assert_true(waits_on_5); /* another rank's wait ends at the root */
+    assert_non_null(set.jobs[0].findings);
+    assert_int_equal(set.jobs[0].findings->f[0].sev, P3D_SEV_BAD);
+    assert_non_null(strstr(set.jobs[0].findings->f[0].what, "root rank 5"));
+    unload(&set);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_real_hang_gpu(void **state)
+{
+    (void)state;
+    check_mesh_hang("auto");
+}
+
+static void test_real_hang_host_only(void **state)
+{
+    (void)state;
+    check_mesh_hang("off");
+}
+
 int main(void)
 {
     const char *src = getenv("P3D_SRC");
@@ -186,10 +241,13 @@ int main(void)
         cmocka_unit_test(test_no_hang),
         cmocka_unit_test(test_layout_misfit),
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_real_hang_gpu),
+        cmocka_unit_test(test_real_hang_host_only),
     };
 
+    snprintf(src_dir, sizeof(src_dir), "%s", src ? src : ".");
     snprintf(example, sizeof(example), "%s/traces/example-tp2pp2dp2",
-             src ? src : ".");
+             src_dir);
     if (access(example, R_OK)) {
         printf("skip: no %s\n", example);
         return 0;
