@@ -144,18 +144,27 @@ static void p3d_find_groups(const struct p3d_time_res *t,
 
         if (x < P3D_NOTE_SHARE)
             continue;
-        f = p3d_add(fs, x >= P3D_BAD_SHARE ? P3D_SEV_BAD : P3D_SEV_WARN, l,
-                    100 * x, "% of step");
+        /* without compute times nothing is known to hide NCCL time: it
+         * is all counted exposed, an upper bound, so it only warns */
+        f = p3d_add(fs, x >= P3D_BAD_SHARE && t->have_compute ? P3D_SEV_BAD
+                                                              : P3D_SEV_WARN,
+                    l, 100 * x, "% of step");
         if (!f)
             return;
-        if (t->busbw[l] > 0 && t->best_busbw > 0)
-            snprintf(f->what, sizeof(f->what), "%s: exposed NCCL %.1f%% of "
-                     "the step; its transfers reach %.2f GB/s bus bandwidth "
-                     "(%.0f%% of the job's best op)", p3d_label_name[l],
-                     100 * x, t->busbw[l], 100 * t->busbw[l] / t->best_busbw);
-        else
+        if (t->have_compute)
             snprintf(f->what, sizeof(f->what), "%s: exposed NCCL %.1f%% of "
                      "the step", p3d_label_name[l], 100 * x);
+        else
+            snprintf(f->what, sizeof(f->what), "%s: NCCL %.1f%% of the "
+                     "step (no compute times: at most that much is "
+                     "exposed)", p3d_label_name[l], 100 * x);
+        if (t->busbw[l] > 0 && t->best_busbw > 0) {
+            size_t n = strlen(f->what);
+            snprintf(f->what + n, sizeof(f->what) - n, "; its transfers "
+                     "reach %.2f GB/s bus bandwidth (%.0f%% of the job's "
+                     "best op)", t->busbw[l],
+                     100 * t->busbw[l] / t->best_busbw);
+        }
         f->next = p3d_next_for(l, t);
     }
 }

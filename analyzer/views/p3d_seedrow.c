@@ -41,6 +41,9 @@ static void p3d_tr_mixed_src(FILE *f, const struct p3d_time_res *t,
                "below\n");
 }
 
+/* Bounds contradicting by more than this say nothing of the offset. */
+#define P3D_CONTRA_HUGE_NS 3600000000000LL
+
 /* One host's clock against the reference host's. */
 static void p3d_tr_host(FILE *f, const struct p3d_time_res *t, int h)
 {
@@ -49,40 +52,59 @@ static void p3d_tr_host(FILE *f, const struct p3d_time_res *t, int h)
     fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
             "(%d collective instances)", x->name, (double)x->offset_ns / 1e6,
             (double)x->uncert_ns / 1e6, t->hosts[0].name, x->n_inst);
-    if (x->contra_ns)
+    if (x->contra_ns > P3D_CONTRA_HUGE_NS)
+        fprintf(f, "; its bounds contradict each other by more than an "
+                "hour (the records break causality across hosts: clocks "
+                "that drift during the run, or calls that returned before "
+                "their peers entered), so the offset is not known");
+    else if (x->contra_ns)
         fprintf(f, "; its bounds contradict each other by %.3f ms (the "
                 "records break causality across hosts: clocks that drift "
                 "during the run, or calls that returned before their peers "
-                "entered), so the offset is their middle", 
+                "entered), so the offset is their middle",
                 (double)x->contra_ns / 1e6);
     fputc('\n', f);
 }
 
-/* All hosts in one line: the largest offset and uncertainty. */
+/* All hosts in one line: the largest offset and the widest uncertainty
+ * of the hosts whose bounds agree; those whose bounds contradict each
+ * other are counted apart (their offsets are a guess). */
 static void p3d_tr_hosts(FILE *f, const struct p3d_time_res *t)
 {
-    int big = 1, wide = 1, contra = 0;
+    int big = 1, wide = -1, contra = 0;
+    int64_t worst = 0;
 
     for (int h = 1; h < t->n_hosts; h++) {
         const struct p3d_thost *x = &t->hosts[h];
         if (llabs(x->offset_ns) > llabs(t->hosts[big].offset_ns))
             big = h;
-        if (x->uncert_ns > t->hosts[wide].uncert_ns)
+        if (x->contra_ns) {
+            contra++;
+            worst = x->contra_ns > worst ? x->contra_ns : worst;
+        } else if (wide < 0 || x->uncert_ns > t->hosts[wide].uncert_ns) {
             wide = h;
-        contra += x->contra_ns > 0;
+        }
     }
     if (t->n_hosts == 2) {
         p3d_tr_host(f, t, 1);
         return;
     }
     fprintf(f, "  clocks: %d hosts aligned to host %s; largest offset "
-            "%+.3f ms (host %s), widest uncertainty +- %.3f ms (host %s)",
-            t->n_hosts, t->hosts[0].name,
-            (double)t->hosts[big].offset_ns / 1e6, t->hosts[big].name,
-            (double)t->hosts[wide].uncert_ns / 1e6, t->hosts[wide].name);
-    if (contra)
-        fprintf(f, "; %d host(s) have bounds that contradict each other "
-                "(--detail=time)", contra);
+            "%+.3f ms (host %s)", t->n_hosts, t->hosts[0].name,
+            (double)t->hosts[big].offset_ns / 1e6, t->hosts[big].name);
+    if (wide >= 0)
+        fprintf(f, ", widest uncertainty +- %.3f ms (host %s)",
+                (double)t->hosts[wide].uncert_ns / 1e6,
+                t->hosts[wide].name);
+    if (contra && worst > P3D_CONTRA_HUGE_NS)
+        fprintf(f, "; on %d host(s) the bounds contradict each other by "
+                "more than an hour (the records break causality across "
+                "hosts): their offsets are not known (--detail=time)",
+                contra);
+    else if (contra)
+        fprintf(f, "; on %d host(s) the bounds contradict each other, by "
+                "up to %.3f ms: their offsets are a guess (--detail=time)",
+                contra, (double)worst / 1e6);
     fputc('\n', f);
 }
 

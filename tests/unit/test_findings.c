@@ -74,6 +74,23 @@ static void test_groups_by_share(void **state)
     assert_null(x.job.findings);
 }
 
+static void test_no_compute_only_warns(void **state)
+{
+    struct fx x;
+    const struct p3d_finding *tp;
+
+    (void)state;
+    fx_init(&x);
+    x.t.have_compute = 0; /* NCCL time counts as exposed: an upper bound */
+    x.t.f_lbl[P3D_LBL_TP] = 0.5;
+    p3d_findings_job(&x.job);
+    tp = find(&x.job, P3D_LBL_TP);
+    assert_non_null(tp);
+    assert_int_equal(tp->sev, P3D_SEV_WARN);
+    assert_non_null(strstr(tp->what, "at most"));
+    p3d_findings_free(&x.job);
+}
+
 static void test_pp_bubble_or_transfer(void **state)
 {
     struct fx x;
@@ -163,6 +180,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_groups_by_share),
+        cmocka_unit_test(test_no_compute_only_warns),
         cmocka_unit_test(test_pp_bubble_or_transfer),
         cmocka_unit_test(test_bubble_straggler_idle),
         cmocka_unit_test(test_hang_first_no_step_advice),
