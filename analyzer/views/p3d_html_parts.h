@@ -12,7 +12,6 @@
 #include "p3d_html_sum.h"
 #include "p3d_layout.h"
 
-#define P3D_HTML_MAX_ROWS 64 /* ranks drawn in the timeline and bars */
 
 void p3d_html_findings(FILE *f, const struct p3d_job *job,
                        const struct p3d_vjob *s);

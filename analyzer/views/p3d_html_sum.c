@@ -130,7 +130,7 @@ static void p3d_vjob_add(struct p3d_vbreak *t, const struct p3d_vbreak *b)
 }
 
 static void p3d_vjob_rank(const struct p3d_job *job, int i,
-                          struct p3d_vjob *s, int *mb_done)
+                          struct p3d_vjob *s, int *mb_done, int *kept)
 {
     struct p3d_vwin w = {s->w0, s->w1};
     struct p3d_vrank v;
@@ -157,6 +157,11 @@ static void p3d_vjob_rank(const struct p3d_job *job, int i,
             p3d_vjob_mb(job, &v, s);
             *mb_done = 1;
         }
+    }
+    if (s->w1 && *kept < P3D_HTML_MAX_ROWS && p3d_vjob_shown(job, s, i)) {
+        s->vr[i] = v; /* the timeline draws this window: no second read */
+        (*kept)++;
+        return;
     }
     p3d_vrank_free(&v);
 }
@@ -217,7 +222,7 @@ static void p3d_vjob_time_bars(const struct p3d_job *job, struct p3d_vjob *s)
 void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
                   struct p3d_vjob *s)
 {
-    int mb_done = 0;
+    int mb_done = 0, kept = 0;
 
     memset(s, 0, sizeof(*s));
     s->sel = sel;
@@ -228,9 +233,11 @@ void p3d_vjob_sum(const struct p3d_job *job, const struct p3d_vsel *sel,
     p3d_vjob_step(job, s);
     s->br = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*s->br));
     s->peak = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*s->peak));
+    s->vr = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*s->vr));
+    s->n_vr = job->n_ranks;
     for (int i = 0; i < job->n_ranks; i++)
         if (!job->ranks[i].failed)
-            p3d_vjob_rank(job, i, s, &mb_done);
+            p3d_vjob_rank(job, i, s, &mb_done, &kept);
     p3d_vjob_time(job, s);
     p3d_vjob_time_bars(job, s);
 }
@@ -244,6 +251,9 @@ int p3d_vjob_shown(const struct p3d_job *job, const struct p3d_vjob *s,
 void p3d_vjob_free(struct p3d_vjob *s)
 {
     p3d_viters_free(&s->it);
+    for (int i = 0; s->vr && i < s->n_vr; i++)
+        p3d_vrank_free(&s->vr[i]);
+    free(s->vr);
     free(s->br);
     free(s->peak);
     memset(s, 0, sizeof(*s));

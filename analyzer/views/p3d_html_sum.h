@@ -7,8 +7,11 @@
 #define P3D_HTML_SUM_H
 
 #include "p3d_chrome_iter.h"
+#include "p3d_chrome_scan.h"
 #include "p3d_html_time.h"
 #include "p3d_time.h"
+
+#define P3D_HTML_MAX_ROWS 64 /* ranks drawn in the timeline and bars */
 
 struct p3d_vjob {
     struct p3d_viters it;     /* iterations of the reference rank */
@@ -23,6 +26,10 @@ struct p3d_vjob {
     int bars_steady;          /* br are the time analysis's steady
                                  iterations, not the window drawn */
     uint64_t *peak;           /* [job->n_ranks] device memory peak */
+    struct p3d_vrank *vr;     /* [job->n_ranks]: the window's events of
+                                 the ranks the timeline draws, kept from
+                                 the one read (v[i].ev NULL: not kept) */
+    int n_vr;
     int peak_used;            /* peaks are device-wide used memory */
     uint64_t max_peak;
     int max_peak_rank;

@@ -173,8 +173,14 @@ void p3d_html_timeline(FILE *f, const struct p3d_job *job,
     for (int i = 0; i < job->n_ranks && k < rows; i++) {
         struct p3d_vwin w = {t.t0, t.t1};
         struct p3d_vrank v;
-        if (!p3d_vjob_shown(job, s, i) ||
-            p3d_vrank_load(job, &job->ranks[i], &w, &v) != 0)
+        if (!p3d_vjob_shown(job, s, i))
+            continue;
+        if (s->vr[i].rank == job->ranks[i].rank && s->vr[i].ev) {
+            t.y = P3D_TL_TOP + k++ * P3D_TL_ROW; /* read with the sums */
+            p3d_tl_row(&t, job, &s->vr[i]);
+            continue;
+        }
+        if (p3d_vrank_load(job, &job->ranks[i], &w, &v) != 0)
             continue;
         t.y = P3D_TL_TOP + k++ * P3D_TL_ROW;
         p3d_tl_row(&t, job, &v);
