@@ -261,10 +261,7 @@ static void p3d_chrome_rank(struct p3d_cw *w, const struct p3d_rank *r)
         if (e->tid > last_tid)
             p3d_chrome_thread(w, r->rank, e), last_tid = e->tid;
         p3d_chrome_event(w, r->rank, e);
-        if (p3d_flow_bound(e, &gpu) &&
-            p3d_flows_emit(w->f, &w->flows, e, r->rank,
-                           w->n_events ? ",\n" : "\n"))
-            w->n_events++;
+        p3d_flows_note(&w->flows, e, r->rank, &gpu);
     }
     p3d_chrome_mem(w, &v);
     p3d_chrome_iters(w, r);
@@ -289,19 +286,6 @@ static void p3d_chrome_head(struct p3d_cw *w)
             job->start_ns, w->win.t0, w->win.t1,
             p3d_vtime(job) ? "host offsets from the time analysis" :
             "CLOCK_REALTIME per host, no cross-host offset correction");
-}
-
-static void p3d_chrome_pass1(struct p3d_cw *w, const struct p3d_vsel *sel)
-{
-    for (int i = 0; i < w->job->n_ranks; i++) {
-        const struct p3d_rank *r = &w->job->ranks[i];
-        struct p3d_vrank v;
-        if (r->failed || !p3d_vsel_has(sel, r->rank) ||
-            p3d_vrank_load(w->job, r, &w->win, &v) != 0)
-            continue;
-        p3d_flows_add(&w->flows, &v);
-        p3d_vrank_free(&v);
-    }
 }
 
 static int p3d_chrome_close(struct p3d_cw *w, const char *path)
@@ -338,10 +322,10 @@ int p3d_chrome_write(const char *path, const struct p3d_job *job,
         return p3d_error("cannot write '%s': %s", path,
                          strerror(errno));
     p3d_chrome_head(&w);
-    p3d_chrome_pass1(&w, sel);
     for (int i = 0; i < job->n_ranks; i++)
         if (!job->ranks[i].failed && p3d_vsel_has(sel, job->ranks[i].rank))
             p3d_chrome_rank(&w, &job->ranks[i]);
+    w.n_events += p3d_flows_write(w.f, &w.flows, !w.n_events);
     p3d_flows_free(&w.flows);
     return p3d_chrome_close(&w, path);
 }

@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "p3d_chrome.h"
 #include "p3d_chrome_flow.h"
@@ -48,56 +49,66 @@ int p3d_flow_bound(const struct p3d_vev *e, const struct p3d_map *gpu)
     return e->kind == P3D_V_HOST && p3d_map_get(gpu, e->op_id) < 0;
 }
 
-void p3d_flows_add(struct p3d_flows *fl, const struct p3d_vrank *v)
+void p3d_flows_note(struct p3d_flows *fl, const struct p3d_vev *e, int rank,
+                    const struct p3d_map *gpu)
 {
-    struct p3d_map gpu = {0};
+    uint64_t id = p3d_flow_id(e);
+    int added, side = e->op == P3D_OP_SEND ? 0 : 1;
+    size_t k, cap;
 
-    p3d_flow_gpu_ops(v, &gpu);
-    for (size_t i = 0; i < v->n; i++) {
-        const struct p3d_vev *e = &v->ev[i];
-        uint64_t id = p3d_flow_id(e);
-        int k;
-        if (!id || !p3d_flow_bound(e, &gpu))
-            continue;
-        k = p3d_map_get(&fl->idx, id);
-        if (k < 0) {
-            fl->cap = p3d_grow((void **)&fl->sides, fl->cap, fl->n, 1);
-            fl->send_t0 = p3d_xrealloc(fl->send_t0, fl->cap, 8);
-            k = (int)fl->n++;
-            fl->sides[k] = 0;
-            p3d_map_put(&fl->idx, id, k);
-        }
-        fl->sides[k] |= e->op == P3D_OP_SEND ? 1 : 2;
-        if (e->op == P3D_OP_SEND)
-            fl->send_t0[k] = e->t0;
+    if (!id || !p3d_flow_bound(e, gpu))
+        return;
+    cap = fl->cap;
+    k = p3d_map_index(&fl->idx, id, (void **)&fl->sides, &fl->n, &fl->cap,
+                      sizeof(*fl->sides), &added);
+    if (fl->cap != cap) {
+        fl->id = p3d_xrealloc(fl->id, fl->cap, sizeof(*fl->id));
+        fl->end = p3d_xrealloc(fl->end, fl->cap * 2, sizeof(*fl->end));
     }
-    p3d_map_free(&gpu);
+    fl->id[k] = id;
+    fl->sides[k] |= (uint8_t)(1u << side);
+    fl->end[2 * k + (size_t)side] =
+        (struct p3d_flow_end){rank, e->tid, e->t0, e->t1};
 }
 
-int p3d_flows_emit(FILE *f, const struct p3d_flows *fl,
-                   const struct p3d_vev *e, int rank, const char *sep)
+/* The arrow's end at the receive: no earlier than the send started
+ * (clocks of two hosts), inside the receive's slice. */
+static uint64_t p3d_flow_recv_ts(const struct p3d_flow_end *s,
+                                 const struct p3d_flow_end *r)
 {
-    uint64_t id = p3d_flow_id(e), ts;
-    int k = id ? p3d_map_get(&fl->idx, id) : -1;
+    if (s->t0 <= r->t0)
+        return r->t0;
+    return s->t0 < r->t1 ? s->t0 : r->t1 - (r->t1 > r->t0);
+}
 
-    if (k < 0 || fl->sides[k] != 3)
-        return 0;
-    ts = e->t0;
-    if (e->op == P3D_OP_RECV && fl->send_t0[k] > ts)
-        ts = fl->send_t0[k] < e->t1 ? fl->send_t0[k]
-                                    : e->t1 - (e->t1 > e->t0);
-    fprintf(f, "%s{\"ph\":\"%s\",\"cat\":\"p2p\",\"name\":\"send->recv\","
-            "\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,\"ts\":",
-            sep, e->op == P3D_OP_SEND ? "s" : "f", id, rank, e->tid);
-    p3d_chrome_us(f, ts);
-    fputs(e->op == P3D_OP_SEND ? "}" : ",\"bp\":\"e\"}", f);
-    return 1;
+size_t p3d_flows_write(FILE *f, const struct p3d_flows *fl, int first)
+{
+    size_t n = 0;
+
+    for (size_t k = 0; k < fl->n; k++) {
+        const struct p3d_flow_end *s = &fl->end[2 * k], *r = s + 1;
+        if (fl->sides[k] != 3)
+            continue;
+        fprintf(f, "%s{\"ph\":\"s\",\"cat\":\"p2p\",\"name\":"
+                "\"send->recv\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,"
+                "\"ts\":", first && !n ? "\n" : ",\n", fl->id[k], s->rank,
+                s->tid);
+        p3d_chrome_us(f, s->t0);
+        fprintf(f, "},\n{\"ph\":\"f\",\"cat\":\"p2p\",\"name\":"
+                "\"send->recv\",\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%u,"
+                "\"ts\":", fl->id[k], r->rank, r->tid);
+        p3d_chrome_us(f, p3d_flow_recv_ts(s, r));
+        fputs(",\"bp\":\"e\"}", f);
+        n += 2;
+    }
+    return n;
 }
 
 void p3d_flows_free(struct p3d_flows *fl)
 {
     p3d_map_free(&fl->idx);
+    free(fl->id);
     free(fl->sides);
-    free(fl->send_t0);
-    *fl = (struct p3d_flows){{0}, NULL, NULL, 0, 0};
+    free(fl->end);
+    memset(fl, 0, sizeof(*fl));
 }

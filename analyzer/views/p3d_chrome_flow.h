@@ -2,8 +2,9 @@
  * p3d_chrome_flow.h - flow arrows from each Send to its Recv in the
  * Chrome trace.  A pair is keyed by (comm, source comm rank, destination
  * comm rank, per-pair sequence number), which both sides know on their
- * own; a first pass over the selected ranks keeps the keys seen on both
- * sides so no arrow dangles.
+ * own.  Each end is noted as its rank's events are written; the arrows
+ * are written after the last rank, only those with both ends, so no
+ * arrow dangles and no rank file is read twice.
  */
 #ifndef P3D_CHROME_FLOW_H
 #define P3D_CHROME_FLOW_H
@@ -13,10 +14,18 @@
 #include "p3d_chrome_scan.h"
 #include "p3d_map.h"
 
+/* One end of an arrow: where its event was written. */
+struct p3d_flow_end {
+    int rank;
+    uint32_t tid;
+    uint64_t t0, t1;
+};
+
 struct p3d_flows {
     struct p3d_map idx; /* flow id -> index */
+    uint64_t *id;       /* [n] */
     uint8_t *sides;     /* bit 0 send seen, bit 1 recv seen */
-    uint64_t *send_t0;  /* start of the send's event */
+    struct p3d_flow_end *end; /* [n][2]: the send's, the recv's */
     size_t n, cap;
 };
 
@@ -33,13 +42,14 @@ int p3d_flow_bound(const struct p3d_vev *e, const struct p3d_map *gpu);
 /* Fill gpu (op_id -> 1) from the GPU NCCL events of v. */
 void p3d_flow_gpu_ops(const struct p3d_vrank *v, struct p3d_map *gpu);
 
-/* Note the sends and receives of v. */
-void p3d_flows_add(struct p3d_flows *fl, const struct p3d_vrank *v);
+/* Note event e of rank (written on track e->tid) as an end of its
+ * arrow, if it has one and it is the event the arrow attaches to. */
+void p3d_flows_note(struct p3d_flows *fl, const struct p3d_vev *e, int rank,
+                    const struct p3d_map *gpu);
 
-/* Write the arrow end of event e (pid = rank) if both sides exist;
- * returns 1 if something was written.  `sep` is written first. */
-int p3d_flows_emit(FILE *f, const struct p3d_flows *fl,
-                   const struct p3d_vev *e, int rank, const char *sep);
+/* Write every arrow with both ends (each "sep" first); returns how many
+ * events were written. */
+size_t p3d_flows_write(FILE *f, const struct p3d_flows *fl, int first);
 
 void p3d_flows_free(struct p3d_flows *fl);
 

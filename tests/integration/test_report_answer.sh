@@ -81,13 +81,15 @@ if command -v script > /dev/null && script -qec true /dev/null > /dev/null 2>&1;
 fi
 P3D_PROGRESS_AFTER=0 "$A" "$EX" 2> "$T/pipe.err" > /dev/null
 grep -q "pass 1 of" "$T/pipe.err" && fail "progress on a stderr that is not a terminal"
-# --html adds one read of each rank file to the default report's
+# --html and --chrome each add one read of each rank file to the
+# default report's
 lib=$P3D_BUILD/tests/libopen_count.so
 if [ -f "$lib" ]; then
     opens() { rm -f "$T/oc"; P3D_OPEN_COUNT_FILE="$T/oc" LD_PRELOAD="$lib" \
         "$A" -q "$@" "$EX" > /dev/null 2>&1; cat "$T/oc"; }
-    o0=$(opens) o1=$(opens --html "$T/oc.html")
+    o0=$(opens) o1=$(opens --html "$T/oc.html") o2=$(opens --chrome "$T/oc.json")
     [ $((o1 - o0)) -eq 8 ] || fail "--html read the 8 rank files $((o1 - o0)) more times, not 8"
+    [ $((o2 - o0)) -eq 8 ] || fail "--chrome read the 8 rank files $((o2 - o0)) more times, not 8"
 fi
 # clocks that contradict: the uncertainty stays >= 0 and the text says so
 "$G" --tp 4 --pp 4 --dp 4 --gpu "$T/g64" > /dev/null 2>&1 || fail "p3d-gen"
