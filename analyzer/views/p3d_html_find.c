@@ -197,9 +197,13 @@ void p3d_html_findings(FILE *f, const struct p3d_job *job,
         fputs("<p class=\"note\">These traces have no GPU kernel times: "
               "compute is estimated as the time outside NCCL ops.</p>\n", f);
     if (s->time)
-        fputs("<p class=\"note\">Numbers from the time analysis (the text "
-              "report adds wait states per group); the pictures show the "
-              "views' own split of the same window.</p>\n", f);
+        fprintf(f, "<p class=\"note\">Numbers from the time analysis, as "
+                "in the text report and the JSON (p3d-analyze --detail=time "
+                "adds the wait states per group); %s</p>\n", s->bars_steady
+                ? "the bars below show the same figures per rank, the "
+                  "timeline the window it names."
+                : "the timeline and the bars show the window chosen with "
+                  "--window.");
     else
         fputs("<p class=\"note\">Iterations and time shares are the "
               "views' own estimate (clocks: CLOCK_REALTIME per host, no "
