@@ -100,6 +100,8 @@ struct p3d_gcomm { /* a communicator joined across ranks */
     int bad_size;   /* members disagree on nranks */
     int size_unknown; /* no comm record: members = ranks that used it */
     struct p3d_opstat st[P3D_OP_COUNT];
+    int gpu_placed;  /* st's GPU times are the time analysis's placement of
+                        NCCL kernel spans (no GPU_OP records) */
     uint64_t hist[P3D_HIST_N];
     struct p3d_usage use;
     unsigned labels; /* P3D_LBL_* bits that match */

@@ -71,6 +71,7 @@ static void p3d_pass_load(struct p3d_pass *p, struct p3d_tload *ld, int k)
         p3d_steps_rank_find(p->job, tl);
         p3d_overlap_rank_all(p->job, tl);
         p3d_bubble_rank_all(p->job, tl, p->pp);
+        p3d_time_span_sums(p->t, tl);
         tl->it_mono = p3d_pass_mono(tl);
         if (tl->compute.n)
             __atomic_store_n(&p->t->have_compute, 1, __ATOMIC_RELAXED);

@@ -137,6 +137,10 @@ static void p3d_time_prepare(struct p3d_job *job, struct p3d_time_res *t)
                             (int64_t)rk->hdr.start_mono_ns;
     }
     p3d_clock_hosts(job, t);
+    t->n_span_comms = job->n_comms;
+    if (job->n_comms)
+        t->span_gpu = p3d_xcalloc((size_t)job->n_comms * P3D_OP_COUNT * 3,
+                                  sizeof(*t->span_gpu));
 }
 
 void p3d_time_job(struct p3d_job *job)
@@ -147,6 +151,7 @@ void p3d_time_job(struct p3d_job *job)
     job->time = t;
     p3d_time_prepare(job, t);
     p3d_pass_one(job, t); /* loads, per-rank results, clocks */
+    p3d_time_span_fill(job, t);
     for (int i = 0; i < t->n; i++)
         n_ops += t->tl[i].n_ops;
     if (!n_ops) { /* as if nothing had been analysed */
@@ -193,6 +198,7 @@ void p3d_time_free(struct p3d_job *job)
     free(t->stages);
     free(t->strag);
     free(t->stage_of);
+    free(t->span_gpu);
     free(t);
     job->time = NULL;
 }

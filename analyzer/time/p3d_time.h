@@ -205,6 +205,11 @@ struct p3d_time_res {
     /* steady-state means over ranks, fractions of the step */
     double f_compute, f_nccl, f_exposed, f_overlapped, f_idle, f_copy;
     double f_lbl[P3D_LBL_COUNT];
+    /* [job->n_comms][P3D_OP_COUNT][3]: calls, bytes and ns of the ops that
+     * got their GPU times from NCCL kernel spans (ranks without GPU_OP
+     * records), summed in pass one for the communicator table */
+    uint64_t *span_gpu;
+    int n_span_comms;
     int dominates, top_lbl;
     int no_verdict; /* no compute times: dominance cannot be judged */
     double busbw[P3D_LBL_COUNT], best_busbw;
@@ -415,5 +420,11 @@ enum { P3D_SUM_STEP, P3D_SUM_COMPUTE, P3D_SUM_NCCL, P3D_SUM_EXPOSED,
        P3D_SUM_LBL, P3D_SUM_N = P3D_SUM_LBL + P3D_LBL_COUNT };
 int p3d_time_rank_sums(const struct p3d_time_res *t, int i,
                        double sum[P3D_SUM_N]);
+
+/* Pass one: add rank tl's ops placed on NCCL kernel spans to
+ * t->span_gpu (thread-safe); then, once: give communicators without GPU
+ * times from GPU_OP records these (p3d_time_attr.c). */
+void p3d_time_span_sums(struct p3d_time_res *t, const struct p3d_tl *tl);
+void p3d_time_span_fill(struct p3d_job *job, const struct p3d_time_res *t);
 
 #endif

@@ -153,3 +153,37 @@ void p3d_time_attribute(struct p3d_tl *tl, const struct p3d_topx *x)
     free(ss);
     free(os);
 }
+
+void p3d_time_span_sums(struct p3d_time_res *t, const struct p3d_tl *tl)
+{
+    if (!t->span_gpu || tl->src != P3D_TSRC_SPAN)
+        return;
+    for (size_t i = 0; i < tl->n_ops; i++) {
+        const struct p3d_top *o = &tl->ops[i];
+        uint64_t *c;
+        if (!o->has_gpu || o->gcomm < 0 || o->gcomm >= t->n_span_comms ||
+            o->op >= P3D_OP_COUNT || o->e <= o->s)
+            continue;
+        c = &t->span_gpu[((size_t)o->gcomm * P3D_OP_COUNT + o->op) * 3];
+        __atomic_add_fetch(&c[0], 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&c[1], o->bytes, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&c[2], (uint64_t)(o->e - o->s), __ATOMIC_RELAXED);
+    }
+}
+
+void p3d_time_span_fill(struct p3d_job *job, const struct p3d_time_res *t)
+{
+    for (int g = 0; t->span_gpu && g < t->n_span_comms && g < job->n_comms;
+         g++)
+        for (int k = 0; k < P3D_OP_COUNT; k++) {
+            const uint64_t *c =
+                &t->span_gpu[((size_t)g * P3D_OP_COUNT + (size_t)k) * 3];
+            struct p3d_opstat *st = &job->comms[g].st[k];
+            if (!c[0] || st->gpu_calls)
+                continue; /* none placed, or times from GPU_OP records */
+            st->gpu_calls = c[0];
+            st->gpu_bytes = c[1];
+            st->gpu_ns = c[2];
+            job->comms[g].gpu_placed = 1;
+        }
+}

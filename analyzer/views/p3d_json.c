@@ -210,6 +210,8 @@ static void p3d_json_comm(FILE *f, const struct p3d_job *job, int gi)
     fprintf(f, "], \"missing_members\": %d, \"ops\": %" PRIu64 ", \"bytes\": %"
             PRIu64, g->n_missing + g->inferred_members, calls, bytes);
     p3d_json_gpu(f, g);
+    if (g->gpu_placed) /* only then: the JSON of other jobs stays as it was */
+        fputs(", \"gpu_placed_by_analysis\": true", f);
     fputs(", \"role\": ", f);
     if (g->role)
         p3d_js(f, g->role);

@@ -159,7 +159,11 @@ static void p3d_report_comms(FILE *f, const struct p3d_job *job)
             fprintf(f, "    %d of %d members have no trace file; members "
                     "completed from the layout\n", g->inferred_members,
                     g->size);
-        p3d_report_ops(f, g->st, g->size, job->have_gpu, "      ");
+        if (g->gpu_placed)
+            fprintf(f, "    gpu: NCCL kernel spans the time analysis placed "
+                    "on the ops (the traces link no kernel to its op)\n");
+        p3d_report_ops(f, g->st, g->size, job->have_gpu || g->gpu_placed,
+                       "      ");
     }
 }
 

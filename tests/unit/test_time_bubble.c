@@ -107,9 +107,54 @@ static void test_attribute(void **state)
     free(tl.nsp_stream);
 }
 
+/* Ops placed on kernel spans fill the communicator table where no GPU_OP
+ * record gave times, and only there. */
+static void test_span_fill(void **state)
+{
+    struct p3d_gcomm comms[2];
+    struct p3d_job job;
+    struct p3d_time_res t;
+    struct p3d_top ops[3];
+    struct p3d_tl tl;
+
+    (void)state;
+    memset(comms, 0, sizeof(comms));
+    memset(&job, 0, sizeof(job));
+    memset(&t, 0, sizeof(t));
+    memset(&tl, 0, sizeof(tl));
+    memset(ops, 0, sizeof(ops));
+    job.comms = comms;
+    job.n_comms = 2;
+    comms[1].st[P3D_OP_ALLREDUCE].gpu_calls = 5; /* from GPU_OP records */
+    comms[1].st[P3D_OP_ALLREDUCE].gpu_ns = 999;
+    t.n_span_comms = 2;
+    t.span_gpu = calloc(2 * P3D_OP_COUNT * 3, sizeof(*t.span_gpu));
+    ops[0] = (struct p3d_top){.s = 100, .e = 150, .bytes = 64, .gcomm = 0,
+                              .op = P3D_OP_ALLREDUCE, .has_gpu = 1};
+    ops[1] = (struct p3d_top){.s = 200, .e = 230, .bytes = 64, .gcomm = 0,
+                              .op = P3D_OP_ALLREDUCE, .has_gpu = 1};
+    ops[2] = (struct p3d_top){.s = 300, .e = 340, .bytes = 8, .gcomm = 1,
+                              .op = P3D_OP_ALLREDUCE, .has_gpu = 1};
+    tl.ops = ops;
+    tl.n_ops = 3;
+    tl.src = P3D_TSRC_GPU; /* GPU_OP records: nothing is summed */
+    p3d_time_span_sums(&t, &tl);
+    tl.src = P3D_TSRC_SPAN;
+    p3d_time_span_sums(&t, &tl);
+    p3d_time_span_fill(&job, &t);
+    assert_int_equal(comms[0].st[P3D_OP_ALLREDUCE].gpu_calls, 2);
+    assert_int_equal(comms[0].st[P3D_OP_ALLREDUCE].gpu_bytes, 128);
+    assert_int_equal(comms[0].st[P3D_OP_ALLREDUCE].gpu_ns, 80);
+    assert_true(comms[0].gpu_placed);
+    assert_int_equal(comms[1].st[P3D_OP_ALLREDUCE].gpu_ns, 999);
+    assert_false(comms[1].gpu_placed);
+    free(t.span_gpu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_span_fill),
         cmocka_unit_test(test_late_sender),
         cmocka_unit_test(test_early_sender),
         cmocka_unit_test(test_clipped),
