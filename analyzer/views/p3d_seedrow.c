@@ -325,18 +325,9 @@ static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t,
 static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
                         const struct p3d_time_res *t)
 {
-    const struct p3d_layout *l = &job->layout;
     struct p3d_crow row;
 
-    memset(&row, 0, sizeof(row));
-    snprintf(row.config, sizeof(row.config), "%s", job->job_id);
-    if (l->valid && l->confidence != P3D_CONF_NONE) { /* else n/a */
-        row.tp = l->size[P3D_AX_TP];
-        row.pp = l->size[P3D_AX_PP];
-        row.cp = l->size[P3D_AX_CP];
-        row.dp = l->size[P3D_AX_DP];
-        row.ep = l->ep;
-    }
+    p3d_seed_row_init(&row, job, job->job_id);
     row.micro_batches = t->m;
     row.max_mem_rank = -1;
     for (int i = 0; i < t->n; i++)

@@ -192,8 +192,8 @@ void p3d_seed_obs_time(const struct p3d_job *job,
     p3d_cobs_tail(job, buf, n, &len);
 }
 
-void p3d_seed_row(const struct p3d_job *job, const struct p3d_vjob *s,
-                     const char *name, struct p3d_crow *row)
+void p3d_seed_row_init(struct p3d_crow *row, const struct p3d_job *job,
+                       const char *name)
 {
     const struct p3d_layout *l = &job->layout;
 
@@ -206,6 +206,12 @@ void p3d_seed_row(const struct p3d_job *job, const struct p3d_vjob *s,
         row->dp = l->size[P3D_AX_DP];
         row->ep = l->ep;
     }
+}
+
+void p3d_seed_row(const struct p3d_job *job, const struct p3d_vjob *s,
+                     const char *name, struct p3d_crow *row)
+{
+    p3d_seed_row_init(row, job, name);
     row->micro_batches = s->micro_batches;
     row->max_mem = s->max_peak;
     row->max_mem_rank = s->max_peak_rank;

@@ -23,6 +23,10 @@ struct p3d_crow {
     char obs[512];
 };
 
+/* An empty row of job named `name` with its layout columns (n/a when the
+ * layout is unknown). */
+void p3d_seed_row_init(struct p3d_crow *row, const struct p3d_job *job,
+                       const char *name);
 /* Fill a row from an analysed job and its summary; config = name. */
 void p3d_seed_row(const struct p3d_job *job, const struct p3d_vjob *s,
                      const char *name, struct p3d_crow *row);
