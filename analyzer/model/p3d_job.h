@@ -52,10 +52,6 @@ struct p3d_usage {
 void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o);
 /* Count n more all-reduces of `bytes` in u's size table. */
 void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n);
-/* The Send/Recv batch in progress in u is complete . */
-void p3d_usage_p2p_end(struct p3d_usage *u);
-/* The batch in progress sends to comm rank `peer`. */
-void p3d_usage_p2p_peer(struct p3d_usage *u, int peer);
 
 struct p3d_rcomm { /* one communicator as one rank saw it */
     uint64_t hash, parent;

@@ -25,7 +25,7 @@ void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n)
 }
 
 /* The Send/Recv batch in progress in u is complete: count it. */
-void p3d_usage_p2p_end(struct p3d_usage *u)
+static void p3d_usage_p2p_end(struct p3d_usage *u)
 {
     if (!u->p2p_dirs)
         return;
@@ -36,7 +36,8 @@ void p3d_usage_p2p_end(struct p3d_usage *u)
     u->p2p_npeer = 0;
 }
 
-void p3d_usage_p2p_peer(struct p3d_usage *u, int peer)
+/* The batch in progress sends to comm rank `peer`. */
+static void p3d_usage_p2p_peer(struct p3d_usage *u, int peer)
 {
     for (int k = 0; k < u->p2p_npeer && k < 3; k++)
         if (u->p2p_peer[k] == peer)

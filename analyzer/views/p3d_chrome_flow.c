@@ -42,7 +42,12 @@ void p3d_flow_gpu_ops(const struct p3d_vrank *v, struct p3d_map *gpu)
             p3d_map_put(gpu, v->ev[i].op_id, 1);
 }
 
-int p3d_flow_bound(const struct p3d_vev *e, const struct p3d_map *gpu)
+/*
+ * The event of v an arrow of op e attaches to: e itself when it is a
+ * GPU op or a host call without a GPU op in v; gpu maps op_id -> 1 for
+ * the ops of v that have a GPU event.
+ */
+static int p3d_flow_bound(const struct p3d_vev *e, const struct p3d_map *gpu)
 {
     if (e->kind == P3D_V_GPU_NCCL)
         return 1;

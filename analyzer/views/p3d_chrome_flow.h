@@ -32,12 +32,6 @@ struct p3d_flows {
 /* Flow id of a Send/Recv event (< 2^53), 0 if it has none. */
 uint64_t p3d_flow_id(const struct p3d_vev *e);
 
-/*
- * The event of v an arrow of op e attaches to: e itself when it is a
- * GPU op or a host call without a GPU op in v; gpu maps op_id -> 1 for
- * the ops of v that have a GPU event.
- */
-int p3d_flow_bound(const struct p3d_vev *e, const struct p3d_map *gpu);
 
 /* Fill gpu (op_id -> 1) from the GPU NCCL events of v. */
 void p3d_flow_gpu_ops(const struct p3d_vrank *v, struct p3d_map *gpu);

@@ -269,6 +269,21 @@ static void p3d_json_match(FILE *f, const struct p3d_job *job)
     fputs("]},\n", f);
 }
 
+/*
+ * A mismatch value: "key": "bf16" (with "key_raw": 9) for the op kind,
+ * datatype and reduction op, "key": 1024 for counts, roots and tallies.
+ */
+static void p3d_json_mm_value(FILE *f, const char *key, int field, int64_t v)
+{
+    char buf[32];
+
+    if (p3d_mm_named(field))
+        fprintf(f, "\"%s\": \"%s\", \"%s_raw\": %" PRId64, key,
+                p3d_mm_value(field, v, buf, sizeof(buf)), key, v);
+    else
+        fprintf(f, "\"%s\": %" PRId64, key, v);
+}
+
 void p3d_json_mm_write(FILE *f, const struct p3d_json_mm *m,
                        const char *rank_a, const char *value_a,
                        const char *rank_b, const char *value_b)
@@ -284,21 +299,6 @@ void p3d_json_mm_write(FILE *f, const struct p3d_json_mm *m,
     fprintf(f, ", \"%s\": %d, ", rank_b, m->rank[1]);
     p3d_json_mm_value(f, value_b, m->field, m->v[1]);
     fputs("}", f);
-}
-
-/*
- * A mismatch value: "key": "bf16" (with "key_raw": 9) for the op kind,
- * datatype and reduction op, "key": 1024 for counts, roots and tallies.
- */
-void p3d_json_mm_value(FILE *f, const char *key, int field, int64_t v)
-{
-    char buf[32];
-
-    if (p3d_mm_named(field))
-        fprintf(f, "\"%s\": \"%s\", \"%s_raw\": %" PRId64, key,
-                p3d_mm_value(field, v, buf, sizeof(buf)), key, v);
-    else
-        fprintf(f, "\"%s\": %" PRId64, key, v);
 }
 
 /* "findings": what the text report and the HTML list, most severe

@@ -10,9 +10,6 @@
 #include "p3d_job.h"
 
 void p3d_json_write(FILE *f, const struct p3d_job *job);
-/* "key": value of mismatch field `field` (a name for enumerations, with
- * its number as "key_raw"). */
-void p3d_json_mm_value(FILE *f, const char *key, int field, int64_t v);
 /* One mismatch as a JSON object, under the key names a section uses
  * (matching: rank_a/value_a; hang: odd_rank/odd_value ...); label may be
  * NULL (no "label" key). */
