@@ -88,13 +88,8 @@ static int p3d_key_cmp(const void *a, const void *b)
 {
     const struct p3d_hkey *x = a, *y = b;
 
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->kind != y->kind)
-        return x->kind - y->kind;
-    if (x->peer != y->peer)
-        return x->peer - y->peer;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return P3D_CMP(x->comm, y->comm) ?: P3D_CMP(x->kind, y->kind) ?:
+           P3D_CMP(x->peer, y->peer) ?: P3D_CMP(x->seq, y->seq);
 }
 
 /*

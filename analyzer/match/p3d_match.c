@@ -28,19 +28,10 @@ static int p3d_cmp_mm(const void *a, const void *b)
 {
     const struct p3d_mismatch *x = a, *y = b;
 
-    if (x->field != y->field)
-        return x->field - y->field;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    if (x->rank_a != y->rank_a)
-        return x->rank_a - y->rank_a;
-    if (x->rank_b != y->rank_b)
-        return x->rank_b - y->rank_b;
-    if (x->va != y->va)
-        return x->va < y->va ? -1 : 1;
-    return x->vb < y->vb ? -1 : x->vb > y->vb;
+    return P3D_CMP(x->field, y->field) ?: P3D_CMP(x->comm, y->comm) ?:
+           P3D_CMP(x->seq, y->seq) ?: P3D_CMP(x->rank_a, y->rank_a) ?:
+           P3D_CMP(x->rank_b, y->rank_b) ?: P3D_CMP(x->va, y->va) ?:
+           P3D_CMP(x->vb, y->vb);
 }
 
 /*

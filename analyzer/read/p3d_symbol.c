@@ -138,23 +138,10 @@ static struct p3d_symfile *p3d_sym_file(const char *path)
     return f;
 }
 
-struct p3d_sym_key {
-    const struct p3d_symfile *f;
-    uint64_t va;
-};
-
-static int p3d_sym_at_or_before(const void *ctx, size_t i)
-{
-    const struct p3d_sym_key *k = ctx;
-
-    return k->f->syms[i].value <= k->va;
-}
-
 static const struct p3d_sym *p3d_sym_find(const struct p3d_symfile *f,
                                           uint64_t va)
 {
-    struct p3d_sym_key k = {f, va};
-    size_t lo = p3d_partition(f->n, &k, p3d_sym_at_or_before);
+    size_t lo = P3D_COUNT_LE(f->syms, f->n, value, va);
 
     if (lo == 0)
         return NULL;

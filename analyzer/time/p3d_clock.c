@@ -275,14 +275,7 @@ void p3d_clock_end(struct p3d_time_res *t, struct p3d_join *j)
         t->hosts[h].anchor_err_ns = -d[h];
     }
     t->clock_checked = 1;
-    free(d);
-    free(c->lo);
-    free(c->cnt);
-    free(c->smax);
-    free(c->emin);
-    free(c->mark);
-    free(c->list);
-    free(c);
+    P3D_FREE_ALL(d, c->lo, c->cnt, c->smax, c->emin, c->mark, c->list, c);
     j->ctx = NULL;
 }
 

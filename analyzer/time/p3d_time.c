@@ -184,21 +184,10 @@ void p3d_time_free(struct p3d_job *job)
         p3d_ivs_free(&tl->nccl);
         p3d_ivs_free(&tl->nsp_raw);
         p3d_ivs_free(&tl->kwin);
-        free(tl->nsp_stream);
-        free(tl->it_op);
-        free(tl->it_t);
-        free(tl->br);
-        free(tl->br_lbl);
-        free(tl->it_fwd);
-        free(tl->it_wrap);
+        P3D_FREE_ALL(tl->nsp_stream, tl->it_op, tl->it_t, tl->br, tl->br_lbl,
+                     tl->it_fwd, tl->it_wrap);
     }
-    free(t->tl);
-    free(t->hosts);
-    free(t->step);
-    free(t->stages);
-    free(t->strag);
-    free(t->stage_of);
-    free(t->span_gpu);
-    free(t);
+    P3D_FREE_ALL(t->tl, t->hosts, t->step, t->stages, t->strag, t->stage_of,
+                 t->span_gpu, t);
     job->time = NULL;
 }

@@ -50,23 +50,9 @@ void p3d_ivs_union(struct p3d_ivs *l)
 }
 
 /* First interval of union u that ends after t. */
-struct p3d_ivs_key {
-    const struct p3d_ivs *u;
-    int64_t t;
-};
-
-static int p3d_ivs_ends_by(const void *ctx, size_t i)
-{
-    const struct p3d_ivs_key *k = ctx;
-
-    return k->u->v[i].e <= k->t;
-}
-
 static size_t p3d_ivs_find(const struct p3d_ivs *u, int64_t t)
 {
-    struct p3d_ivs_key k = {u, t};
-
-    return p3d_partition(u->n, &k, p3d_ivs_ends_by);
+    return P3D_COUNT_LE(u->v, u->n, e, t);
 }
 
 /*

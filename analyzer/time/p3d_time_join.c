@@ -352,11 +352,7 @@ static void p3d_join_fold(struct p3d_join *j, struct p3d_jgrp *g)
     for (size_t k = 0; k < g->n_rec; k++)
         if (g->src >= 0 ? j->pair != NULL : j->inst != NULL)
             (g->src >= 0 ? j->pair : j->inst)(j, g, k);
-    free(g->rec);
-    free(g->s);
-    free(g->e);
-    free(g->f);
-    free(g->cur);
+    P3D_FREE_ALL(g->rec, g->s, g->e, g->f, g->cur);
     p3d_map_free(&g->idx);
     g->rec = NULL;
     g->s = g->e = NULL;
@@ -399,11 +395,7 @@ void p3d_join_finish(struct p3d_join *j)
             p3d_join_fold(j, &j->g[k]);
         free(j->g[k].tl);
     }
-    free(j->g);
-    free(j->coll);
-    free(j->rank_tl);
-    free(j->done);
-    free(j->touched);
+    P3D_FREE_ALL(j->g, j->coll, j->rank_tl, j->done, j->touched);
     p3d_map_free(&j->chan);
     memset(j, 0, sizeof(*j));
 }

@@ -420,27 +420,38 @@ void p3d_tload_free(struct p3d_tload *ld)
     free(ld);
 }
 
-static void p3d_ivs_lend(struct p3d_ivs *to, struct p3d_ivs *from)
+#define P3D_SWAP(a, b)                                                        \
+    do {                                                                      \
+        __typeof__(a) t_ = (a);                                               \
+        (a) = (b);                                                            \
+        (b) = t_;                                                             \
+    } while (0)
+
+/*
+ * The loading buffers change hands, emptied: from the thread to the
+ * timeline (lend) and back (unload).  Whoever receives them had none (a
+ * swap with NULLs), so one function does both.
+ */
+static void p3d_tl_swap_bufs(struct p3d_tl *tl, struct p3d_tload *ld)
 {
-    *to = *from;
-    to->n = 0;
-    memset(from, 0, sizeof(*from));
+    struct p3d_ivs *a[] = {&tl->compute, &tl->copy, &tl->nccl, &tl->nsp_raw};
+    struct p3d_ivs *b[] = {&ld->compute, &ld->copy, &ld->nccl, &ld->nsp_raw};
+
+    P3D_SWAP(tl->ops, ld->ops);
+    P3D_SWAP(tl->cap_ops, ld->cap_ops);
+    P3D_SWAP(tl->nsp_stream, ld->nsp_stream);
+    P3D_SWAP(tl->nsp_cap, ld->nsp_cap);
+    for (int k = 0; k < 4; k++) {
+        P3D_SWAP(*a[k], *b[k]);
+        a[k]->n = b[k]->n = 0;
+    }
 }
 
 /* The thread's buffers to the timeline, emptied. */
 static void p3d_tl_lend(struct p3d_tl *tl, struct p3d_tload *ld)
 {
-    tl->ops = ld->ops;
-    tl->cap_ops = ld->cap_ops;
+    p3d_tl_swap_bufs(tl, ld);
     tl->n_ops = 0;
-    ld->ops = NULL;
-    p3d_ivs_lend(&tl->compute, &ld->compute);
-    p3d_ivs_lend(&tl->copy, &ld->copy);
-    p3d_ivs_lend(&tl->nccl, &ld->nccl);
-    p3d_ivs_lend(&tl->nsp_raw, &ld->nsp_raw);
-    tl->nsp_stream = ld->nsp_stream;
-    tl->nsp_cap = ld->nsp_cap;
-    ld->nsp_stream = NULL;
     tl->kwin.n = 0; /* the rank's own, rebuilt by every load */
     tl->kwin_on = -1;
     tl->windowed = 0;
@@ -456,18 +467,7 @@ static void p3d_tl_lend(struct p3d_tl *tl, struct p3d_tload *ld)
 /* Back to the thread; the timeline keeps its counts only. */
 void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld)
 {
-    ld->ops = tl->ops;
-    ld->cap_ops = tl->cap_ops;
-    p3d_ivs_lend(&ld->compute, &tl->compute);
-    p3d_ivs_lend(&ld->copy, &tl->copy);
-    p3d_ivs_lend(&ld->nccl, &tl->nccl);
-    p3d_ivs_lend(&ld->nsp_raw, &tl->nsp_raw);
-    ld->nsp_stream = tl->nsp_stream;
-    ld->nsp_cap = tl->nsp_cap;
-    tl->ops = NULL;
-    tl->cap_ops = 0;
-    tl->nsp_stream = NULL;
-    tl->nsp_cap = 0;
+    p3d_tl_swap_bufs(tl, ld);
 }
 
 struct p3d_tl_walk {

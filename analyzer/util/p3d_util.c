@@ -203,6 +203,12 @@ size_t p3d_grow(void **p, size_t cap, size_t need, size_t size)
     return ncap;
 }
 
+void p3d_free_n(void *const *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(p[i]);
+}
+
 /*
  * s[0..n) in double quotes with '"', '\\' and control bytes escaped: as a
  * JSON string (json: \uXXXX, bytes >= 0x80 as Latin-1, always valid), or

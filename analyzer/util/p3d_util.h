@@ -38,6 +38,16 @@ void *p3d_xrealloc(void *p, size_t n, size_t size);
 char *p3d_xstrdup(const char *s);
 /* Grow *p (n elements of size) so index `need` fits; returns new cap. */
 size_t p3d_grow(void **p, size_t cap, size_t need, size_t size);
+/* free() each of n pointers; P3D_FREE_ALL(a, b, ...) for a result's
+ * buffers in one line. */
+void p3d_free_n(void *const *p, size_t n);
+#define P3D_FREE_ALL(...)                                                     \
+    p3d_free_n((void *const[]){__VA_ARGS__},                                  \
+               sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+
+/* -1, 0 or 1 as x is below, equal to or above y: comparators chain them
+ * with ?: (first difference decides). */
+#define P3D_CMP(x, y) ((x) < (y) ? -1 : (x) > (y))
 
 /* Write s[0..n) as a JSON string literal (quotes included). */
 void p3d_json_str(FILE *f, const char *s, size_t n);
@@ -48,27 +58,26 @@ void p3d_text_str(FILE *f, const char *s, size_t n);
 /* strnlen bounded copy of a fixed NUL-padded header field. */
 void p3d_fixed_str(char *dst, const char *src, size_t n);
 
-/* "0-3,8,10-11", cut with "..." past max characters */
+/* "0-3,8,10,11": runs of 3 or more as a range, cut with ",..." when
+ * the buffer is nearly full */
 void p3d_fmt_ranks(char *buf, size_t n, const int *r, int count);
 
 /*
- * Binary search: in [0, n) where before(ctx, i) holds for a first run of
- * indexes and fails for the rest, the end of that run.  Inline, so that a
- * predicate known at the call is inlined.
+ * Binary search: in a[0..n) sorted by `field`, the number of leading
+ * elements whose field is <= v (the index of the first above v).  A
+ * macro, so the comparison is typed and inlined at each use.
  */
-static inline size_t p3d_partition(size_t n, const void *ctx,
-                                   int (*before)(const void *ctx, size_t i))
-{
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (before(ctx, mid))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
+#define P3D_COUNT_LE(a, n, field, v)                                          \
+    ({                                                                        \
+        size_t lo_ = 0, hi_ = (n);                                            \
+        while (lo_ < hi_) {                                                   \
+            size_t mid_ = lo_ + (hi_ - lo_) / 2;                              \
+            if ((a)[mid_].field <= (v))                                       \
+                lo_ = mid_ + 1;                                               \
+            else                                                              \
+                hi_ = mid_;                                                   \
+        }                                                                     \
+        lo_;                                                                  \
+    })
 
 #endif /* P3D_UTIL_H */

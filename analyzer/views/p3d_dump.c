@@ -94,8 +94,14 @@ static void p3d_dump_hdr(FILE *f, const struct p3d_file_hdr *h)
             h->nccl_version_compile, h->clock_uncertainty_ns);
 }
 
-static void p3d_dump_op(FILE *f, const struct p3d_rec_op *o)
+/*
+ * One formatter per record kind: the fields after `offset=`.  Each takes
+ * the record as it was validated (at least its struct's size).
+ */
+static void p3d_dump_op(FILE *f, const void *rec)
 {
+    const struct p3d_rec_op *o = rec;
+
     p3d_enum(f, "op", o->op, p3d_op_name, P3D_OP_COUNT);
     fprintf(f, " dtype=%u redop=%u flags=0x%02x op_id=%" PRIu64
             " comm_hash=" HX " seq=%" PRIu64 " count=%" PRIu64
@@ -107,8 +113,10 @@ static void p3d_dump_op(FILE *f, const struct p3d_rec_op *o)
             o->stack_id, o->comm_rank);
 }
 
-static void p3d_dump_comm(FILE *f, const struct p3d_rec_comm *c)
+static void p3d_dump_comm(FILE *f, const void *rec)
 {
+    const struct p3d_rec_comm *c = rec;
+
     p3d_enum(f, "how", c->how, p3d_how_names, P3D_COMM_HOW_COUNT);
     fprintf(f, " flags=0x%02x comm_hash=" HX " parent_hash=" HX
             " comm_ptr=" HX " t_enter=%" PRIu64 " t_exit=%" PRIu64
@@ -116,143 +124,177 @@ static void p3d_dump_comm(FILE *f, const struct p3d_rec_comm *c)
             " ret=%d tid=%u", c->flags, c->comm_hash, c->parent_hash,
             c->comm_ptr, c->t_enter, c->t_exit, c->nranks, c->rank, c->color,
             c->key, c->split_count, c->device, c->ret, c->tid);
-    p3d_tail_str(f, "name", &c->h, sizeof(*c));
 }
 
-static void p3d_dump_small(FILE *f, const struct p3d_rec_hdr *r)
+static void p3d_dump_chunk(FILE *f, const void *rec)
 {
-    switch (r->tag) {
-    case P3D_REC_CHUNK: {
-        const struct p3d_chunk_hdr *c = (const void *)r;
-        fprintf(f, " tid=%u index=%u", c->tid, c->index);
-        break;
-    }
-    case P3D_REC_COMM_INFO: {
-        const struct p3d_rec_comm_info *c = (const void *)r;
-        fprintf(f, " comm_hash=" HX " t=%" PRIu64 " nranks=%d rank=%d "
-                "device=%d", c->comm_hash, c->t, c->nranks, c->rank,
-                c->device);
-        break;
-    }
-    case P3D_REC_COMM_END: {
-        const struct p3d_rec_comm_end *c = (const void *)r;
-        p3d_enum(f, "how", c->how, p3d_end_names, P3D_END_COUNT);
-        fprintf(f, " comm_hash=" HX " t_enter=%" PRIu64 " t_exit=%" PRIu64
-                " ret=%d tid=%u last_async_error=%d pending_ops=%u",
-                c->comm_hash, c->t_enter, c->t_exit, c->ret, c->tid,
-                c->last_async_error, c->pending_ops);
-        break;
-    }
-    case P3D_REC_GROUP: {
-        const struct p3d_rec_group *g = (const void *)r;
-        fprintf(f, " is_end=%u depth=%u t_enter=%" PRIu64 " t_exit=%" PRIu64
-                " group_id=%u ret=%d tid=%u n_ops=%u", g->is_end, g->depth,
-                g->t_enter, g->t_exit, g->group_id, g->ret, g->tid, g->n_ops);
-        break;
-    }
-    case P3D_REC_CMDLINE:
-    case P3D_REC_ENV:
-    case P3D_REC_NOTE: {
-        const struct p3d_rec_str *s = (const void *)r;
-        size_t n = s->n_bytes;
-        if (n > r->len - sizeof(*s))
-            n = r->len - sizeof(*s);
-        fprintf(f, " n_bytes=%u text=", s->n_bytes);
-        p3d_text_str(f, s->text, n);
-        break;
-    }
-    default:
-        break;
-    }
+    const struct p3d_chunk_hdr *c = rec;
+
+    fprintf(f, " tid=%u index=%u", c->tid, c->index);
 }
 
-static void p3d_dump_gpu(FILE *f, const struct p3d_rec_hdr *r)
+static void p3d_dump_comm_info(FILE *f, const void *rec)
 {
-    switch (r->tag) {
-    case P3D_REC_GPU_OP: {
-        const struct p3d_rec_gpu_op *g = (const void *)r;
-        fprintf(f, " source=%u algo=%u proto=%u nchannels=%u op_id=%" PRIu64
-                " gpu_start=%" PRIu64 " gpu_end=%" PRIu64, g->source, g->algo,
-                g->proto, g->nchannels, g->op_id, g->gpu_start, g->gpu_end);
-        break;
-    }
-    case P3D_REC_GPU_SPAN: {
-        const struct p3d_rec_gpu_span *g = (const void *)r;
-        fprintf(f, " kind=%u device=%u stream=" HX " start=%" PRIu64
-                " end=%" PRIu64 " busy_ns=%" PRIu64 " n_items=%u", g->kind,
-                g->device, g->stream, g->start, g->end, g->busy_ns,
-                g->n_items);
-        break;
-    }
-    case P3D_REC_CLOCK_SYNC: {
-        const struct p3d_rec_clock_sync *c = (const void *)r;
-        fprintf(f, " device=%d gpu_ns=%" PRIu64 " host_mono_ns=%" PRIu64
-                " uncertainty_ns=%" PRIu64, c->device, c->gpu_ns,
-                c->host_mono_ns, c->uncertainty_ns);
-        break;
-    }
-    case P3D_REC_MEM: {
-        const struct p3d_rec_mem *m = (const void *)r;
-        p3d_enum(f, "kind", m->kind, p3d_mem_names, P3D_MEM_KIND_COUNT);
-        fprintf(f, " device=%u t=%" PRIu64 " current=%" PRIu64
-                " peak=%" PRIu64, m->device, m->t, m->current, m->peak);
-        break;
-    }
-    default:
-        break;
-    }
+    const struct p3d_rec_comm_info *c = rec;
+
+    fprintf(f, " comm_hash=" HX " t=%" PRIu64 " nranks=%d rank=%d device=%d",
+            c->comm_hash, c->t, c->nranks, c->rank, c->device);
 }
 
-static void p3d_dump_misc(FILE *f, const struct p3d_rec_hdr *r)
+static void p3d_dump_comm_end(FILE *f, const void *rec)
 {
-    switch (r->tag) {
-    case P3D_REC_STACK: {
-        const struct p3d_rec_stack *s = (const void *)r;
-        uint32_t n = s->n_frames, max = (r->len - sizeof(*s)) / 8;
-        fprintf(f, " stack_id=%u n_frames=%u pc=", s->stack_id, s->n_frames);
-        for (uint32_t i = 0; i < n && i < max; i++)
-            fprintf(f, "%s" HX, i ? "," : "", s->pc[i]);
-        break;
-    }
-    case P3D_REC_MODULE: {
-        const struct p3d_rec_module *m = (const void *)r;
-        fprintf(f, " base=" HX " size=%" PRIu64, m->base, m->size);
-        p3d_tail_str(f, "path", r, sizeof(*m));
-        break;
-    }
-    case P3D_REC_HANG: {
-        const struct p3d_rec_hang *h = (const void *)r;
-        fprintf(f, " n_pending=%u t=%" PRIu64 " op_id=%" PRIu64
-                " comm_hash=" HX " seq=%" PRIu64 " pending_ns=%" PRIu64
-                " stack_id=%u peer=%d", h->n_pending, h->t, h->op_id,
-                h->comm_hash, h->seq, h->pending_ns, h->stack_id, h->peer);
-        p3d_enum(f, "op", h->op, p3d_op_name, P3D_OP_COUNT);
-        break;
-    }
-    case P3D_REC_MARK: {
-        const struct p3d_rec_mark *m = (const void *)r;
-        fprintf(f, " t=%" PRIu64 " value=%" PRIu64, m->t, m->value);
-        p3d_tail_str(f, "name", r, sizeof(*m));
-        break;
-    }
-    case P3D_REC_GPU_WINDOW: {
-        const struct p3d_rec_gpu_window *w = (const void *)r;
-        fprintf(f, " on=%u t=%" PRIu64, w->on, w->t);
-        break;
-    }
-    case P3D_REC_SUMMARY: {
-        const struct p3d_rec_summary *s = (const void *)r;
-        fprintf(f, " t=%" PRIu64 " async_error_polls=%" PRIu64
-                " ops_recorded=%" PRIu64 " dropped=%" PRIu64 " peak=%" PRIu64
-                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, s->t,
-                s->async_error_polls, s->ops_recorded, s->dropped,
-                s->peak[0], s->peak[1], s->peak[2], s->peak[3]);
-        break;
-    }
-    default:
-        break;
-    }
+    const struct p3d_rec_comm_end *c = rec;
+
+    p3d_enum(f, "how", c->how, p3d_end_names, P3D_END_COUNT);
+    fprintf(f, " comm_hash=" HX " t_enter=%" PRIu64 " t_exit=%" PRIu64
+            " ret=%d tid=%u last_async_error=%d pending_ops=%u",
+            c->comm_hash, c->t_enter, c->t_exit, c->ret, c->tid,
+            c->last_async_error, c->pending_ops);
 }
+
+static void p3d_dump_group(FILE *f, const void *rec)
+{
+    const struct p3d_rec_group *g = rec;
+
+    fprintf(f, " is_end=%u depth=%u t_enter=%" PRIu64 " t_exit=%" PRIu64
+            " group_id=%u ret=%d tid=%u n_ops=%u", g->is_end, g->depth,
+            g->t_enter, g->t_exit, g->group_id, g->ret, g->tid, g->n_ops);
+}
+
+/* cmdline, env and note: a byte count and the bytes. */
+static void p3d_dump_str(FILE *f, const void *rec)
+{
+    const struct p3d_rec_str *s = rec;
+    size_t n = s->n_bytes;
+
+    if (n > s->h.len - sizeof(*s))
+        n = s->h.len - sizeof(*s);
+    fprintf(f, " n_bytes=%u text=", s->n_bytes);
+    p3d_text_str(f, s->text, n);
+}
+
+static void p3d_dump_gpu_op(FILE *f, const void *rec)
+{
+    const struct p3d_rec_gpu_op *g = rec;
+
+    fprintf(f, " source=%u algo=%u proto=%u nchannels=%u op_id=%" PRIu64
+            " gpu_start=%" PRIu64 " gpu_end=%" PRIu64, g->source, g->algo,
+            g->proto, g->nchannels, g->op_id, g->gpu_start, g->gpu_end);
+}
+
+static void p3d_dump_gpu_span(FILE *f, const void *rec)
+{
+    const struct p3d_rec_gpu_span *g = rec;
+
+    fprintf(f, " kind=%u device=%u stream=" HX " start=%" PRIu64 " end=%"
+            PRIu64 " busy_ns=%" PRIu64 " n_items=%u", g->kind, g->device,
+            g->stream, g->start, g->end, g->busy_ns, g->n_items);
+}
+
+static void p3d_dump_clock_sync(FILE *f, const void *rec)
+{
+    const struct p3d_rec_clock_sync *c = rec;
+
+    fprintf(f, " device=%d gpu_ns=%" PRIu64 " host_mono_ns=%" PRIu64
+            " uncertainty_ns=%" PRIu64, c->device, c->gpu_ns,
+            c->host_mono_ns, c->uncertainty_ns);
+}
+
+static void p3d_dump_mem(FILE *f, const void *rec)
+{
+    const struct p3d_rec_mem *m = rec;
+
+    p3d_enum(f, "kind", m->kind, p3d_mem_names, P3D_MEM_KIND_COUNT);
+    fprintf(f, " device=%u t=%" PRIu64 " current=%" PRIu64 " peak=%" PRIu64,
+            m->device, m->t, m->current, m->peak);
+}
+
+static void p3d_dump_stack(FILE *f, const void *rec)
+{
+    const struct p3d_rec_stack *s = rec;
+    uint32_t max = (s->h.len - sizeof(*s)) / 8;
+
+    fprintf(f, " stack_id=%u n_frames=%u pc=", s->stack_id, s->n_frames);
+    for (uint32_t i = 0; i < s->n_frames && i < max; i++)
+        fprintf(f, "%s" HX, i ? "," : "", s->pc[i]);
+}
+
+static void p3d_dump_module(FILE *f, const void *rec)
+{
+    const struct p3d_rec_module *m = rec;
+
+    fprintf(f, " base=" HX " size=%" PRIu64, m->base, m->size);
+}
+
+static void p3d_dump_hang(FILE *f, const void *rec)
+{
+    const struct p3d_rec_hang *h = rec;
+
+    fprintf(f, " n_pending=%u t=%" PRIu64 " op_id=%" PRIu64 " comm_hash=" HX
+            " seq=%" PRIu64 " pending_ns=%" PRIu64 " stack_id=%u peer=%d",
+            h->n_pending, h->t, h->op_id, h->comm_hash, h->seq,
+            h->pending_ns, h->stack_id, h->peer);
+    p3d_enum(f, "op", h->op, p3d_op_name, P3D_OP_COUNT);
+}
+
+static void p3d_dump_mark(FILE *f, const void *rec)
+{
+    const struct p3d_rec_mark *m = rec;
+
+    fprintf(f, " t=%" PRIu64 " value=%" PRIu64, m->t, m->value);
+}
+
+static void p3d_dump_window(FILE *f, const void *rec)
+{
+    const struct p3d_rec_gpu_window *w = rec;
+
+    fprintf(f, " on=%u t=%" PRIu64, w->on, w->t);
+}
+
+static void p3d_dump_summary(FILE *f, const void *rec)
+{
+    const struct p3d_rec_summary *s = rec;
+
+    fprintf(f, " t=%" PRIu64 " async_error_polls=%" PRIu64 " ops_recorded=%"
+            PRIu64 " dropped=%" PRIu64 " peak=%" PRIu64 ",%" PRIu64
+            ",%" PRIu64 ",%" PRIu64, s->t, s->async_error_polls,
+            s->ops_recorded, s->dropped, s->peak[0], s->peak[1], s->peak[2],
+            s->peak[3]);
+}
+
+/*
+ * A record kind without a row here prints its name and offset only.
+ * Records ending in a string name it: `tail` (bounded by the length).
+ */
+#define P3D_DUMPER(tag, fn, type, tail) {tag, fn, tail, sizeof(struct type)}
+static const struct {
+    unsigned tag;
+    void (*fields)(FILE *f, const void *rec);
+    const char *tail;
+    size_t fixed;
+} p3d_dumpers[] = {
+    P3D_DUMPER(P3D_REC_CHUNK, p3d_dump_chunk, p3d_chunk_hdr, NULL),
+    P3D_DUMPER(P3D_REC_COMM, p3d_dump_comm, p3d_rec_comm, "name"),
+    P3D_DUMPER(P3D_REC_COMM_INFO, p3d_dump_comm_info, p3d_rec_comm_info, NULL),
+    P3D_DUMPER(P3D_REC_COMM_END, p3d_dump_comm_end, p3d_rec_comm_end, NULL),
+    P3D_DUMPER(P3D_REC_OP, p3d_dump_op, p3d_rec_op, NULL),
+    P3D_DUMPER(P3D_REC_GROUP, p3d_dump_group, p3d_rec_group, NULL),
+    P3D_DUMPER(P3D_REC_CMDLINE, p3d_dump_str, p3d_rec_str, NULL),
+    P3D_DUMPER(P3D_REC_ENV, p3d_dump_str, p3d_rec_str, NULL),
+    P3D_DUMPER(P3D_REC_GPU_OP, p3d_dump_gpu_op, p3d_rec_gpu_op, NULL),
+    P3D_DUMPER(P3D_REC_GPU_SPAN, p3d_dump_gpu_span, p3d_rec_gpu_span, NULL),
+    P3D_DUMPER(P3D_REC_CLOCK_SYNC, p3d_dump_clock_sync, p3d_rec_clock_sync,
+               NULL),
+    P3D_DUMPER(P3D_REC_MEM, p3d_dump_mem, p3d_rec_mem, NULL),
+    P3D_DUMPER(P3D_REC_STACK, p3d_dump_stack, p3d_rec_stack, NULL),
+    P3D_DUMPER(P3D_REC_MODULE, p3d_dump_module, p3d_rec_module, "path"),
+    P3D_DUMPER(P3D_REC_HANG, p3d_dump_hang, p3d_rec_hang, NULL),
+    P3D_DUMPER(P3D_REC_MARK, p3d_dump_mark, p3d_rec_mark, "name"),
+    P3D_DUMPER(P3D_REC_SUMMARY, p3d_dump_summary, p3d_rec_summary, NULL),
+    P3D_DUMPER(P3D_REC_NOTE, p3d_dump_str, p3d_rec_str, NULL),
+    P3D_DUMPER(P3D_REC_GPU_WINDOW, p3d_dump_window, p3d_rec_gpu_window, NULL),
+};
+#undef P3D_DUMPER
 
 static void p3d_dump_rec(FILE *f, const struct p3d_reader *rd,
                          const struct p3d_rec_hdr *r)
@@ -266,13 +308,12 @@ static void p3d_dump_rec(FILE *f, const struct p3d_reader *rd,
         return;
     }
     fprintf(f, "%s offset=%zu", name, off);
-    if (r->tag == P3D_REC_OP)
-        p3d_dump_op(f, (const struct p3d_rec_op *)r);
-    else if (r->tag == P3D_REC_COMM)
-        p3d_dump_comm(f, (const struct p3d_rec_comm *)r);
-    p3d_dump_small(f, r);
-    p3d_dump_gpu(f, r);
-    p3d_dump_misc(f, r);
+    for (size_t k = 0; k < sizeof(p3d_dumpers) / sizeof(p3d_dumpers[0]); k++)
+        if (p3d_dumpers[k].tag == r->tag) {
+            p3d_dumpers[k].fields(f, r);
+            if (p3d_dumpers[k].tail)
+                p3d_tail_str(f, p3d_dumpers[k].tail, r, p3d_dumpers[k].fixed);
+        }
     fputc('\n', f);
 }
 

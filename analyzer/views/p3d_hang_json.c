@@ -151,10 +151,8 @@ static void p3d_hj_aborts(FILE *f, const struct p3d_job *job)
     fputs("]", f);
 }
 
-static void p3d_hj_frontiers(FILE *f, const struct p3d_job *job)
+static void p3d_hj_frontiers(FILE *f, const struct p3d_hang_res *res)
 {
-    const struct p3d_hang_res *res = job->hang;
-
     fputs(",\n    \"frontiers\": [", f);
     for (int i = 0; i < res->n_fr; i++) {
         const struct p3d_hang_frontier *fr = &res->fr[i];
@@ -198,6 +196,6 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
     p3d_hj_mm(f, job);
     p3d_hj_behind(f, job);
     p3d_hj_aborts(f, job);
-    p3d_hj_frontiers(f, job);
+    p3d_hj_frontiers(f, res);
     fputs("}", f);
 }

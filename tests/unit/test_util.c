@@ -1,0 +1,127 @@
+/*
+ * test_util.c - the analyzer's util layer: the binary search every sorted
+ * lookup uses (P3D_COUNT_LE: symbols, interval unions), the comparator
+ * chain (P3D_CMP), growing buffers that come back zeroed, freeing a list
+ * of buffers, and the rank-list formatter of every view.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "p3d_util.h"
+
+struct pt {
+    int64_t key;
+    int tag;
+};
+
+static void test_count_le(void **state)
+{
+    struct pt a[] = {{-5, 0}, {1, 1}, {3, 2}, {3, 3}, {3, 4}, {9, 5}};
+    size_t n = sizeof(a) / sizeof(a[0]);
+
+    (void)state;
+    assert_int_equal(P3D_COUNT_LE(a, 0, key, 100), 0);   /* empty */
+    assert_int_equal(P3D_COUNT_LE(a, n, key, -6), 0);    /* all above */
+    assert_int_equal(P3D_COUNT_LE(a, n, key, -5), 1);    /* equal counts */
+    assert_int_equal(P3D_COUNT_LE(a, n, key, 2), 2);
+    assert_int_equal(P3D_COUNT_LE(a, n, key, 3), 5);     /* past the run */
+    assert_int_equal(P3D_COUNT_LE(a, n, key, 8), 5);
+    assert_int_equal(P3D_COUNT_LE(a, n, key, 9), 6);
+    assert_int_equal(P3D_COUNT_LE(a, n, key, INT64_MAX), 6);
+    /* every cut of every prefix agrees with a linear count */
+    for (size_t m = 0; m <= n; m++)
+        for (int64_t v = -7; v <= 10; v++) {
+            size_t lin = 0;
+            while (lin < m && a[lin].key <= v)
+                lin++;
+            assert_int_equal(P3D_COUNT_LE(a, m, key, v), lin);
+        }
+}
+
+static int cmp_pt(const struct pt *x, const struct pt *y)
+{
+    return P3D_CMP(x->key, y->key) ?: P3D_CMP(x->tag, y->tag);
+}
+
+static void test_cmp_chain(void **state)
+{
+    struct pt lo = {INT64_MIN, 0}, hi = {INT64_MAX, 0}, a = {3, 1},
+              b = {3, 2};
+    uint64_t big = UINT64_MAX, small = 1;
+
+    (void)state;
+    /* no subtraction inside: extremes do not overflow into a wrong sign */
+    assert_int_equal(cmp_pt(&lo, &hi), -1);
+    assert_int_equal(cmp_pt(&hi, &lo), 1);
+    assert_int_equal(cmp_pt(&a, &b), -1); /* the second key decides */
+    assert_int_equal(cmp_pt(&b, &a), 1);
+    assert_int_equal(cmp_pt(&a, &a), 0);
+    assert_int_equal(P3D_CMP(big, small), 1);
+}
+
+static void test_grow_zeroes(void **state)
+{
+    int *v = NULL;
+    size_t cap = 0;
+
+    (void)state;
+    cap = p3d_grow((void **)&v, cap, 0, sizeof(*v));
+    assert_true(cap >= 1);
+    for (size_t i = 0; i < cap; i++)
+        v[i] = 7;
+    size_t old = cap;
+    cap = p3d_grow((void **)&v, cap, old, sizeof(*v));
+    assert_true(cap > old);
+    for (size_t i = old; i < cap; i++)
+        assert_int_equal(v[i], 0);
+    assert_int_equal(v[old - 1], 7);
+    assert_int_equal(p3d_grow((void **)&v, cap, cap - 1, sizeof(*v)), cap);
+    free(v);
+}
+
+static void test_free_all(void **state)
+{
+    char *a = p3d_xmalloc(8), *b = NULL, *c = p3d_xstrdup("x");
+
+    (void)state;
+    P3D_FREE_ALL(a, b, c); /* NULLs among them; leaks show under ASan */
+}
+
+static void test_fmt_ranks(void **state)
+{
+    int r[] = {0, 1, 2, 3, 8, 10, 11};
+    char buf[64];
+
+    (void)state;
+    p3d_fmt_ranks(buf, sizeof(buf), r, 7);
+    assert_string_equal(buf, "0-3,8,10,11"); /* a pair stays two */
+    p3d_fmt_ranks(buf, sizeof(buf), r, 0);
+    assert_string_equal(buf, "");
+    {
+        int many[64];
+        char small[32];
+        for (int i = 0; i < 64; i++)
+            many[i] = 2 * i; /* no runs: every rank a number */
+        p3d_fmt_ranks(small, sizeof(small), many, 64);
+        assert_true(strlen(small) < sizeof(small));
+        assert_non_null(strstr(small, ",..."));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_count_le),
+        cmocka_unit_test(test_cmp_chain),
+        cmocka_unit_test(test_grow_zeroes),
+        cmocka_unit_test(test_free_all),
+        cmocka_unit_test(test_fmt_ranks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
