@@ -188,6 +188,19 @@ void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
         st->br[j].late_receiver += sp.late;
 }
 
+static void p3d_bubble_pair_use(void *ctx, const struct p3d_join *j,
+                                const struct p3d_jgrp *g, size_t k)
+{
+    (void)ctx;
+    if ((g->f[p3d_jx(g, k, 0)] & 1) && (g->f[p3d_jx(g, k, 1)] & 1))
+        p3d_bubble_pair(j->job, j->t, g, k);
+}
+
+void p3d_bubble_use(struct p3d_join *j)
+{
+    p3d_join_use(j, NULL, p3d_bubble_pair_use, NULL);
+}
+
 /* m and v from stage 0's first steady iteration (0 if unknown). */
 void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t)
 {

@@ -81,11 +81,11 @@ struct p3d_cscr { /* bounds, and per-instance scratch per host */
  * Members are visited from the highest timeline down (ties between hosts
  * go to the first visited).
  */
-static void p3d_clock_inst(struct p3d_join *j, const struct p3d_jgrp *g,
-                           size_t k)
+static void p3d_clock_inst(void *ctx, const struct p3d_join *j,
+                           const struct p3d_jgrp *g, size_t k)
 {
     const struct p3d_time_res *t = j->t;
-    struct p3d_cscr *c = j->ctx;
+    struct p3d_cscr *c = ctx;
     int nh = t->n_hosts, n = 0, late = -1, early = -1;
 
     c->gen++;
@@ -122,11 +122,11 @@ static void p3d_clock_inst(struct p3d_join *j, const struct p3d_jgrp *g,
         }
 }
 
-static void p3d_clock_pair(struct p3d_join *j, const struct p3d_jgrp *g,
-                           size_t k)
+static void p3d_clock_pair(void *ctx, const struct p3d_join *j,
+                           const struct p3d_jgrp *g, size_t k)
 {
     const struct p3d_time_res *t = j->t;
-    struct p3d_cscr *c = j->ctx;
+    struct p3d_cscr *c = ctx;
     size_t xs = p3d_jx(g, k, 0), xr = p3d_jx(g, k, 1);
     int hs, hr;
 
@@ -209,10 +209,16 @@ int p3d_clock_violates(const struct p3d_time_res *t, const struct p3d_jgrp *g,
            g->e[xr] < g->s[xs];
 }
 
-static void p3d_clock_check(struct p3d_join *j, const struct p3d_jgrp *g,
-                            size_t k)
+static void p3d_clock_check(void *ctx, const struct p3d_join *j,
+                            const struct p3d_jgrp *g, size_t k)
 {
+    (void)ctx;
     j->t->clock_violations += p3d_clock_violates(j->t, g, k);
+}
+
+void p3d_clock_check_use(struct p3d_join *j)
+{
+    p3d_join_use(j, NULL, p3d_clock_check, NULL);
 }
 
 /* Shift the ops held in memory onto the reference clock. */
@@ -228,19 +234,19 @@ static void p3d_clock_apply(struct p3d_time_res *t)
 
 #define P3D_CLOCK_MAX_HOSTS 1024 /* lo/cnt are hosts x hosts */
 
-int p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
-                    struct p3d_join *j)
+void *p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
+                      struct p3d_join *j)
 {
     size_t nh = (size_t)t->n_hosts;
     struct p3d_cscr *c;
 
     if (nh < 2)
-        return 0;
+        return NULL;
     if (nh > P3D_CLOCK_MAX_HOSTS) {
         p3d_warning("job '%s': %d hosts; clocks aligned by the realtime "
                     "anchors only (at most %d are aligned from collectives)",
                     job->job_id, (int)nh, P3D_CLOCK_MAX_HOSTS);
-        return 0;
+        return NULL;
     }
     c = p3d_xcalloc(1, sizeof(*c));
     c->lo = p3d_xcalloc(nh * nh, sizeof(*c->lo));
@@ -249,16 +255,14 @@ int p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
     c->emin = p3d_xcalloc(nh, sizeof(*c->emin));
     c->mark = p3d_xcalloc(nh, sizeof(*c->mark));
     c->list = p3d_xcalloc(nh, sizeof(*c->list));
-    j->ctx = c;
-    j->inst = p3d_clock_inst;
-    j->pair = p3d_clock_pair;
+    p3d_join_use(j, p3d_clock_inst, p3d_clock_pair, c);
     j->skip_local = 1;
-    return 1;
+    return c;
 }
 
-void p3d_clock_end(struct p3d_time_res *t, struct p3d_join *j)
+void p3d_clock_end(struct p3d_time_res *t, void *ctx)
 {
-    struct p3d_cscr *c = j ? j->ctx : NULL;
+    struct p3d_cscr *c = ctx;
     int nh = t->n_hosts;
     int64_t *d;
 
@@ -276,25 +280,20 @@ void p3d_clock_end(struct p3d_time_res *t, struct p3d_join *j)
     }
     t->clock_checked = 1;
     P3D_FREE_ALL(d, c->lo, c->cnt, c->smax, c->emin, c->mark, c->list, c);
-    j->ctx = NULL;
 }
 
-/* Join every timeline held in memory; j->ctx stays. */
+/* Join every timeline held in memory, then fold the rest. */
 static void p3d_clock_join_all(struct p3d_time_res *t, struct p3d_join *j)
 {
-    void *ctx;
-
     for (int i = 0; i < t->n; i++)
         p3d_join_rank(j, i);
-    ctx = j->ctx;
     p3d_join_finish(j);
-    j->ctx = ctx;
 }
 
 void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t)
 {
     struct p3d_join j;
-    int on;
+    void *on;
 
     if (p3d_clock_hosts(job, t) < 2)
         return;
@@ -304,11 +303,11 @@ void p3d_clock_align(struct p3d_job *job, struct p3d_time_res *t)
         p3d_clock_join_all(t, &j);
     else
         p3d_join_finish(&j);
-    p3d_clock_end(t, on ? &j : NULL);
+    p3d_clock_end(t, on);
     p3d_clock_apply(t);
     if (!on)
         return;
     p3d_join_init(&j, job, t);
-    j.pair = p3d_clock_check;
+    p3d_clock_check_use(&j);
     p3d_clock_join_all(t, &j);
 }

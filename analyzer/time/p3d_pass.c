@@ -220,12 +220,13 @@ static void p3d_pass_run(struct p3d_pass *p)
 
 /*
  * A pass over every rank with the cross-rank join: begin registers the
- * pass's consumer of joined instances (1: it did, the pass joins), end
- * reads what it gathered once the last instances are folded.
+ * pass's consumers of joined instances (p3d_join_use) and returns the
+ * state end reads once the last instances are folded.  No consumer: the
+ * pass does not join.
  */
-typedef int (*p3d_join_begin_fn)(struct p3d_job *job, struct p3d_time_res *t,
-                                 struct p3d_join *j);
-typedef void (*p3d_join_end_fn)(struct p3d_time_res *t, struct p3d_join *j);
+typedef void *(*p3d_join_begin_fn)(struct p3d_job *job,
+                                   struct p3d_time_res *t, struct p3d_join *j);
+typedef void (*p3d_join_end_fn)(struct p3d_time_res *t, void *ctx);
 
 static void p3d_pass_joined(struct p3d_job *job, struct p3d_time_res *t,
                             int which, p3d_join_begin_fn begin,
@@ -237,21 +238,24 @@ static void p3d_pass_joined(struct p3d_job *job, struct p3d_time_res *t,
 
     p.pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
     p3d_join_init(&j, job, t);
-    if (begin(job, t, &j))
+    ctx = begin(job, t, &j);
+    if (j.n_use)
         p.join = &j;
     p3d_pass_run(&p);
-    ctx = j.ctx;
     p3d_join_finish(&j); /* folds the rest */
-    j.ctx = ctx;
-    end(t, p.join ? &j : NULL);
+    end(t, ctx);
 }
 
-static int p3d_wait_begin_all(struct p3d_job *job, struct p3d_time_res *t,
-                              struct p3d_join *j)
+/* Pass 2's consumers, in the order they are called per pair. */
+static void *p3d_pass_two_begin(struct p3d_job *job, struct p3d_time_res *t,
+                                struct p3d_join *j)
 {
     (void)job;
-    p3d_wait_begin(t, j, t->pp >= 2 && t->n_iter);
-    return 1;
+    if (t->clock_checked)
+        p3d_clock_check_use(j);
+    if (t->pp >= 2 && t->n_iter)
+        p3d_bubble_use(j);
+    return p3d_wait_begin(t, j);
 }
 
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
@@ -269,5 +273,5 @@ void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
 
 void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t)
 {
-    p3d_pass_joined(job, t, 2, p3d_wait_begin_all, p3d_wait_end);
+    p3d_pass_joined(job, t, 2, p3d_pass_two_begin, p3d_wait_end);
 }

@@ -366,13 +366,25 @@ static inline size_t p3d_jx(const struct p3d_jgrp *g, size_t k, int sl)
 }
 
 struct p3d_join;
-typedef void (*p3d_jfold)(struct p3d_join *j, const struct p3d_jgrp *g,
-                          size_t k);
+typedef void (*p3d_jfold)(void *ctx, const struct p3d_join *j,
+                          const struct p3d_jgrp *g, size_t k);
+/*
+ * A consumer of the joined instances: called once per record of a folded
+ * group, `inst` for a collective instance, `pair` for a Send/Recv pair
+ * (either may be NULL), with its own state.  Consumers register with
+ * p3d_join_use and are called in the order they registered; none calls
+ * another.
+ */
+struct p3d_juse {
+    p3d_jfold inst, pair;
+    void *ctx;
+};
+#define P3D_JOIN_USES 4
 struct p3d_join {
     const struct p3d_job *job;
     struct p3d_time_res *t;
-    p3d_jfold inst, pair; /* called once per record of a folded group */
-    void *ctx;
+    struct p3d_juse use[P3D_JOIN_USES];
+    int n_use;
     int skip_local;       /* groups on one host are not joined */
     struct p3d_jgrp *g;
     size_t n_g, cap_g;
@@ -389,19 +401,28 @@ struct p3d_join {
 };
 void p3d_join_init(struct p3d_join *j, const struct p3d_job *job,
                    struct p3d_time_res *t);
+/* Register a consumer (at most P3D_JOIN_USES). */
+void p3d_join_use(struct p3d_join *j, p3d_jfold inst, p3d_jfold pair,
+                  void *ctx);
 /* Join timeline ti's ops (tl->ops), mark it merged, fold complete groups. */
 void p3d_join_rank(struct p3d_join *j, int ti);
 /* Fold what is left and free everything. */
 void p3d_join_finish(struct p3d_join *j);
-/* Clock bounds from the joins of pass 1 (0: not needed), then solved. */
-int p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
-                    struct p3d_join *j);
-void p3d_clock_end(struct p3d_time_res *t, struct p3d_join *j);
+/* Clock bounds from the joins of pass 1 (returns its state, NULL: not
+ * needed), then solved by p3d_clock_end (state NULL: anchors only). */
+void *p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
+                      struct p3d_join *j);
+void p3d_clock_end(struct p3d_time_res *t, void *ctx);
 int p3d_clock_violates(const struct p3d_time_res *t,
                        const struct p3d_jgrp *g, size_t k);
+/* Pass 2's count of receives completing before their send (cross-host
+ * pairs, once clocks are aligned). */
+void p3d_clock_check_use(struct p3d_join *j);
 /* Wait states and bandwidths from the joins of pass 2. */
-void p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j, int bubble);
-void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j);
+void *p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j);
+void p3d_wait_end(struct p3d_time_res *t, void *ctx);
+/* Pipeline transfers of pass 2 into the bubble split. */
+void p3d_bubble_use(struct p3d_join *j);
 void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
                      const struct p3d_jgrp *g, size_t k);
 /*

@@ -8,7 +8,7 @@
  * record it expects next; records appended in ascending seq are found by
  * bisection otherwise, and a seq map is built only when seqs come out of
  * order.  Once every rank of a group is merged, its records are folded
- * (p3d_join.inst / .pair) and freed: memory holds only the groups still
+ * (each registered consumer's inst / pair, p3d_join_use) and freed: memory holds only the groups still
  * waiting for a member, not every op of the job.
  */
 #include <stdlib.h>
@@ -51,6 +51,15 @@ void p3d_join_init(struct p3d_join *j, const struct p3d_job *job,
     j->done = p3d_xcalloc((size_t)t->n + 1, 1);
     for (int i = 0; i < P3D_JCHAN_CACHE; i++)
         j->cc[i].k = -1;
+}
+
+void p3d_join_use(struct p3d_join *j, p3d_jfold inst, p3d_jfold pair,
+                  void *ctx)
+{
+    if (j->n_use >= P3D_JOIN_USES)
+        p3d_die("internal: more than %d consumers of the join",
+                P3D_JOIN_USES);
+    j->use[j->n_use++] = (struct p3d_juse){inst, pair, ctx};
 }
 
 static int p3d_join_tl(const struct p3d_join *j, int rank)
@@ -350,8 +359,11 @@ static void p3d_join_op(struct p3d_join *j, int ti, uint32_t oi,
 static void p3d_join_fold(struct p3d_join *j, struct p3d_jgrp *g)
 {
     for (size_t k = 0; k < g->n_rec; k++)
-        if (g->src >= 0 ? j->pair != NULL : j->inst != NULL)
-            (g->src >= 0 ? j->pair : j->inst)(j, g, k);
+        for (int u = 0; u < j->n_use; u++) {
+            p3d_jfold fold = g->src >= 0 ? j->use[u].pair : j->use[u].inst;
+            if (fold)
+                fold(j->use[u].ctx, j, g, k);
+        }
     P3D_FREE_ALL(g->rec, g->s, g->e, g->f, g->cur);
     p3d_map_free(&g->idx);
     g->rec = NULL;

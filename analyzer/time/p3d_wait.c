@@ -23,7 +23,6 @@ struct p3d_wctx {
     int *late_n; /* [label][timeline] instances it arrived last at */
     double bytes[P3D_LBL_COUNT], ns[P3D_LBL_COUNT];
     uint64_t best_key;
-    int bubble; /* pipeline pairs also feed the bubble split */
 };
 
 int64_t p3d_wait_steady_start(const struct p3d_time_res *t)
@@ -114,11 +113,11 @@ static void p3d_wait_nxn(const struct p3d_job *job, struct p3d_time_res *t,
     t->n_wait_inst++;
 }
 
-static void p3d_wait_inst(struct p3d_join *j, const struct p3d_jgrp *g,
-                          size_t k)
+static void p3d_wait_inst(void *ctx, const struct p3d_join *j,
+                          const struct p3d_jgrp *g, size_t k)
 {
     const struct p3d_job *job = j->job;
-    struct p3d_wctx *w = j->ctx;
+    struct p3d_wctx *w = ctx;
     const struct p3d_gcomm *c = &job->comms[g->gcomm];
     const struct p3d_jrec *r = &g->rec[k];
     int64_t d = INT64_MAX;
@@ -140,22 +139,18 @@ static void p3d_wait_inst(struct p3d_join *j, const struct p3d_jgrp *g,
                r->bytes, r->ckey);
 }
 
-static void p3d_wait_pair(struct p3d_join *j, const struct p3d_jgrp *g,
-                          size_t k)
+static void p3d_wait_pair(void *ctx, const struct p3d_join *j,
+                          const struct p3d_jgrp *g, size_t k)
 {
     const struct p3d_job *job = j->job;
     struct p3d_time_res *t = j->t;
-    struct p3d_wctx *w = j->ctx;
+    struct p3d_wctx *w = ctx;
     size_t xs = p3d_jx(g, k, 0), xr = p3d_jx(g, k, 1);
     int64_t ss = g->s[xs], rs = g->s[xr], re = g->e[xr];
     int64_t d;
 
     if (!(g->f[xs] & 1) || !(g->f[xr] & 1))
         return;
-    if (t->clock_checked)
-        t->clock_violations += p3d_clock_violates(t, g, k);
-    if (w->bubble)
-        p3d_bubble_pair(job, t, g, k);
     if ((g->f[xs] & 2) && (g->f[xr] & 2))
         p3d_bw_add(t, w, job->comms[g->gcomm].label,
                    (double)g->rec[k].bytes,
@@ -176,7 +171,7 @@ static void p3d_wait_pair(struct p3d_join *j, const struct p3d_jgrp *g,
     }
 }
 
-void p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j, int bubble)
+void *p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j)
 {
     struct p3d_wctx *w = p3d_xcalloc(1, sizeof(*w));
 
@@ -184,10 +179,8 @@ void p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j, int bubble)
     w->late_n = p3d_xcalloc((size_t)P3D_LBL_COUNT * (size_t)t->n + 1,
                             sizeof(*w->late_n));
     w->best_key = UINT64_MAX;
-    w->bubble = bubble;
-    j->ctx = w;
-    j->inst = p3d_wait_inst;
-    j->pair = p3d_wait_pair;
+    p3d_join_use(j, p3d_wait_inst, p3d_wait_pair, w);
+    return w;
 }
 
 static int p3d_strag_cmp(const void *a, const void *b)
@@ -248,9 +241,9 @@ int p3d_time_straggler(const struct p3d_time_res *t)
 
 /* After pass 2 (p3d_wait_begin's folds): late ranks, stragglers,
  * bandwidths. */
-void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j)
+void p3d_wait_end(struct p3d_time_res *t, void *ctx)
 {
-    struct p3d_wctx *w = j->ctx;
+    struct p3d_wctx *w = ctx;
 
     for (int l = 0; l < P3D_LBL_COUNT; l++) {
         int best = 0;
@@ -266,5 +259,4 @@ void p3d_wait_end(struct p3d_time_res *t, struct p3d_join *j)
         t->busbw[l] = w->ns[l] > 0 ? w->bytes[l] / w->ns[l] : 0;
     free(w->late_n);
     free(w);
-    j->ctx = NULL;
 }

@@ -45,10 +45,13 @@ static void add(struct p3d_tl *tl, int op, uint64_t seq, int peer,
 }
 
 /* Instance k: slot r started at seq * 100 + r (rank 1 is 1 ns later). */
-static void on_inst(struct p3d_join *j, const struct p3d_jgrp *g, size_t k)
+static void on_inst(void *ctx, const struct p3d_join *j,
+                    const struct p3d_jgrp *g, size_t k)
 {
-    struct seen *sn = j->ctx;
+    struct seen *sn = ctx;
     const struct p3d_jrec *r = &g->rec[k];
+
+    (void)j;
     size_t x0 = p3d_jx(g, k, 0), x1 = p3d_jx(g, k, 1);
 
     sn->order[sn->inst++] = r->seq;
@@ -62,12 +65,13 @@ static void on_inst(struct p3d_join *j, const struct p3d_jgrp *g, size_t k)
         sn->bad++;
 }
 
-static void on_pair(struct p3d_join *j, const struct p3d_jgrp *g, size_t k)
+static void on_pair(void *ctx, const struct p3d_join *j,
+                    const struct p3d_jgrp *g, size_t k)
 {
-    struct seen *sn = j->ctx;
-
+    struct seen *sn = ctx;
     size_t x0 = p3d_jx(g, k, 0), x1 = p3d_jx(g, k, 1);
 
+    (void)j;
     sn->order[sn->pair++] = g->rec[k].seq;
     sn->bytes += g->rec[k].bytes;
     if (g->src != 0 || g->dst != 1 || g->f[x0] != 3 ||
@@ -102,9 +106,7 @@ static void setup(struct fixture *f)
     f->tl[1].rank = 1;
     f->tl[1].host = 1; /* two hosts: not skipped as local */
     p3d_join_init(&f->j, &f->job, &f->t);
-    f->j.inst = on_inst;
-    f->j.pair = on_pair;
-    f->j.ctx = &f->sn;
+    p3d_join_use(&f->j, on_inst, on_pair, &f->sn);
 }
 
 static void teardown(struct fixture *f)
@@ -138,6 +140,44 @@ static void test_instances_fold_when_complete(void **state)
     assert_null(f.j.g[0].rec);
     teardown(&f);
     assert_int_equal(f.sn.inst, N); /* not folded twice */
+}
+
+/* A second consumer: notes which consumer saw each instance, in turn. */
+static int fold_turns[4 * N], n_turns;
+
+static void on_inst_second(void *ctx, const struct p3d_join *j,
+                           const struct p3d_jgrp *g, size_t k)
+{
+    (void)j, (void)g, (void)k;
+    fold_turns[n_turns++] = *(int *)ctx;
+}
+
+/* Every registered consumer gets every instance, in registration order,
+ * with its own state; none has to call another. */
+static void test_consumers_each_get_all(void **state)
+{
+    struct fixture f;
+    int one = 1, two = 2;
+
+    (void)state;
+    n_turns = 0;
+    setup(&f);
+    p3d_join_use(&f.j, on_inst_second, NULL, &one);
+    p3d_join_use(&f.j, on_inst_second, NULL, &two);
+    for (int k = 0; k < N; k++) {
+        add(&f.tl[0], P3D_OP_ALLREDUCE, (uint64_t)k, -1, k * 100, 8);
+        add(&f.tl[1], P3D_OP_ALLREDUCE, (uint64_t)k, -1, k * 100 + 1, 8);
+    }
+    p3d_join_rank(&f.j, 0);
+    p3d_join_rank(&f.j, 1);
+    assert_int_equal(f.sn.inst, N); /* the first consumer, unchanged */
+    assert_int_equal(f.sn.bad, 0);
+    assert_int_equal(n_turns, 2 * N);
+    for (int k = 0; k < N; k++) {
+        assert_int_equal(fold_turns[2 * k], 1);
+        assert_int_equal(fold_turns[2 * k + 1], 2);
+    }
+    teardown(&f);
 }
 
 static void test_pairs_and_leftovers(void **state)
@@ -229,6 +269,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_instances_fold_when_complete),
+        cmocka_unit_test(test_consumers_each_get_all),
         cmocka_unit_test(test_pairs_and_leftovers),
         cmocka_unit_test(test_duplicate_and_unfinished),
         cmocka_unit_test(test_local_groups_skipped),
