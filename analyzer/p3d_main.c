@@ -28,6 +28,7 @@
 #include "p3d_json.h"
 #include "p3d_layout.h"
 #include "p3d_report.h"
+#include "p3d_strbuf.h"
 #include "p3d_util.h"
 
 struct p3d_opts {
@@ -449,16 +450,12 @@ static int p3d_compare_one(struct p3d_job *job, void *ctx)
 /* "no readable trace files found under 'a', 'b'" */
 static void p3d_no_traces(char **paths, int n)
 {
-    char list[1024];
-    size_t len = 0;
+    struct p3d_sb list = P3D_SB_INIT;
 
-    list[0] = 0;
-    for (int i = 0; i < n && len + 16 < sizeof(list); i++) {
-        int w = snprintf(list + len, sizeof(list) - len, "%s'%s'",
-                         i ? ", " : "", paths[i]);
-        len += w > 0 ? (size_t)w : 0;
-    }
-    p3d_error("no readable trace files found under %s", list);
+    for (int i = 0; i < n; i++)
+        p3d_sb_addf(&list, "%s'%s'", i ? ", " : "", paths[i]);
+    p3d_error("no readable trace files found under %s", p3d_sb_str(&list));
+    p3d_sb_free(&list);
 }
 
 static int p3d_run(struct p3d_opts *o, char **paths, int n)

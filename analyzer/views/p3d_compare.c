@@ -39,15 +39,15 @@ static int p3d_compare_dir(char *dir, p3d_analyse_fn fn, void *ctx,
     memset(row, 0, sizeof(*row));
     snprintf(row->config, sizeof(row->config), "%s", name);
     if (p3d_discover(&dir, 1, &set) < 0 || !set.n) {
-        snprintf(row->obs, sizeof(row->obs), "no readable traces");
+        p3d_sb_add(&row->obs, "no readable traces");
         p3d_error("--compare: no readable trace files under '%s'", dir);
         free(set.jobs);
         return -1;
     }
     p3d_discover_say(&set, 0, dir);
     if (fn(&set.jobs[set.n - 1], ctx) < 0) {
-        snprintf(row->obs, sizeof(row->obs), "not analysed: --layout does "
-                 "not fit its %d ranks", set.jobs[set.n - 1].world_size);
+        p3d_sb_addf(&row->obs, "not analysed: --layout does not fit its %d "
+                    "ranks", set.jobs[set.n - 1].world_size);
     } else {
         p3d_vjob_sum(&set.jobs[set.n - 1], NULL, &s);
         p3d_seed_row(&set.jobs[set.n - 1], &s, name, row);
@@ -81,6 +81,7 @@ int p3d_compare_run(char **dirs, int n, const char *json, p3d_analyse_fn fn,
             p3d_seed_json_row(js, &row);
             fputs(i + 1 < n ? ",\n" : "\n", js);
         }
+        p3d_seed_row_free(&row);
     }
     if (js)
         fputs("]\n", js);

@@ -61,17 +61,19 @@ static void p3d_find_iters(FILE *f, const struct p3d_vjob *s)
 static void p3d_find_time(FILE *f, const struct p3d_job *job,
                           const struct p3d_vjob *s)
 {
-    char t[512];
+    struct p3d_sb t = P3D_SB_INIT;
 
-    p3d_seed_obs(job, s, t, sizeof(t));
-    p3d_find_li(f, "Time:", t);
+    p3d_seed_obs(job, s, &t);
+    p3d_find_li(f, "Time:", p3d_sb_str(&t));
     if (s->max_peak) {
         char b[48];
         p3d_fmt_bytes(b, sizeof(b), (double)s->max_peak);
-        snprintf(t, sizeof(t), "%s on rank %d%s", b, s->max_peak_rank,
-                 s->peak_used ? " (device-wide used memory)" : "");
-        p3d_find_li(f, "Max memory per rank:", t);
+        p3d_sb_reset(&t);
+        p3d_sb_addf(&t, "%s on rank %d%s", b, s->max_peak_rank,
+                    s->peak_used ? " (device-wide used memory)" : "");
+        p3d_find_li(f, "Max memory per rank:", p3d_sb_str(&t));
     }
+    p3d_sb_free(&t);
 }
 
 /* The time analysis's verdict, stages and stragglers. */
@@ -87,17 +89,21 @@ static void p3d_find_tres(FILE *f, const struct p3d_time_res *t)
         p3d_find_li(f, "Pipeline:", b);
     }
     if (t->n_strag > 0) {
-        size_t n = 0;
+        struct p3d_sb sb = P3D_SB_INIT;
         int s = p3d_time_straggler(t);
 
-        n = (size_t)snprintf(b, sizeof(b), s >= 0 ? "rank %d stands out; "
-                             : "none stands out (no rank caused 1.5x the "
-                               "waiting of the next); ", s);
-        for (int k = 0; k < t->n_strag && k < 3 && n < sizeof(b); k++)
-            n += (size_t)snprintf(b + n, sizeof(b) - n, "%srank %d caused "
-                                  "%.3f ms of waiting", k ? ", " : "",
-                                  t->strag[k].rank, t->strag[k].caused_ms);
-        p3d_find_li(f, s >= 0 ? "Straggler:" : "Stragglers:", b);
+        if (s >= 0)
+            p3d_sb_addf(&sb, "rank %d stands out; ", s);
+        else
+            p3d_sb_add(&sb, "none stands out (no rank caused 1.5x the "
+                            "waiting of the next); ");
+        for (int k = 0; k < t->n_strag && k < 3; k++)
+            p3d_sb_addf(&sb, "%srank %d caused %.3f ms of waiting",
+                        k ? ", " : "", t->strag[k].rank,
+                        t->strag[k].caused_ms);
+        p3d_find_li(f, s >= 0 ? "Straggler:" : "Stragglers:",
+                    p3d_sb_str(&sb));
+        p3d_sb_free(&sb);
     }
 }
 

@@ -337,10 +337,11 @@ static void p3d_tr_seed(FILE *f, const struct p3d_job *job,
         }
     row.step_ms = t->step_ms;
     row.tokens_s = t->tokens_per_s;
-    p3d_seed_obs_time(job, t, row.obs, sizeof(row.obs));
+    p3d_seed_obs_time(job, t, &row.obs);
     fprintf(f, "\nseed table row:\n");
     p3d_seed_md_head(f);
     p3d_seed_md_row(f, &row);
+    p3d_seed_row_free(&row);
 }
 
 void p3d_time_report(FILE *f, const struct p3d_job *job, unsigned detail)

@@ -17,33 +17,29 @@
 #include "p3d_util.h"
 #include "p3d_vfmt.h"
 
-/* Append to buf (used so far *len) with a "; " separator. */
-static void p3d_cobs(char *buf, size_t n, size_t *len, const char *fmt, ...)
-    P3D_PRINTF(4, 5);
+/* Append an observation, after a "; " when there are some. */
+static void p3d_cobs(struct p3d_sb *sb, const char *fmt, ...) P3D_PRINTF(2, 3);
 
-static void p3d_cobs(char *buf, size_t n, size_t *len, const char *fmt, ...)
+static void p3d_cobs(struct p3d_sb *sb, const char *fmt, ...)
 {
+    char *piece = NULL;
     va_list ap;
     int k;
 
-    if (*len + 8 >= n)
-        return;
-    if (*len)
-        *len += (size_t)snprintf(buf + *len, n - *len, "; ");
     va_start(ap, fmt);
-    k = vsnprintf(buf + *len, n - *len, fmt, ap);
+    k = vasprintf(&piece, fmt, ap);
     va_end(ap);
-    if (k > 0)
-        *len = *len + (size_t)k < n ? *len + (size_t)k : n - 1;
+    if (k < 0)
+        p3d_die("out of memory");
+    p3d_sb_addf(sb, "%s%s", sb->len ? "; " : "", piece);
+    free(piece);
 }
 
 /* "TP 15%, DP 6%": the two groups with the most exposed time. */
-static void p3d_cobs_groups(const struct p3d_vbreak *t, char *buf, size_t n)
+static void p3d_cobs_groups(const struct p3d_vbreak *t, struct p3d_sb *g)
 {
     int best[2] = {-1, -1};
-    size_t len = 0;
 
-    buf[0] = 0;
     for (int l = 0; l <= P3D_LBL_COUNT; l++) {
         if (!t->exposed[l])
             continue;
@@ -56,47 +52,46 @@ static void p3d_cobs_groups(const struct p3d_vbreak *t, char *buf, size_t n)
         double f = p3d_vfrac(t->exposed[best[i]], t->span);
         if (f < 0.005)
             continue;
-        len += (size_t)snprintf(buf + len, n - len, "%s%s %.0f%%",
-                                len ? ", " : "",
-                                best[i] < P3D_LBL_COUNT ?
-                                p3d_label_name[best[i]] : "other",
-                                100 * f);
+        p3d_sb_addf(g, "%s%s %.0f%%", g->len ? ", " : "",
+                    best[i] < P3D_LBL_COUNT ? p3d_label_name[best[i]]
+                                            : "other",
+                    100 * f);
     }
 }
 
 static void p3d_cobs_time(const struct p3d_job *job, const struct p3d_vjob *s,
-                          char *buf, size_t n, size_t *len)
+                          struct p3d_sb *sb)
 {
     const struct p3d_vbreak *t = &s->total;
-    char g[96];
+    struct p3d_sb g = P3D_SB_INIT;
     int pp = job->layout.valid ? job->layout.size[P3D_AX_PP] : 1;
 
     if (!t->span)
         return;
-    p3d_cobs_groups(t, g, sizeof(g));
-    p3d_cobs(buf, n, len, "exposed NCCL %.0f%% of step%s%s%s",
-             100 * p3d_vfrac(t->exposed_all, t->span), g[0] ? " (" : "", g,
-             g[0] ? ")" : "");
+    p3d_cobs_groups(t, &g);
+    p3d_cobs(sb, "exposed NCCL %.0f%% of step%s%s%s",
+             100 * p3d_vfrac(t->exposed_all, t->span), g.len ? " (" : "",
+             p3d_sb_str(&g), g.len ? ")" : "");
+    p3d_sb_free(&g);
     if (pp > 1 && s->bubble_theory >= 0)
-        p3d_cobs(buf, n, len, "bubble %.0f%% vs %.0f%% theory",
+        p3d_cobs(sb, "bubble %.0f%% vs %.0f%% theory",
                  100 * p3d_vfrac(t->bubble, t->span),
                  100 * s->bubble_theory);
     else if (pp > 1)
-        p3d_cobs(buf, n, len, "bubble %.0f%%",
+        p3d_cobs(sb, "bubble %.0f%%",
                  100 * p3d_vfrac(t->bubble, t->span));
-    p3d_cobs(buf, n, len, "compute %.0f%%%s",
+    p3d_cobs(sb, "compute %.0f%%%s",
              100 * p3d_vfrac(t->compute, t->span),
              t->host_only ? " (estimated: no GPU kernel times)" : "");
     if (p3d_vfrac(t->idle, t->span) >= 0.1)
-        p3d_cobs(buf, n, len, "idle %.0f%%",
+        p3d_cobs(sb, "idle %.0f%%",
                  100 * p3d_vfrac(t->idle, t->span));
     if (p3d_vfrac(t->exposed_all, t->span) > p3d_vfrac(t->compute, t->span))
-        p3d_cobs(buf, n, len, "NCCL dominates");
+        p3d_cobs(sb, "NCCL dominates");
 }
 
 /* "TP 15%, DP 6%" from the time analysis's exposed shares. */
-static void p3d_cobs_tgroups(const struct p3d_time_res *t, char *buf,
-                             size_t n)
+static void p3d_cobs_tgroups(const struct p3d_time_res *t, struct p3d_sb *g)
 {
     struct p3d_vbreak b;
 
@@ -104,92 +99,84 @@ static void p3d_cobs_tgroups(const struct p3d_time_res *t, char *buf,
     b.span = 1000000;
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         b.exposed[l] = (uint64_t)(t->f_lbl[l] * 1e6);
-    p3d_cobs_groups(&b, buf, n);
+    p3d_cobs_groups(&b, g);
 }
 
 /* Observations from the time analysis (p3d_time.h). */
-static void p3d_cobs_tres(const struct p3d_time_res *t, char *buf, size_t n,
-                          size_t *len)
+static void p3d_cobs_tres(const struct p3d_time_res *t, struct p3d_sb *sb)
 {
-    char g[96];
+    struct p3d_sb g = P3D_SB_INIT;
     int strag = p3d_time_straggler(t);
 
-    p3d_cobs_tgroups(t, g, sizeof(g));
-    p3d_cobs(buf, n, len, "exposed NCCL %.0f%% of step%s%s%s",
-             100 * t->f_exposed, g[0] ? " (" : "", g, g[0] ? ")" : "");
+    p3d_cobs_tgroups(t, &g);
+    p3d_cobs(sb, "exposed NCCL %.0f%% of step%s%s%s", 100 * t->f_exposed,
+             g.len ? " (" : "", p3d_sb_str(&g), g.len ? ")" : "");
+    p3d_sb_free(&g);
     if (t->pp > 1 && t->stages)
-        p3d_cobs(buf, n, len, "bubble %.0f%% vs %.0f%% theory",
+        p3d_cobs(sb, "bubble %.0f%% vs %.0f%% theory",
                  100 * t->measured, 100 * t->theory);
     if (t->have_compute)
-        p3d_cobs(buf, n, len, "compute %.0f%%", 100 * t->f_compute);
+        p3d_cobs(sb, "compute %.0f%%", 100 * t->f_compute);
     else
-        p3d_cobs(buf, n, len, "no GPU compute times");
+        p3d_cobs(sb, "no GPU compute times");
     if (t->f_idle >= 0.1)
-        p3d_cobs(buf, n, len, "idle %.0f%%", 100 * t->f_idle);
+        p3d_cobs(sb, "idle %.0f%%", 100 * t->f_idle);
     if (t->dominates && t->top_lbl >= 0 && t->top_lbl < P3D_LBL_COUNT)
-        p3d_cobs(buf, n, len, "NCCL dominates (mostly %s)",
+        p3d_cobs(sb, "NCCL dominates (mostly %s)",
                  p3d_label_name[t->top_lbl]);
     if (strag >= 0)
-        p3d_cobs(buf, n, len, "straggler rank %d", strag);
+        p3d_cobs(sb, "straggler rank %d", strag);
     if (t->n_hosts > 1)
-        p3d_cobs(buf, n, len, "clocks of %d hosts aligned", t->n_hosts);
+        p3d_cobs(sb, "clocks of %d hosts aligned", t->n_hosts);
 }
 
 /* What every summary says first: a hang, missing ranks. */
-static void p3d_cobs_head(const struct p3d_job *job, char *buf, size_t n,
-                          size_t *len)
+static void p3d_cobs_head(const struct p3d_job *job, struct p3d_sb *sb)
 {
     char miss[128], hang[160];
     int k;
 
     p3d_hang_brief(job, hang, sizeof(hang));
     if (hang[0])
-        p3d_cobs(buf, n, len, "%s", hang);
+        p3d_cobs(sb, "%s", hang);
     k = p3d_missing_ranks(job, miss, sizeof(miss));
     if (k)
-        p3d_cobs(buf, n, len, "%d of %d ranks missing (%s)", k,
+        p3d_cobs(sb, "%d of %d ranks missing (%s)", k,
                  job->world_size, miss);
 }
 
 /* ... and last: what the matcher found. */
-static void p3d_cobs_tail(const struct p3d_job *job, char *buf, size_t n,
-                          size_t *len)
+static void p3d_cobs_tail(const struct p3d_job *job, struct p3d_sb *sb)
 {
     if (job->match && job->match->n_mismatch)
-        p3d_cobs(buf, n, len, "%" PRIu64 " cross-rank mismatches",
+        p3d_cobs(sb, "%" PRIu64 " cross-rank mismatches",
                  job->match->n_mismatch);
     if (job->match && job->match->n_unmatched_p2p)
-        p3d_cobs(buf, n, len, "%" PRIu64 " unmatched send/recv",
+        p3d_cobs(sb, "%" PRIu64 " unmatched send/recv",
                  job->match->n_unmatched_p2p);
-    if (!*len)
-        snprintf(buf, n, "n/a");
+    if (!sb->len)
+        p3d_sb_add(sb, "n/a");
 }
 
 void p3d_seed_obs(const struct p3d_job *job, const struct p3d_vjob *s,
-                     char *buf, size_t n)
+                  struct p3d_sb *sb)
 {
-    size_t len = 0;
-
-    buf[0] = 0;
-    p3d_cobs_head(job, buf, n, &len);
+    p3d_cobs_head(job, sb);
     if (!s->it.n)
-        p3d_cobs(buf, n, &len, "no repeating iteration found");
+        p3d_cobs(sb, "no repeating iteration found");
     if (s->time)
-        p3d_cobs_tres(s->time, buf, n, &len);
+        p3d_cobs_tres(s->time, sb);
     else
-        p3d_cobs_time(job, s, buf, n, &len);
-    p3d_cobs_tail(job, buf, n, &len);
+        p3d_cobs_time(job, s, sb);
+    p3d_cobs_tail(job, sb);
 }
 
 void p3d_seed_obs_time(const struct p3d_job *job,
-                          const struct p3d_time_res *t, char *buf, size_t n)
+                       const struct p3d_time_res *t, struct p3d_sb *sb)
 {
-    size_t len = 0;
-
-    buf[0] = 0;
-    p3d_cobs_head(job, buf, n, &len);
-    p3d_cobs_tres(t, buf, n, &len);
-    p3d_cobs_tail(job, buf, n, &len);
+    p3d_cobs_head(job, sb);
+    p3d_cobs_tres(t, sb);
+    p3d_cobs_tail(job, sb);
 }
 
 void p3d_seed_row_init(struct p3d_crow *row, const struct p3d_job *job,
@@ -217,7 +204,7 @@ void p3d_seed_row(const struct p3d_job *job, const struct p3d_vjob *s,
     row->max_mem_rank = s->max_peak_rank;
     row->step_ms = s->step_ms;
     row->tokens_s = s->tokens_s;
-    p3d_seed_obs(job, s, row->obs, sizeof(row->obs));
+    p3d_seed_obs(job, s, &row->obs);
 }
 
 /* Markdown cell text: '|' and newlines would break the table. */
@@ -261,6 +248,11 @@ void p3d_seed_md_head(FILE *f)
           "|---|---|---|---|---|---|---|---|---|---|\n", f);
 }
 
+void p3d_seed_row_free(struct p3d_crow *row)
+{
+    p3d_sb_free(&row->obs);
+}
+
 void p3d_seed_md_row(FILE *f, const struct p3d_crow *r)
 {
     char b[48];
@@ -276,7 +268,7 @@ void p3d_seed_md_row(FILE *f, const struct p3d_crow *r)
     p3d_md_opt(f, r->max_mem > 0, "%s (rank %d)", b, r->max_mem_rank);
     p3d_md_opt(f, r->step_ms > 0, "%.1f ms", r->step_ms);
     p3d_md_opt(f, r->tokens_s > 0, "%.0f", r->tokens_s);
-    p3d_md_cell(f, r->obs);
+    p3d_md_cell(f, p3d_sb_str(&r->obs));
     fputc('\n', f);
 }
 
@@ -314,7 +306,7 @@ void p3d_seed_json_row(FILE *f, const struct p3d_crow *r)
     p3d_json_opt(f, "step_time_ms", r->step_ms > 0, "%.3f", r->step_ms);
     p3d_json_opt(f, "tokens_per_s", r->tokens_s > 0, "%.1f", r->tokens_s);
     fputs(", \"observations\": ", f);
-    p3d_json_str(f, r->obs, strlen(r->obs));
+    p3d_json_str(f, p3d_sb_str(&r->obs), r->obs.len);
     fputc('}', f);
 }
 

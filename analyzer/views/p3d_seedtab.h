@@ -11,6 +11,7 @@
 
 #include "p3d_html_sum.h"
 #include "p3d_job.h"
+#include "p3d_strbuf.h"
 #include "p3d_time.h"
 
 struct p3d_crow {
@@ -20,7 +21,7 @@ struct p3d_crow {
     uint64_t max_mem;            /* 0 unknown */
     int max_mem_rank;
     double step_ms, tokens_s;    /* 0 unknown */
-    char obs[512];
+    struct p3d_sb obs;           /* "; "-separated observations */
 };
 
 /* An empty row of job named `name` with its layout columns (n/a when the
@@ -30,13 +31,15 @@ void p3d_seed_row_init(struct p3d_crow *row, const struct p3d_job *job,
 /* Fill a row from an analysed job and its summary; config = name. */
 void p3d_seed_row(const struct p3d_job *job, const struct p3d_vjob *s,
                      const char *name, struct p3d_crow *row);
-/* The observations of a run, from its findings, into buf. */
+/* The observations of a run, from its findings, appended to sb. */
 void p3d_seed_obs(const struct p3d_job *job, const struct p3d_vjob *s,
-                     char *buf, size_t n);
+                  struct p3d_sb *sb);
 /* The same observations from the time analysis alone: the text report's
  * seed row, so that it reads as the --compare row does. */
 void p3d_seed_obs_time(const struct p3d_job *job,
-                          const struct p3d_time_res *t, char *buf, size_t n);
+                       const struct p3d_time_res *t, struct p3d_sb *sb);
+/* Free what a filled row holds. */
+void p3d_seed_row_free(struct p3d_crow *row);
 void p3d_seed_md_head(FILE *f);
 void p3d_seed_md_row(FILE *f, const struct p3d_crow *row);
 void p3d_seed_json_row(FILE *f, const struct p3d_crow *row);

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "p3d_strbuf.h"
 #include "p3d_util.h"
 
 struct pt {
@@ -114,6 +115,32 @@ static void test_fmt_ranks(void **state)
     }
 }
 
+static void test_strbuf_grows_without_cutting(void **state)
+{
+    struct p3d_sb sb = P3D_SB_INIT;
+    char big[300];
+
+    (void)state;
+    assert_string_equal(p3d_sb_str(&sb), ""); /* nothing added yet */
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    for (int i = 0; i < 100; i++) /* far past the first allocation */
+        p3d_sb_addf(&sb, "%s%d", i ? "," : "", i);
+    p3d_sb_add(&sb, ";");
+    p3d_sb_addf(&sb, "%s", big); /* one piece longer than the room left */
+    assert_int_equal(sb.len, strlen(sb.buf));
+    assert_int_equal(strncmp(sb.buf, "0,1,2,", 6), 0);
+    assert_non_null(strstr(sb.buf, ",98,99;x"));
+    assert_int_equal(strlen(strchr(sb.buf, ';') + 1), sizeof(big) - 1);
+    p3d_sb_reset(&sb);
+    assert_int_equal(sb.len, 0);
+    assert_string_equal(p3d_sb_str(&sb), "");
+    p3d_sb_addf(&sb, "%s", "");
+    assert_string_equal(p3d_sb_str(&sb), "");
+    p3d_sb_free(&sb);
+    assert_null(sb.buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +149,7 @@ int main(void)
         cmocka_unit_test(test_grow_zeroes),
         cmocka_unit_test(test_free_all),
         cmocka_unit_test(test_fmt_ranks),
+        cmocka_unit_test(test_strbuf_grows_without_cutting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
