@@ -215,6 +215,26 @@ static void *st_blocked_recv(void *arg)
     return (void *)(long)r;
 }
 
+/*
+ * While another thread waits in cudaDeviceSynchronize on a stream that
+ * cannot drain (st_blocked_recv, in async mode), a new stream can be made
+ * and an event on it recorded and waited for, as on a GPU (the shim's GPU
+ * thread does this; the fake once blocked it for good).
+ */
+static void st_new_stream_while_synced(void)
+{
+    cudaStream_t s;
+    cudaEvent_t e;
+
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) ==
+          cudaSuccess);
+    CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault) == cudaSuccess);
+    CHECK(cudaEventRecord(e, s) == cudaSuccess);
+    CHECK(cudaEventSynchronize(e) == cudaSuccess);
+    CHECK(cudaEventDestroy(e) == cudaSuccess);
+    CHECK(cudaStreamDestroy(s) == cudaSuccess);
+}
+
 /* Single process: InitAll, a grouped all-reduce, and abort of a waiter. */
 static void st_local(void)
 {
@@ -237,6 +257,7 @@ static void st_local(void)
     CHECK(a[0] == 7 && a[1] == 7);
     pthread_create(&t, NULL, st_blocked_recv, cs[0]);
     nanosleep(&ts, NULL);
+    st_new_stream_while_synced();
     NCCLOK(ncclCommAbort(cs[0]));
     pthread_join(t, &ret);
     CHECK((long)ret != ncclSuccess || getenv("P3D_FAKE_ASYNC"));

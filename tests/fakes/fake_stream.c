@@ -38,10 +38,12 @@ struct fake_queue {
     int busy;
     pthread_t th;
     void *stream;
+    int pins;   /* fake_queue_sync_all is waiting on it (under fq_reg) */
     struct fake_queue *next;
 };
 
 static pthread_mutex_t fq_reg = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fq_reg_cv = PTHREAD_COND_INITIALIZER; /* pins fell */
 static struct fake_queue *fq_all;
 static pthread_mutex_t fq_ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fq_ev_cv = PTHREAD_COND_INITIALIZER;
@@ -131,6 +133,7 @@ static void *fq_main(void *arg)
             q->tail = NULL;
         if (w->type == W_STOP) {
             free(w);
+            pthread_cond_broadcast(&q->cv); /* a sync_all may wait on it */
             break;
         }
         q->busy = 1;
@@ -246,14 +249,39 @@ void fake_queue_sync(struct fake_queue *q)
     pthread_mutex_unlock(&q->mu);
 }
 
+/*
+ * cudaDeviceSynchronize: wait for the streams that exist now, without
+ * holding the registry while waiting.  A GPU lets other threads create
+ * streams and record events while one thread waits on the device; holding
+ * fq_reg here blocked them (the shim's GPU thread, recording its reference
+ * event on a new stream, stalled for good behind a rank's sync on a stream
+ * that never drains: the hang matrix's flaky kill case).  The queues are
+ * pinned so that fake_queue_destroy does not free one being waited on.
+ */
 void fake_queue_sync_all(void)
 {
-    struct fake_queue *q;
+    struct fake_queue *q, **snap;
+    size_t n = 0, k = 0;
 
     pthread_mutex_lock(&fq_reg);
     for (q = fq_all; q; q = q->next)
-        fake_queue_sync(q);
+        n++;
+    snap = calloc(n + 1, sizeof(*snap));
+    if (!snap)
+        abort();   /* a test double: out of memory is fatal */
+    for (q = fq_all; q; q = q->next) {
+        q->pins++;
+        snap[k++] = q;
+    }
     pthread_mutex_unlock(&fq_reg);
+    for (k = 0; k < n; k++)
+        fake_queue_sync(snap[k]);
+    pthread_mutex_lock(&fq_reg);
+    for (k = 0; k < n; k++)
+        snap[k]->pins--;
+    pthread_cond_broadcast(&fq_reg_cv);
+    pthread_mutex_unlock(&fq_reg);
+    free(snap);
 }
 
 void fake_queue_destroy(struct fake_queue *q)
@@ -269,6 +297,8 @@ void fake_queue_destroy(struct fake_queue *q)
             *pp = q->next;
             break;
         }
+    while (q->pins)
+        pthread_cond_wait(&fq_reg_cv, &fq_reg);
     pthread_mutex_unlock(&fq_reg);
     free(q);
 }
