@@ -6,8 +6,10 @@
  * P3D_GPU_TIMING=auto (default) times NCCL ops with CUDA events and
  * records kernels with CUPTI in windows (gpu_start_auto); "cupti" asks
  * for CUPTI for both, all the run (still falling back to events, warned),
- * "events" for events alone; "off" records no GPU times.  With CUPTI an ungrouped op is bracketed by
- * an external correlation id = its op_id; the ops of a group are
+ * "events" for events alone; "plugin" for NCCL's profiler plugin
+ * (p3d_plugin.h) with kernel windows as auto, falling back to auto's
+ * events, warned; "off" records no GPU times.  With CUPTI an ungrouped
+ * op is bracketed by an external correlation id = its op_id; the ops of a group are
  * remembered on the thread and published at the outermost ncclGroupEnd,
  * which is bracketed by a group key (P3D_GPU_GROUP_KEY | sequence),
  * because that is where NCCL launches their kernels.
