@@ -11,7 +11,10 @@
 #define P3D_ENV_RANK "P3D_RANK"                 /* global rank override */
 #define P3D_ENV_WORLD_SIZE "P3D_WORLD_SIZE"     /* world size override */
 #define P3D_ENV_JOB_ID "P3D_JOB_ID"             /* job sub-folder override */
-#define P3D_ENV_GPU_TIMING "P3D_GPU_TIMING"     /* auto|cupti|events|off */
+/* auto|plugin|cupti|events|off */
+#define P3D_ENV_GPU_TIMING "P3D_GPU_TIMING"
+/* NCCL's own variable: the profiler plugin NCCL loads (issue 24) */
+#define P3D_ENV_NCCL_PROFILER_PLUGIN "NCCL_PROFILER_PLUGIN"
 #define P3D_ENV_HANG_TIMEOUT "P3D_HANG_TIMEOUT" /* seconds */
 #define P3D_ENV_STACKS "P3D_STACKS"             /* 0/1 */
 #define P3D_ENV_MAX_MB "P3D_MAX_MB"             /* trace file size cap */

@@ -636,8 +636,8 @@ void p3d_cupti_fini(void)
         char w[96];
 
         p3d_gpu_window_describe(w, sizeof(w));
-        p3d_note("cupti: kernel records in %s; NCCL ops timed by CUDA "
-                 "events (NCCL kernels %llu)", w,
+        p3d_note("cupti: kernel records in %s; NCCL ops timed by %s "
+                 "(NCCL kernels %llu)", w, p3d_gpu_ops_source(),
                  (unsigned long long)cupti_n_unlinked);
     } else {
         p3d_note("cupti: driver records %s; NCCL kernels linked by "

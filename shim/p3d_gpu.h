@@ -7,6 +7,8 @@
  *           NCCL kernels linked to ops by external correlation ids;
  *   events  p3d_gpu_events.c: CUDA events recorded around each op on its
  *           stream, polled by the background thread (p3d_gpu_thread.c);
+ *   plugin  p3d_plugin.c: NCCL's profiler plugin (the NCCL kernel's own
+ *           channel timestamps), kernels from CUPTI in windows as auto;
  *   off     nothing.
  * P3D_GPU_TIMING=auto (the default) times NCCL ops with events and lets
  * CUPTI record kernels in windows (p3d_gpu_window.c); without events it
@@ -26,7 +28,8 @@ enum p3d_gpu_mode {
     P3D_GPU_OFF = 0,
     P3D_GPU_CUPTI,
     P3D_GPU_EVENTS,
-    P3D_GPU_AUTO
+    P3D_GPU_AUTO,
+    P3D_GPU_PLUGIN         /* NCCL's profiler plugin (p3d_plugin.h) */
 };
 
 /* Parse P3D_GPU_TIMING ("auto" if unset or unknown, warned). */
@@ -44,6 +47,9 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s);
  */
 #define P3D_GPU_MARKER_STALE_S 600
 int p3d_gpu_shared_claim(int job_dfd, const char *host, const char *bus);
+
+/* What times the NCCL ops now, in words for notes ("CUDA events"). */
+const char *p3d_gpu_ops_source(void);
 
 /* Under CUPTI chosen by default: warn once per shared GPU of the job. */
 void p3d_gpu_warn_shared(void);

@@ -6,8 +6,10 @@
  * P3D_GPU_TIMING=auto (default) times NCCL ops with CUDA events and
  * records kernels with CUPTI in windows (gpu_start_auto); "cupti" asks
  * for CUPTI for both, all the run (still falling back to events, warned),
- * "events" for events alone; "off" records no GPU times.  With CUPTI an ungrouped op is bracketed by
- * an external correlation id = its op_id; the ops of a group are
+ * "events" for events alone; "plugin" for NCCL's profiler plugin
+ * (p3d_plugin.h) with kernel windows as auto, falling back to auto's
+ * events, warned; "off" records no GPU times.  With CUPTI an ungrouped
+ * op is bracketed by an external correlation id = its op_id; the ops of a group are
  * remembered on the thread and published at the outermost ncclGroupEnd,
  * which is bracketed by a group key (P3D_GPU_GROUP_KEY | sequence),
  * because that is where NCCL launches their kernels.
@@ -21,6 +23,7 @@
 #include "p3d_gpu.h"
 #include "p3d_inflight.h"
 #include "p3d_mem.h"
+#include "p3d_plugin.h"
 #include "p3d_shim.h"
 
 static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
@@ -48,6 +51,8 @@ enum p3d_gpu_mode p3d_gpu_mode_parse(const char *s)
         return P3D_GPU_CUPTI;
     if (!strcmp(s, "events"))
         return P3D_GPU_EVENTS;
+    if (!strcmp(s, "plugin"))
+        return P3D_GPU_PLUGIN;
     if (!strcmp(s, "off") || !strcmp(s, "0") || !strcmp(s, "none"))
         return P3D_GPU_OFF;
     p3d_warn_once("gpu_timing_env", "%s=%s not understood; using auto",
@@ -74,13 +79,18 @@ static void gpu_atexit(void)
  * auto: CUDA events time the NCCL ops, CUPTI records kernels in windows
  * (p3d_gpu_window.c); without CUDA events, CUPTI for everything.
  */
+static void gpu_start_windows(void)
+{
+    if (p3d_gpu_window_config() && p3d_cupti_start_windowed() == 0) {
+        p3d_gpu_warn_shared();
+        p3d_gpu_window_begin();
+    }
+}
+
 static int gpu_start_auto(void)
 {
     if (p3d_events_start() == 0) {
-        if (p3d_gpu_window_config() && p3d_cupti_start_windowed() == 0) {
-            p3d_gpu_warn_shared();
-            p3d_gpu_window_begin();
-        }
+        gpu_start_windows();
         return P3D_GPU_EVENTS;
     }
     if (p3d_cupti_start(0) == 0) {
@@ -105,6 +115,42 @@ static int gpu_process_uses_cuda(void)
     return 0;
 }
 
+/*
+ * plugin: NCCL loaded us as its profiler plugin (its init ran for the
+ * communicator of this first op), else the events path of auto, warned:
+ * the user runs another plugin, or NCCL never loaded us (older than
+ * 2.27, or plugins off).
+ */
+static int gpu_start_plugin(void)
+{
+    const char *other = p3d_plugin_env_other();
+
+    if (other == NULL && p3d_plugin_inits() > 0) {
+        gpu_start_windows();
+        return P3D_GPU_PLUGIN;
+    }
+    if (other != NULL)
+        p3d_warn_once("gpu_plugin_other", "%s=%s is another profiler "
+                      "plugin: NCCL op GPU times from CUDA events instead",
+                      P3D_ENV_NCCL_PROFILER_PLUGIN, other);
+    else
+        p3d_warn_once("gpu_plugin_none", "NCCL did not load libp3dtrace.so "
+                      "as its profiler plugin (NCCL older than 2.27, or "
+                      "plugins off): NCCL op GPU times from CUDA events "
+                      "instead");
+    return gpu_start_auto();
+}
+
+const char *p3d_gpu_ops_source(void)
+{
+    switch (atomic_load(&gpu_mode)) {
+    case P3D_GPU_PLUGIN: return "the NCCL profiler plugin";
+    case P3D_GPU_EVENTS: return "CUDA events";
+    case P3D_GPU_CUPTI: return "CUPTI";
+    default: return "nothing";
+    }
+}
+
 static void gpu_init(void)
 {
     enum p3d_gpu_mode want = p3d_gpu_mode_parse(getenv(P3D_ENV_GPU_TIMING));
@@ -115,7 +161,10 @@ static void gpu_init(void)
         __atomic_store_n(&p3d_hook_ops_idle, 1, __ATOMIC_RELAXED);
         return;
     }
-    if (want == P3D_GPU_AUTO)
+    if (want == P3D_GPU_PLUGIN ||
+        (want == P3D_GPU_AUTO && p3d_plugin_auto_default()))
+        mode = gpu_start_plugin();
+    else if (want == P3D_GPU_AUTO)
         mode = gpu_start_auto();
     else if (want == P3D_GPU_CUPTI && p3d_cupti_start(1) == 0)
         mode = P3D_GPU_CUPTI;
@@ -125,6 +174,7 @@ static void gpu_init(void)
         p3d_warn_once("gpu_none", "no GPU timing: neither CUPTI nor CUDA "
                       "events are available");
     atomic_store(&gpu_mode, mode);
+    p3d_note("gpu timing: NCCL ops timed by %s", p3d_gpu_ops_source());
     if (mode == P3D_GPU_OFF)    /* the op hooks have nothing to do */
         __atomic_store_n(&p3d_hook_ops_idle, 1, __ATOMIC_RELAXED);
     if (mode != P3D_GPU_OFF)
@@ -218,6 +268,8 @@ void p3d_hook_op_before(const struct p3d_op_ctx *op)
         }
     } else if (mode == P3D_GPU_EVENTS) {
         p3d_events_op_before(op);
+    } else if (mode == P3D_GPU_PLUGIN) {
+        p3d_plugin_join_op(op);
     }
 }
 
@@ -315,6 +367,8 @@ void p3d_hook_fini(void)
 {
     if (atomic_exchange(&gpu_done, 1))
         return;
+    if (atomic_load(&gpu_mode) == P3D_GPU_PLUGIN)
+        p3d_plugin_note();
     p3d_gpu_thread_stop();
     p3d_cupti_fini();     /* no-op unless gpu_atexit did not run */
     p3d_mem_emit_final();

@@ -26,6 +26,9 @@ struct p3d_op_ctx {
     uint8_t op;           /* enum p3d_op */
     uint8_t in_group;
     int32_t peer;
+    uint64_t count;       /* elements, as passed */
+    int32_t comm_nranks;  /* -1 until known */
+    int32_t comm_rank;    /* -1 until known */
 };
 
 /*

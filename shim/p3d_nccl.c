@@ -90,7 +90,7 @@ static uint64_t p3d_op_seq(struct p3d_comm *c, uint8_t op, int peer)
 /* First half: identify the op, number it, call the "before" hook. */
 static inline __attribute__((always_inline)) int
 p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
-                        cudaStream_t stream, int peer)
+             cudaStream_t stream, int peer, size_t count)
 {
     struct p3d_comm *c;
     int grouped;
@@ -113,6 +113,9 @@ p3d_op_begin(struct p3d_opcall *oc, uint8_t op, ncclComm_t comm,
     oc->ctx.op = op;
     oc->ctx.in_group = (uint8_t)grouped;
     oc->ctx.peer = peer;
+    oc->ctx.count = count;
+    oc->ctx.comm_nranks = c != NULL ? c->nranks : -1;
+    oc->ctx.comm_rank = oc->comm_rank;
     p3d_group_ops += (uint32_t)grouped;
     oc->stack_id = p3d_stack_capture(0);
     if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
@@ -298,7 +301,7 @@ static int p3d_at_rank(const void *a, const void *b,
                                                                               \
         if (real == NULL)                                                     \
             return ncclSystemError;                                           \
-        if (!p3d_op_begin(&oc, kind, comm, stream, peer))                     \
+        if (!p3d_op_begin(&oc, kind, comm, stream, peer, cnt))                \
             return real args;                                                 \
         oc.flags |= (xflags);                                                 \
         p3d_op_enqueue(&oc, cnt, dtype, redop, in_place);                     \

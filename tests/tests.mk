@@ -26,9 +26,16 @@ $(FAKE_CUDART): tests/fakes/fake_cudart.c tests/fakes/fake_stream.c \
 		-Wl,-soname,libcudart.so.13 -o $@ tests/fakes/fake_cudart.c \
 		tests/fakes/fake_stream.c $(P3D_LDFLAGS) -ldl -pthread
 
-$(FAKE_NCCL): tests/fakes/fake_nccl.c tests/fakes/p3dfake.h $(FAKE_CUDART)
-	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -fPIC -shared \
-		-Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKES) -l:libcudart.so.13 \
+# The fake NCCL computes commHash with the shim's copy of NCCL's hash and
+# speaks the profiler ABI of the shim's header (shim/ on the include path).
+FAKE_NCCL_SRC := tests/fakes/fake_nccl.c tests/fakes/fake_profiler.c \
+	shim/p3d_commhash.c
+$(FAKE_NCCL): $(FAKE_NCCL_SRC) tests/fakes/p3dfake.h \
+		tests/fakes/fake_profiler.h shim/p3d_nccl_profiler_abi.h \
+		$(FAKE_CUDART)
+	$(QUIET_LINK)$(CC) $(FAKE_CFLAGS) -Ishim -fPIC -shared \
+		-Wl,-soname,libnccl.so.2 -o $@ $(FAKE_NCCL_SRC) -L$(FAKES) \
+		-l:libcudart.so.13 -ldl \
 		-Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS) -pthread
 
 $(FAKE_SELFTEST): tests/fakes/fake_selftest.c $(FAKE_NCCL)

@@ -42,6 +42,8 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
+#include "fake_profiler.h"
+#include "p3d_commhash.h"
 #include "p3dfake.h"
 
 /* Every public ncclX is a weak alias of the strong pncclX, as in NCCL. */
@@ -103,6 +105,7 @@ struct ncclComm {
     _Atomic int aborted;
     _Atomic int async_err;
     _Atomic int pending;        /* launches queued on a stream (async) */
+    struct fake_prof_comm prof; /* the profiler plugin's view */
 };
 
 struct fake_op {
@@ -836,12 +839,57 @@ static void fake_streams_done(const struct fake_op *ops, size_t n)
     }
 }
 
+/* The kernel-level tasks NCCL 2.28's taskAppend makes of one op (ncclFunc_t
+ * values: AllGather 2, Send 6, Recv 7, ...), told to the plugin. */
+static void fake_prof_op(const struct fake_op *o, uint64_t t0)
+{
+    static const int func[] = { 4, 3, 2, 0, 1, 8, 10, 9, 6, 7 };
+    struct fake_prof_comm *pc = &o->comm->prof;
+    int n = o->comm->nranks, me = o->comm->rank, r;
+
+    if (o->kind == FK_SEND || o->kind == FK_RECV) {
+        fake_prof_task(pc, func[o->kind], o->peer, o->count, t0, o->t_end);
+        return;
+    }
+    if (o->count == 0 || n == 1)   /* no task: no event, no seqNumber */
+        return;
+    if (o->kind == FK_GATHER)
+        fake_prof_task(pc, 6, o->peer, o->count, t0, o->t_end);
+    if (o->kind == FK_ALLTOALL || o->kind == FK_GATHER ||
+        o->kind == FK_SCATTER) {
+        for (r = 0; r < n; r++) {
+            if (o->kind == FK_ALLTOALL || (o->kind == FK_SCATTER &&
+                                           me == o->peer))
+                fake_prof_task(pc, 6, r, o->count, t0, o->t_end);
+            if (o->kind == FK_ALLTOALL || (o->kind == FK_GATHER &&
+                                           me == o->peer))
+                fake_prof_task(pc, 7, r, o->count, t0, o->t_end);
+        }
+        if (o->kind == FK_SCATTER)
+            fake_prof_task(pc, 7, o->peer, o->count, t0, o->t_end);
+        return;
+    }
+    fake_prof_task(pc, func[o->kind], -1, o->count, t0, o->t_end);
+}
+
+static void fake_prof_report(const struct fake_op *ops, size_t n,
+                             uint64_t t0)
+{
+    if (n == 0)
+        return;
+    fake_prof_launch_begin(&ops[0].comm->prof);
+    for (size_t i = 0; i < n; i++)
+        fake_prof_op(&ops[i], t0);
+    fake_prof_launch_end();
+}
+
 static ncclResult_t fake_launch_now(struct fake_op *ops, size_t n)
 {
     uint64_t t0 = p3dfake_now_ns();
     ncclResult_t r = fake_run(ops, n);
 
     fake_report(ops, n, t0);
+    fake_prof_report(ops, n, t0);
     fake_streams_done(ops, n);
     for (size_t i = 0; i < n; i++)
         if (ops[i].ret != ncclSuccess)
@@ -1156,6 +1204,8 @@ static ncclResult_t fake_init(ncclComm_t *out, int nranks,
     }
     if (rank == 0)
         fake_unlink(c);
+    fake_prof_init(&c->prof, p3d_commhash_root(id->internal), c->name,
+                   nranks, rank);
     *out = c;
     return ncclSuccess;
 }
@@ -1216,6 +1266,8 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t *comm, int ndev,
         r = fake_attach(c, 0);
         if (r != ncclSuccess)
             return r;
+        fake_prof_init(&c->prof, p3d_commhash_root(id.internal), c->name,
+                       ndev, i);
         comm[i] = c;
     }
     fake_unlink(comm[0]);
@@ -1256,7 +1308,8 @@ static int fake_split_rank(const int32_t *ck, int n, int color, int me,
 }
 
 static ncclResult_t fake_child(ncclComm_t parent, uint64_t h, int n, int rank,
-                               ncclComm_t *out, const ncclConfig_t *config)
+                               ncclComm_t *out, const ncclConfig_t *config,
+                               uint64_t comm_hash)
 {
     char name[FAKE_NAME_LEN];
     ncclComm_t c;
@@ -1275,6 +1328,7 @@ static ncclResult_t fake_child(ncclComm_t parent, uint64_t h, int n, int rank,
     }
     if (rank == 0)
         fake_unlink(c);
+    fake_prof_init(&c->prof, comm_hash, c->name, n, rank);
     *out = c;
     return fake_init_done(c, ncclSuccess);
 }
@@ -1309,7 +1363,9 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key,
     h = fake_fnv(0xcbf29ce484222325ull, comm->name, strlen(comm->name));
     h = fake_fnv(h, &comm->split_count, sizeof(comm->split_count));
     h = fake_fnv(h, &color, sizeof(color));
-    return fake_child(comm, h, size, rank, newcomm, config);
+    return fake_child(comm, h, size, rank, newcomm, config,
+                      p3d_commhash_split(comm->prof.hash, comm->split_count,
+                                         color));
 }
 
 NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int *excludeRanksList,
@@ -1334,7 +1390,8 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int *excludeRanksList,
     comm->shrink_count++;
     h = fake_fnv(0x84222325cbf29ce4ull, comm->name, strlen(comm->name));
     h = fake_fnv(h, &comm->shrink_count, sizeof(comm->shrink_count));
-    return fake_child(comm, h, n, rank, newcomm, config);
+    return fake_child(comm, h, n, rank, newcomm, config,
+                      p3d_commhash_split(comm->prof.hash, 0, 0));
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm)
@@ -1354,6 +1411,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm)
     fake_drain(comm);
     if (atomic_load(&comm->pending) > 0)
         return ncclSuccess;   /* aborted with work queued: leak it */
+    fake_prof_fini(&comm->prof);
     comm->magic = 0;
     munmap(comm->base, comm->bytes);
     free(comm);

@@ -10,6 +10,9 @@
  *                       writes DIR/returns-RANK: the CLOCK_MONOTONIC ns
  *                       at which each all-reduce and the ncclGroupEnd
  *                       returned to it, one per line.
+ *                       With $P3D_GPU_DRIVER_MIXED=1, each rank then
+ *                       issues one of each other collective, an
+ *                       AlltoAll and a grouped send/recv with its peer.
  *                       With $P3D_GPU_DRIVER_STEPS = N, each rank then
  *                       runs N training-like steps of 20 ms: 4 compute
  *                       kernels of 2 ms and an all-reduce, then sleeps
@@ -115,6 +118,37 @@ static void steps(ncclComm_t comm, cudaStream_t s, cudaStream_t cs,
     }
 }
 
+/* P3D_GPU_DRIVER_MIXED=1: every op kind the plugin path joins. */
+static void mixed(ncclComm_t comm, cudaStream_t s, float *buf, int rank,
+                  int n)
+{
+    const char *e = getenv("P3D_GPU_DRIVER_MIXED");
+    size_t c = 1024;
+    int peer = (rank + 1) % n;
+
+    if (!e || strcmp(e, "1") != 0)
+        return;
+    CHECK(ncclBroadcast(buf, buf, c, ncclFloat, 0, comm, s) == ncclSuccess);
+    CHECK(ncclAllGather(buf, buf + 4096, c, ncclFloat, comm, s) ==
+          ncclSuccess);
+    CHECK(ncclReduceScatter(buf + 4096, buf, c, ncclFloat, ncclSum, comm,
+                            s) == ncclSuccess);
+    CHECK(ncclReduce(buf, buf, c, ncclFloat, ncclSum, 0, comm, s) ==
+          ncclSuccess);
+    CHECK(ncclAlltoAll(buf, buf + 4096, c, ncclFloat, comm, s) ==
+          ncclSuccess);
+    CHECK(ncclGroupStart() == ncclSuccess);
+    CHECK(ncclSend(buf, c, ncclFloat, peer, comm, s) == ncclSuccess);
+    CHECK(ncclRecv(buf + 4096, c, ncclFloat, (rank + n - 1) % n, comm, s) ==
+          ncclSuccess);
+    CHECK(ncclGroupEnd() == ncclSuccess);
+    CHECK(ncclAllReduce(buf, buf, 0, ncclFloat, ncclSum, comm, s) ==
+          ncclSuccess);    /* empty: NCCL makes no task of it */
+    CHECK(ncclAllReduce(buf, buf, c, ncclFloat, ncclSum, comm, s) ==
+          ncclSuccess);
+    CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+}
+
 static int rank_main(int rank, int n, const char *idfile)
 {
     ncclUniqueId id;
@@ -153,6 +187,7 @@ static int rank_main(int rank, int n, const char *idfile)
     CHECK(ncclGroupEnd() == ncclSuccess);
     returned();
     CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+    mixed(comm, s, buf, rank, n);
     steps(comm, s, cs, buf, count);
     CHECK(ncclCommDestroy(comm) == ncclSuccess);
     CHECK(cudaFree(buf) == cudaSuccess);

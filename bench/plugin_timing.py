@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""plugin_timing.py - NCCL op GPU times from NCCL's profiler plugin against
+CUDA events, on the GPU machine (issue 24).  One command, interleaved:
+
+    python3 bench/plugin_timing.py [--rounds 3] [--out DIR]
+
+1. small: us per all-reduce of 256 floats (2000 timed after 200 warm-up,
+   torch.cuda.synchronize around the loop), 2 ranks, for untraced,
+   P3D_GPU_TIMING=events and =plugin, in --rounds interleaved rounds; and
+   one round with 1 rank (NCCL makes no kernel of a 1-rank all-reduce:
+   the plugin gets no event there).
+2. sizes: all-reduce of 1 MiB .. 1 GiB, 10 timed calls per size, each
+   bracketed by our own CUDA events; traced with events and with plugin:
+   the median per-op GPU time in each trace against the brackets.
+3. the plugin run's NCCL_DEBUG=INFO lines about the profiler plugin, and
+   the trace notes (timing source, kernel-end-to-callback lag), and how
+   many plugin GPU starts lie before their op's host entry (impossible
+   unless the clock mapping is wrong).
+Ranks get a GPU each where there are 2, else share GPU 0 as NCCL "hosts"
+of their own over loopback.  Figures only, no pass/fail.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES_MB = (1, 4, 16, 64, 256, 1024)
+
+
+def worker(mode, out):
+    import torch
+    import torch.distributed as dist
+    rank = int(os.environ["RANK"])
+    dev = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(dev)
+    dist.init_process_group(backend="nccl",
+                            device_id=torch.device("cuda", dev))
+    res = {}
+    if mode == "small":
+        x = torch.ones(256, device="cuda")
+        for _ in range(200):
+            dist.all_reduce(x)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            dist.all_reduce(x)
+        torch.cuda.synchronize()
+        res["us_per_op"] = (time.perf_counter() - t0) / 2000 * 1e6
+    else:
+        for mb in SIZES_MB:
+            x = torch.ones(mb << 18, device="cuda")
+            dist.all_reduce(x)
+            ms = []
+            for _ in range(10):
+                a = torch.cuda.Event(enable_timing=True)
+                b = torch.cuda.Event(enable_timing=True)
+                a.record()
+                dist.all_reduce(x)
+                b.record()
+                b.synchronize()
+                ms.append(a.elapsed_time(b))
+            res[str(mb)] = statistics.median(ms)
+            del x
+    dist.barrier()
+    dist.destroy_process_group()
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(res, f)
+
+
+def launch(mode, name, nproc, shim_env, outdir, port):
+    ngpu = int(subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+        capture_output=True, text=True).stdout.strip() or 0)
+    res = os.path.join(outdir, name + ".json")
+    procs = []
+    for r in range(nproc):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(nproc),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
+                   NVSHMEM_DISABLE_NVLS="1", NCCL_SOCKET_IFNAME="lo",
+                   LOCAL_RANK=str(r if ngpu >= nproc else 0))
+        if ngpu < nproc:
+            env["NCCL_HOSTID"] = "p3dplugin-host-%d" % r
+        if shim_env is not None:
+            env.update(shim_env)
+            env["LD_PRELOAD"] = os.path.join(ROOT, "build", "libp3dtrace.so")
+            env["P3D_TRACE_DIR"] = outdir
+            env["P3D_JOB_ID"] = name
+        log = open(os.path.join(outdir, "%s-%d.log" % (name, r)), "w")
+        procs.append(subprocess.Popen(
+            [sys.executable, __file__, "--worker", mode, "--res", res],
+            env=env, stdout=log, stderr=subprocess.STDOUT))
+    for p in procs:
+        p.wait(timeout=240)
+    with open(res) as f:
+        return json.load(f)
+
+
+def trace_gpu_ms(outdir, name):
+    """Median GPU time per all-reduce size (bytes -> ms) of rank 0, the
+    notes, and how many GPU starts precede their op's entry."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+    import p3d_trace
+    t = p3d_trace.read_dir(os.path.join(outdir, name))[0]
+    ops = {r["op_id"]: r for r in t.records if r["type"] == "op"}
+    by, early, n = {}, 0, 0
+    for r in t.records:
+        if r["type"] != "gpu_op" or r["op_id"] not in ops or not r["gpu_end"]:
+            continue
+        o = ops[r["op_id"]]
+        by.setdefault(o["bytes"], []).append((r["gpu_end"] - r["gpu_start"])
+                                             / 1e6)
+        early += r["gpu_start"] < o["t_enter"]
+        n += 1
+    notes = [r["text"] for r in t.records if r["type"] == "note"]
+    return ({b: statistics.median(v) for b, v in by.items()}, notes,
+            early, n)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker")
+    ap.add_argument("--res")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default="/tmp/p3d-plugin-bench")
+    a = ap.parse_args()
+    if a.worker:
+        worker(a.worker, a.res)
+        return
+    os.makedirs(a.out, exist_ok=True)
+    settings = [("untraced", None),
+                ("events", {"P3D_GPU_TIMING": "events"}),
+                ("plugin", {"P3D_GPU_TIMING": "plugin"})]
+    port = 29600
+    small = {}
+    for rnd in range(a.rounds):
+        order = settings if rnd % 2 == 0 else settings[::-1]
+        for name, env in order:
+            port += 1
+            r = launch("small", "small-%s-%d" % (name, rnd), 2, env, a.out,
+                       port)
+            small.setdefault(name, []).append(r["us_per_op"])
+            print("small 2 ranks round %d %s: %.2f us/op" %
+                  (rnd, name, r["us_per_op"]), flush=True)
+    for name, env in settings:
+        port += 1
+        r = launch("small", "one-%s" % name, 1, env, a.out, port)
+        print("small 1 rank %s: %.2f us/op" % (name, r["us_per_op"]),
+              flush=True)
+    for name, v in small.items():
+        print("small 2 ranks %s: median %.2f us/op (runs %s)" %
+              (name, statistics.median(v), " ".join("%.2f" % x for x in v)))
+    sizes = {}
+    for name, env in settings[1:]:
+        port += 1
+        env = dict(env, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV")
+        sizes[name] = launch("sizes", "sizes-" + name, 2, env, a.out, port)
+    for name in ("events", "plugin"):
+        med, notes, early, n = trace_gpu_ms(a.out, "sizes-" + name)
+        print("sizes %s: notes %s" % (name, notes))
+        print("sizes %s: %d of %d GPU starts before the op's entry" %
+              (name, early, n))
+        for mb in SIZES_MB:
+            own = sizes[name][str(mb)]
+            tr = med.get(mb << 20)
+            print("sizes %s %5d MiB: trace %.4f ms, own events %.4f ms "
+                  "(%+.2f%%)" % (name, mb, tr or 0, own,
+                                 100 * ((tr or 0) - own) / own))
+    ev, _, _, _ = trace_gpu_ms(a.out, "sizes-events")
+    pl, _, _, _ = trace_gpu_ms(a.out, "sizes-plugin")
+    for mb in SIZES_MB:
+        e, p = ev.get(mb << 20), pl.get(mb << 20)
+        if e and p:
+            print("sizes %5d MiB: plugin %.4f ms vs events %.4f ms (%+.2f%%)"
+                  % (mb, p, e, 100 * (p - e) / e))
+    log = open(os.path.join(a.out, "sizes-plugin-0.log")).read().splitlines()
+    for line in log:
+        if "rofiler" in line or "PROFILER" in line:
+            print("nccl:", line)
+
+
+if __name__ == "__main__":
+    main()

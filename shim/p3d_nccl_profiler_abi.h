@@ -1,0 +1,142 @@
+/*
+ * p3d_nccl_profiler_abi.h - the part of NCCL's profiler plugin ABI that
+ * p3dtrace uses (v4: NCCL 2.27, v5: NCCL 2.28), declared in our own words
+ * because NCCL installs no profiler header and its files are not ours to
+ * copy.
+ *
+ * Source: docs/research/nccl-profiler-abi.md, which read NVIDIA/nccl
+ * src/include/plugin/nccl_profiler.h and profiler/profiler_v4.h, _v5.h at
+ * tags v2.27.3-1 and v2.28.9-1.  Only the layouts matter; the sizes and
+ * the offsets we read are checked below (LP64).  v6 (NCCL 2.29) keeps the
+ * v5 function table and descriptor size and only adds copy-engine
+ * events, but the local NCCL (2.28.9) cannot load it, so it is not
+ * exported: a v6 NCCL loads our v5 table through its v5 adapter.
+ */
+#ifndef P3D_NCCL_PROFILER_ABI_H
+#define P3D_NCCL_PROFILER_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Event type bits (eDescr.type and the activation mask). */
+#define P3D_NP_GROUP 0x1
+#define P3D_NP_COLL 0x2
+#define P3D_NP_P2P 0x4
+#define P3D_NP_KERNEL_CH 0x40
+
+/* recordEventState: the KernelCh stop state; its args carry the stop. */
+#define P3D_NP_STATE_KERNEL_CH_STOP 22
+
+/* ncclResult_t's success value (all callbacks return an int enum). */
+#define P3D_NP_SUCCESS 0
+
+typedef void (*p3d_np_logger_fn)(int level, unsigned long flags,
+                                 const char *file, int line,
+                                 const char *fmt, ...);
+
+/* The union members read by p3dtrace; the others are padding here. */
+struct p3d_np_coll {
+    uint64_t seq_number;      /* per comm, per NCCL function, 0-based */
+    const char *func;         /* "AllReduce", ... */
+    const void *send_buff;
+    void *recv_buff;
+    size_t count;
+    int root;
+    const char *datatype;
+    uint8_t n_channels;
+    uint8_t n_warps;
+    const char *algo;
+    const char *proto;
+};
+
+struct p3d_np_p2p {
+    const char *func;         /* "Send" or "Recv" */
+    void *buff;
+    const char *datatype;
+    size_t count;
+    int peer;
+    uint8_t n_channels;       /* garbage through NCCL 2.28's v4 adapter */
+};
+
+struct p3d_np_kernel_ch {
+    uint8_t channel_id;
+    uint64_t p_timer;         /* GPU globaltimer ns at the channel's start */
+};
+
+union p3d_np_descr_body {
+    struct p3d_np_coll coll;
+    struct p3d_np_p2p p2p;
+    struct p3d_np_kernel_ch kernel_ch;
+    char size_v5[88];         /* v5's coll adds parentGroup at 104 */
+};
+
+/* v4 event descriptor (uint8_t type). */
+struct p3d_np_descr_v4 {
+    uint8_t type;
+    void *parent_obj;
+    int rank;
+    union {
+        struct p3d_np_coll coll;
+        struct p3d_np_p2p p2p;
+        struct p3d_np_kernel_ch kernel_ch;
+        char size[80];
+    } u;
+};
+
+/* v5 event descriptor (uint64_t type; the union is v4's, plus API events). */
+struct p3d_np_descr_v5 {
+    uint64_t type;
+    void *parent_obj;
+    int rank;
+    union p3d_np_descr_body u;
+};
+
+/* State arguments: an 8-byte union; KernelCh stop puts pTimer there. */
+union p3d_np_state_args {
+    size_t trans_size;
+    int appended_proxy_ops;
+    void *data;
+    uint64_t kernel_ch_p_timer;
+};
+
+struct p3d_np_v4 {
+    const char *name;
+    int (*init)(void **context, int *activation_mask, const char *comm_name,
+                uint64_t comm_hash, int n_nodes, int nranks, int rank,
+                p3d_np_logger_fn logfn);
+    int (*start_event)(void *context, void **handle,
+                       struct p3d_np_descr_v4 *descr);
+    int (*stop_event)(void *handle);
+    int (*record_event_state)(void *handle, int state,
+                              union p3d_np_state_args *args);
+    int (*finalize)(void *context);
+};
+
+struct p3d_np_v5 {
+    const char *name;
+    int (*init)(void **context, uint64_t comm_id, int *activation_mask,
+                const char *comm_name, int n_nodes, int nranks, int rank,
+                p3d_np_logger_fn logfn);
+    int (*start_event)(void *context, void **handle,
+                       struct p3d_np_descr_v5 *descr);
+    int (*stop_event)(void *handle);
+    int (*record_event_state)(void *handle, int state,
+                              union p3d_np_state_args *args);
+    int (*finalize)(void *context);
+};
+
+_Static_assert(sizeof(struct p3d_np_descr_v4) == 104, "v4 descriptor");
+_Static_assert(sizeof(struct p3d_np_descr_v5) == 112, "v5 descriptor");
+_Static_assert(offsetof(struct p3d_np_descr_v5, u) == 24, "union at 24");
+_Static_assert(offsetof(struct p3d_np_descr_v4, u) == 24, "union at 24");
+_Static_assert(offsetof(struct p3d_np_coll, n_channels) == 80 - 24,
+               "coll.nChannels at 80");
+_Static_assert(offsetof(struct p3d_np_p2p, peer) == 56 - 24, "p2p.peer");
+_Static_assert(offsetof(struct p3d_np_p2p, n_channels) == 60 - 24,
+               "p2p.nChannels at 60");
+_Static_assert(offsetof(struct p3d_np_kernel_ch, p_timer) == 32 - 24,
+               "kernelCh.pTimer at 32");
+_Static_assert(sizeof(union p3d_np_state_args) == 8, "state args");
+_Static_assert(sizeof(struct p3d_np_v5) == 48, "function table");
+
+#endif /* P3D_NCCL_PROFILER_ABI_H */

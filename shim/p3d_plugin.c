@@ -1,0 +1,425 @@
+/*
+ * p3d_plugin.c - libp3dtrace.so as NCCL's profiler plugin (issue 24): the
+ * exported ncclProfiler_v5 (NCCL 2.28+) and ncclProfiler_v4 (2.27)
+ * tables, and what their callbacks do with NCCL's events.
+ *
+ * Per communicator, init asks for Coll, P2p and KernelCh events (NCCL
+ * then also sends their ancestors: Group, and the v5 API events, which
+ * get no handle).  A Coll/P2p start takes its op id from the join
+ * (p3d_plugin_join.c) and claims an op object from a fixed pool; each
+ * KernelCh child brings its channel's GPU start in the descriptor and its
+ * stop in recordEventState(KernelChStop).  When the task was stopped and
+ * all its nChannels channels stopped, the op's GPU interval is [earliest
+ * start, latest stop], put on the host clock and written as the same
+ * P3D_REC_GPU_OP the CUDA-events path writes (source PLUGIN).
+ *
+ * The timestamps are the GPU's globaltimer in ns, which the driver keeps
+ * on the host's wall clock (CLOCK_REALTIME); like the CUPTI path
+ * (p3d_gpu_clock.c) the shim pairs that clock with CLOCK_MONOTONIC, at
+ * the first init and again every second, each pairing a CLOCK_SYNC record
+ * (device P3D_PLUGIN_CLOCK_DEVICE).  How late NCCL delivered the stops
+ * is kept (min/max) for the closing note: a negative lag would mean the
+ * clock assumption is wrong.
+ *
+ * Every callback returns ncclSuccess, never blocks, never allocates
+ * except one context per communicator at init; events it cannot place
+ * get a NULL handle.  Proxy and network events are not requested.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "p3d_gpu.h"
+#include "p3d_nccl_profiler_abi.h"
+#include "p3d_plugin.h"
+#include "p3d_shim.h"
+
+#define P3D_PLUGIN_CLOCK_DEVICE (-2)  /* CLOCK_SYNC: NCCL's globaltimer */
+#define OP_SLOTS 4096
+#define OP_TRIES 8
+#define CLOCK_EVERY_NS 1000000000ull
+#define MASK (P3D_NP_COLL | P3D_NP_P2P | P3D_NP_KERNEL_CH)
+
+enum { OP_FREE, OP_LIVE };
+
+/* One Coll/P2p task in flight; a KernelCh handle is its address + 1. */
+struct plugin_op {
+    _Atomic int state;
+    _Atomic int task_stopped;
+    _Atomic int emitted;
+    uint32_t expected;              /* the task's nChannels (>= 1) */
+    _Atomic uint32_t ch_started;
+    _Atomic uint32_t ch_stopped;
+    uint64_t op_id;
+    const void *ctx;
+    _Atomic uint64_t start;         /* earliest channel start (GPU ns) */
+    _Atomic uint64_t stop;          /* latest channel stop */
+} __attribute__((aligned(64)));
+
+struct plugin_ctx {
+    uint64_t comm;                  /* NCCL's commHash = our comm_hash */
+};
+
+static struct plugin_op plugin_ops[OP_SLOTS];
+static _Atomic uint64_t plugin_cursor;
+static _Atomic int plugin_n_inits, plugin_abi;
+static _Atomic uint64_t plugin_n_ops, plugin_n_unjoined, plugin_n_full;
+static _Atomic int64_t plugin_lag_min = INT64_MAX, plugin_lag_max = INT64_MIN;
+static _Atomic int64_t plugin_offset;         /* host = gpu + offset */
+static _Atomic uint64_t plugin_clock_at;      /* 0 = never paired */
+static _Atomic int plugin_clock_busy;
+
+int p3d_plugin_inits(void)
+{
+    return atomic_load(&plugin_n_inits);
+}
+
+int p3d_plugin_version(void)
+{
+    return atomic_load(&plugin_abi);
+}
+
+/* The GPU's globaltimer as the host sees it: raw CLOCK_REALTIME ns. */
+static uint64_t plugin_wall(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Re-pair the clocks if a second passed (one thread at a time). */
+static void plugin_clock_update(uint64_t now)
+{
+    struct p3d_clock_map m;
+    int idle = 0;
+
+    if (now - atomic_load(&plugin_clock_at) < CLOCK_EVERY_NS &&
+        atomic_load(&plugin_clock_at) != 0)
+        return;
+    if (!atomic_compare_exchange_strong(&plugin_clock_busy, &idle, 1))
+        return;
+    if (p3d_clock_pair(&m, plugin_wall, P3D_PLUGIN_CLOCK_DEVICE, 5) == 0) {
+        atomic_store(&plugin_offset, m.offset);
+        atomic_store(&plugin_clock_at, now ? now : 1);
+    }
+    atomic_store(&plugin_clock_busy, 0);
+}
+
+static void plugin_minmax(_Atomic int64_t *min, _Atomic int64_t *max,
+                          int64_t v)
+{
+    int64_t cur = atomic_load(min);
+
+    while (v < cur && !atomic_compare_exchange_weak(min, &cur, v))
+        ;
+    cur = atomic_load(max);
+    while (v > cur && !atomic_compare_exchange_weak(max, &cur, v))
+        ;
+}
+
+static void plugin_emit(struct plugin_op *o)
+{
+    uint64_t now = p3d_now();
+    int64_t off;
+    uint64_t s, e;
+
+    plugin_clock_update(now);
+    off = atomic_load(&plugin_offset);
+    s = (uint64_t)((int64_t)atomic_load(&o->start) + off);
+    e = (uint64_t)((int64_t)atomic_load(&o->stop) + off);
+    plugin_minmax(&plugin_lag_min, &plugin_lag_max, (int64_t)(now - e));
+    p3d_gpu_op_write(P3D_GPU_SRC_PLUGIN, o->op_id, s, e);
+    atomic_fetch_add_explicit(&plugin_n_ops, 1, memory_order_relaxed);
+}
+
+static void plugin_op_free(struct plugin_op *o)
+{
+    atomic_store_explicit(&o->state, OP_FREE, memory_order_release);
+}
+
+/* Emit and free once the task stopped and all its channels stopped. */
+static void plugin_op_check(struct plugin_op *o)
+{
+    uint32_t n = atomic_load(&o->ch_stopped);
+    int zero = 0;
+
+    if (!atomic_load(&o->task_stopped) || n < o->expected ||
+        n != atomic_load(&o->ch_started))
+        return;
+    if (!atomic_compare_exchange_strong(&o->emitted, &zero, 1))
+        return;
+    plugin_emit(o);
+    plugin_op_free(o);
+}
+
+static struct plugin_op *plugin_op_claim(const void *ctx, uint64_t op_id,
+                                         uint32_t channels)
+{
+    int i;
+
+    for (i = 0; i < OP_TRIES; i++) {
+        uint64_t k = atomic_fetch_add(&plugin_cursor, 1) % OP_SLOTS;
+        struct plugin_op *o = &plugin_ops[k];
+        int st = OP_FREE;
+
+        if (!atomic_compare_exchange_strong(&o->state, &st, OP_LIVE))
+            continue;
+        o->op_id = op_id;
+        o->ctx = ctx;
+        o->expected = channels ? channels : 1;
+        atomic_store(&o->task_stopped, 0);
+        atomic_store(&o->emitted, 0);
+        atomic_store(&o->ch_started, 0);
+        atomic_store(&o->ch_stopped, 0);
+        atomic_store(&o->start, UINT64_MAX);
+        atomic_store(&o->stop, 0);
+        return o;
+    }
+    atomic_fetch_add_explicit(&plugin_n_full, 1, memory_order_relaxed);
+    return NULL;
+}
+
+/* The op object a handle names, or NULL; *channel: a KernelCh handle. */
+static struct plugin_op *plugin_op_of(const void *h, int *channel)
+{
+    uintptr_t p = (uintptr_t)h, base = (uintptr_t)plugin_ops;
+
+    *channel = (int)(p & 1);
+    p &= ~(uintptr_t)1;
+    if (p < base || p >= base + sizeof(plugin_ops) ||
+        (p - base) % sizeof(struct plugin_op) != 0)
+        return NULL;
+    return (struct plugin_op *)p;
+}
+
+/* ---- the version-independent callbacks -------------------------------- */
+
+static const char *const plugin_funcs[] = {
+    [P3D_OP_ALLREDUCE] = "AllReduce", [P3D_OP_REDUCESCATTER] = "ReduceScatter",
+    [P3D_OP_ALLGATHER] = "AllGather", [P3D_OP_BROADCAST] = "Broadcast",
+    [P3D_OP_REDUCE] = "Reduce",       [P3D_OP_SEND] = "Send",
+    [P3D_OP_RECV] = "Recv",
+};
+
+/* Our op kind of NCCL's function name; -1 if not one we join. */
+static int plugin_func(const char *name)
+{
+    size_t i;
+
+    for (i = 0; name && i < sizeof(plugin_funcs) / sizeof(*plugin_funcs);
+         i++)
+        if (plugin_funcs[i] && strcmp(plugin_funcs[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int plugin_init(void **context, uint64_t comm, int *mask, int abi)
+{
+    struct plugin_ctx *c = NULL;
+
+    if (p3d_plugin_env_wanted() && p3d_core_enabled())
+        c = calloc(1, sizeof(*c));
+    *context = c;
+    if (c == NULL)
+        return P3D_NP_SUCCESS;      /* NCCL goes on without us */
+    c->comm = comm;
+    if (mask)
+        *mask = MASK;
+    atomic_store(&plugin_abi, abi);
+    plugin_clock_update(p3d_now());
+    atomic_fetch_add(&plugin_n_inits, 1);
+    return P3D_NP_SUCCESS;
+}
+
+static void plugin_start_task(struct plugin_ctx *c, void **h, int kind,
+                              int32_t peer, uint64_t seq, uint32_t channels)
+{
+    uint64_t id = p3d_plugin_join_take(c->comm, (uint8_t)kind, peer, seq);
+
+    if (id == 0) {
+        atomic_fetch_add_explicit(&plugin_n_unjoined, 1,
+                                  memory_order_relaxed);
+        return;
+    }
+    *h = plugin_op_claim(c, id, channels);
+}
+
+static void plugin_start_coll(struct plugin_ctx *c, void **h,
+                              const struct p3d_np_coll *d)
+{
+    int kind = plugin_func(d->func);
+
+    if (kind >= 0 && kind != P3D_OP_SEND && kind != P3D_OP_RECV)
+        plugin_start_task(c, h, kind, -1, d->seq_number, d->n_channels);
+}
+
+static void plugin_start_p2p(struct plugin_ctx *c, void **h,
+                             const struct p3d_np_p2p *d)
+{
+    int kind = plugin_func(d->func);
+    uint64_t ord;
+
+    if (kind != P3D_OP_SEND && kind != P3D_OP_RECV)
+        return;
+    ord = p3d_plugin_join_p2p_next(c->comm, (uint8_t)kind, d->peer);
+    if (ord != UINT64_MAX)
+        plugin_start_task(c, h, kind, d->peer, ord, d->n_channels);
+}
+
+static void plugin_start_channel(void **h, void *parent,
+                                 const struct p3d_np_kernel_ch *d)
+{
+    int ch;
+    struct plugin_op *o = plugin_op_of(parent, &ch);
+    uint64_t cur;
+
+    if (o == NULL || ch || atomic_load(&o->state) != OP_LIVE)
+        return;
+    cur = atomic_load(&o->start);
+    while (d->p_timer < cur &&
+           !atomic_compare_exchange_weak(&o->start, &cur, d->p_timer))
+        ;
+    atomic_fetch_add(&o->ch_started, 1);
+    *h = (char *)o + 1;
+}
+
+static void plugin_start(void *context, void **h, uint64_t type,
+                         void *parent, const union p3d_np_descr_body *u)
+{
+    struct plugin_ctx *c = context;
+
+    *h = NULL;
+    if (c == NULL)
+        return;
+    if (type == P3D_NP_COLL)
+        plugin_start_coll(c, h, &u->coll);
+    else if (type == P3D_NP_P2P)
+        plugin_start_p2p(c, h, &u->p2p);
+    else if (type == P3D_NP_KERNEL_CH)
+        plugin_start_channel(h, parent, &u->kernel_ch);
+}
+
+static int plugin_stop(void *h)
+{
+    int ch;
+    struct plugin_op *o = plugin_op_of(h, &ch);
+
+    if (o == NULL)
+        return P3D_NP_SUCCESS;
+    if (ch)
+        atomic_fetch_add(&o->ch_stopped, 1);
+    else
+        atomic_store(&o->task_stopped, 1);
+    plugin_op_check(o);
+    return P3D_NP_SUCCESS;
+}
+
+static int plugin_record(void *h, int state, union p3d_np_state_args *a)
+{
+    int ch;
+    struct plugin_op *o = plugin_op_of(h, &ch);
+    uint64_t cur;
+
+    if (o == NULL || !ch || state != P3D_NP_STATE_KERNEL_CH_STOP || !a)
+        return P3D_NP_SUCCESS;
+    cur = atomic_load(&o->stop);
+    while (a->kernel_ch_p_timer > cur &&
+           !atomic_compare_exchange_weak(&o->stop, &cur,
+                                         a->kernel_ch_p_timer))
+        ;
+    return P3D_NP_SUCCESS;
+}
+
+/*
+ * The communicator ends (NCCL stopped delivering its events): ops with
+ * stopped channels get what they have, the others are forgotten.
+ */
+static int plugin_finalize(void *context)
+{
+    size_t i;
+
+    if (context == NULL)
+        return P3D_NP_SUCCESS;
+    for (i = 0; i < OP_SLOTS; i++) {
+        struct plugin_op *o = &plugin_ops[i];
+        int zero = 0;
+
+        if (atomic_load(&o->state) != OP_LIVE || o->ctx != context)
+            continue;
+        if (atomic_load(&o->ch_stopped) > 0 &&
+            atomic_compare_exchange_strong(&o->emitted, &zero, 1))
+            plugin_emit(o);
+        plugin_op_free(o);
+    }
+    free(context);
+    return P3D_NP_SUCCESS;
+}
+
+void p3d_plugin_note(void)
+{
+    uint64_t put, lost;
+    int64_t lo = atomic_load(&plugin_lag_min);
+    int64_t hi = atomic_load(&plugin_lag_max);
+
+    p3d_plugin_join_counts(&put, &lost);
+    if (lo > hi)
+        lo = hi = 0;
+    p3d_note("plugin: NCCL ops timed by the NCCL profiler plugin (v%d, %d "
+             "communicators): %llu ops timed of %llu registered, %llu "
+             "events not joined, %llu lost; kernel end to callback "
+             "%.1f..%.1f us",
+             p3d_plugin_version(), p3d_plugin_inits(),
+             (unsigned long long)atomic_load(&plugin_n_ops),
+             (unsigned long long)put,
+             (unsigned long long)atomic_load(&plugin_n_unjoined),
+             (unsigned long long)(lost + atomic_load(&plugin_n_full)),
+             (double)lo / 1e3, (double)hi / 1e3);
+}
+
+/* ---- the exported tables ---------------------------------------------- */
+
+static int plugin_init_v5(void **context, uint64_t comm_id, int *mask,
+                          const char *name, int n_nodes, int nranks,
+                          int rank, p3d_np_logger_fn log)
+{
+    (void)name, (void)n_nodes, (void)nranks, (void)rank, (void)log;
+    return plugin_init(context, comm_id, mask, 5);
+}
+
+static int plugin_start_v5(void *context, void **h,
+                           struct p3d_np_descr_v5 *d)
+{
+    if (h != NULL && d != NULL)
+        plugin_start(context, h, d->type, d->parent_obj, &d->u);
+    return P3D_NP_SUCCESS;
+}
+
+static int plugin_init_v4(void **context, int *mask, const char *name,
+                          uint64_t comm_hash, int n_nodes, int nranks,
+                          int rank, p3d_np_logger_fn log)
+{
+    (void)name, (void)n_nodes, (void)nranks, (void)rank, (void)log;
+    return plugin_init(context, comm_hash, mask, 4);
+}
+
+/* v4's union has the same members at the same offsets as v5's. */
+static int plugin_start_v4(void *context, void **h,
+                           struct p3d_np_descr_v4 *d)
+{
+    if (h != NULL && d != NULL)
+        plugin_start(context, h, d->type, d->parent_obj,
+                     (const union p3d_np_descr_body *)(void *)&d->u);
+    return P3D_NP_SUCCESS;
+}
+
+P3D_EXPORT struct p3d_np_v5 ncclProfiler_v5 = {
+    "p3dtrace", plugin_init_v5, plugin_start_v5, plugin_stop, plugin_record,
+    plugin_finalize,
+};
+
+P3D_EXPORT struct p3d_np_v4 ncclProfiler_v4 = {
+    "p3dtrace", plugin_init_v4, plugin_start_v4, plugin_stop, plugin_record,
+    plugin_finalize,
+};

@@ -1,0 +1,65 @@
+/*
+ * p3d_plugin.h - internal API of NCCL op GPU times from NCCL's profiler
+ * plugin (issue 24): libp3dtrace.so is also NCCL's profiler plugin, and
+ * the NCCL kernel's own per-channel timestamps (KernelCh events) become
+ * the op's P3D_REC_GPU_OP (source P3D_GPU_SRC_PLUGIN).
+ *
+ * Three parts:
+ *   p3d_plugin_env.c   before NCCL starts: NCCL_PROFILER_PLUGIN = us,
+ *                      unless the user set it;
+ *   p3d_plugin_join.c  the op wrapper registers each op under the key the
+ *                      plugin will see (communicator, NCCL function,
+ *                      NCCL's per-function seqNumber, or peer and ordinal
+ *                      for p2p); the plugin takes the op id back;
+ *   p3d_plugin.c       the exported ncclProfiler_v4/_v5 tables, the op
+ *                      objects that gather their channels' timestamps,
+ *                      the clock mapping and the record.
+ *
+ * Thread safety: every function here is lock-free and safe from any
+ * thread (app threads register, NCCL's proxy thread takes).  Memory is
+ * fixed tables plus one small context per communicator.
+ */
+#ifndef P3D_PLUGIN_H
+#define P3D_PLUGIN_H
+
+#include <stdint.h>
+
+#include "p3d_hooks.h"
+
+/* ---- p3d_plugin_env.c ------------------------------------------------ */
+
+/* 1 if P3D_GPU_TIMING asks for the plugin ("plugin"; "auto" too when
+ * p3d_plugin_auto_default()) and recording is not disabled. */
+int p3d_plugin_env_wanted(void);
+/* The user's own NCCL_PROFILER_PLUGIN when it names another library (or
+ * "none"); NULL when it is unset or names libp3dtrace.so. */
+const char *p3d_plugin_env_other(void);
+/* Whether "auto" takes the plugin for NCCL ops (see p3d_plugin_env.c). */
+int p3d_plugin_auto_default(void);
+
+/* ---- p3d_plugin_join.c ----------------------------------------------- */
+
+/* App thread, before the real NCCL call: register `op` (plugin mode). */
+void p3d_plugin_join_op(const struct p3d_op_ctx *op);
+/*
+ * Plugin side: the op id registered under (comm, op kind, peer, seq),
+ * removed from the table; 0 if none (not ours, overwritten, or never
+ * registered).  peer is -1 for collectives.
+ */
+uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
+                              uint64_t seq);
+/* Plugin side: next ordinal of a P2p event of (comm, op, peer). */
+uint64_t p3d_plugin_join_p2p_next(uint64_t comm, uint8_t op, int32_t peer);
+/* Ops registered, and ops lost to a full table (for the closing note). */
+void p3d_plugin_join_counts(uint64_t *put, uint64_t *lost);
+
+/* ---- p3d_plugin.c ---------------------------------------------------- */
+
+/* Communicators NCCL initialised the plugin for (0: never loaded). */
+int p3d_plugin_inits(void);
+/* The ABI version NCCL loaded (4 or 5), 0 if none. */
+int p3d_plugin_version(void);
+/* The trace's closing note about the plugin path (any thread, no CUDA). */
+void p3d_plugin_note(void);
+
+#endif /* P3D_PLUGIN_H */

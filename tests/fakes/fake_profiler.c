@@ -1,0 +1,267 @@
+/*
+ * fake_profiler.c - the fake NCCL's side of NCCL's profiler plugin API,
+ * so CI tests the shim's plugin path (issue 24) without a GPU.
+ *
+ * Loading follows NCCL 2.28's loader (docs/research/nccl-profiler-abi.md
+ * section 5): NCCL_PROFILER_PLUGIN unset -> "libnccl-profiler.so";
+ * "none" -> no plugin; else dlopen(value, RTLD_NOW | RTLD_LOCAL), then
+ * "libnccl-profiler-<value>.so" for a bare name; symbols ncclProfiler_v5,
+ * then _v4.  Test knobs: P3D_FAKE_NO_PROFILER=1 loads nothing (an NCCL
+ * without plugin support); P3D_FAKE_PROFILER_V4=1 looks up _v4 only.
+ *
+ * Events per launch, as NCCL 2.28 sends them: a Group, then per task a
+ * Coll (seqNumber per communicator and function) or a P2p, started and
+ * stopped at once (NCCL stops them at enqueue), then per task its
+ * KernelCh children: start with the channel's GPU start in pTimer,
+ * recordEventState(KernelChStop) with its stop, stop.  The fake GPU's
+ * globaltimer is CLOCK_REALTIME (what the real one follows): the task's
+ * [t0, t_end] on CLOCK_MONOTONIC is shifted by realtime - monotonic.
+ * Channels start and stop at different times inside [t0, t_end], the
+ * earliest start and the latest stop on channels other than the first.
+ * With P3D_FAKE_PROFILER_LOG=FILE, each task sent appends a line
+ * "pid comm func peer seq nch start stop": the earliest start and latest
+ * stop it sent, back on CLOCK_MONOTONIC.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_profiler.h"
+#include "p3d_nccl_profiler_abi.h"
+
+#define FAKE_PROF_CHANNELS 4
+
+static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
+static struct p3d_np_v5 *prof_v5;
+static struct p3d_np_v4 *prof_v4;
+static int prof_mask;             /* NCCL's one global activation mask */
+static FILE *prof_log;
+static __thread void *prof_group; /* the launch's Group handle */
+static __thread struct fake_prof_comm *prof_group_comm;
+
+static const char *const prof_func_names[FAKE_PROF_FUNCS] = {
+    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
+    "SendRecv", "Send", "Recv", "AlltoAll", "Scatter", "Gather",
+};
+
+static void *prof_open(const char *env)
+{
+    char name[512];
+    void *h;
+
+    if (env == NULL)
+        return dlopen("libnccl-profiler.so", RTLD_NOW | RTLD_LOCAL);
+    if (strcasecmp(env, "none") == 0)
+        return NULL;
+    h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL && strchr(env, '/') == NULL) {
+        snprintf(name, sizeof(name), "libnccl-profiler-%s.so", env);
+        h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    }
+    return h;
+}
+
+static void prof_load(void)
+{
+    const char *off = getenv("P3D_FAKE_NO_PROFILER");
+    const char *v4 = getenv("P3D_FAKE_PROFILER_V4");
+    const char *log = getenv("P3D_FAKE_PROFILER_LOG");
+    void *h;
+
+    if (off != NULL && strcmp(off, "1") == 0)
+        return;
+    h = prof_open(getenv("NCCL_PROFILER_PLUGIN"));
+    if (h == NULL)
+        return;
+    if (v4 == NULL || strcmp(v4, "1") != 0)
+        prof_v5 = dlsym(h, "ncclProfiler_v5");
+    if (prof_v5 == NULL)
+        prof_v4 = dlsym(h, "ncclProfiler_v4");
+    if (log != NULL && *log != '\0' && (prof_v5 || prof_v4)) {
+        prof_log = fopen(log, "a");
+        if (prof_log != NULL)
+            setvbuf(prof_log, NULL, _IOLBF, 0);
+    }
+}
+
+void fake_prof_init(struct fake_prof_comm *pc, uint64_t hash,
+                    const char *name, int nranks, int rank)
+{
+    memset(pc, 0, sizeof(*pc));
+    pc->hash = hash;
+    pc->rank = rank;
+    pc->nranks = nranks;
+    pthread_once(&prof_once, prof_load);
+    /* as in 2.28, a failed init goes on without the profiler */
+    if (prof_v5 != NULL)
+        prof_v5->init(&pc->ctx, hash, &prof_mask, name, 1, nranks, rank,
+                      NULL);
+    else if (prof_v4 != NULL)
+        prof_v4->init(&pc->ctx, &prof_mask, name, hash, 1, nranks, rank,
+                      NULL);
+}
+
+void fake_prof_fini(struct fake_prof_comm *pc)
+{
+    if (pc->ctx == NULL)
+        return;
+    if (prof_v5 != NULL)
+        prof_v5->finalize(pc->ctx);
+    else if (prof_v4 != NULL)
+        prof_v4->finalize(pc->ctx);
+    pc->ctx = NULL;
+}
+
+/* One startEvent, through whichever table was loaded. */
+static void *prof_start(struct fake_prof_comm *pc, uint64_t type,
+                        void *parent, const union p3d_np_descr_body *u)
+{
+    void *h = NULL;
+
+    if (prof_v5 != NULL) {
+        struct p3d_np_descr_v5 d;
+
+        memset(&d, 0, sizeof(d));
+        d.type = type;
+        d.parent_obj = parent;
+        d.rank = pc->rank;
+        d.u = *u;
+        prof_v5->start_event(pc->ctx, &h, &d);
+    } else {
+        struct p3d_np_descr_v4 d;
+
+        memset(&d, 0, sizeof(d));
+        d.type = (uint8_t)type;
+        d.parent_obj = parent;
+        d.rank = pc->rank;
+        memcpy(&d.u, u, sizeof(d.u));
+        prof_v4->start_event(pc->ctx, &h, &d);
+    }
+    return h;
+}
+
+static void prof_stop(void *h)
+{
+    if (h == NULL)
+        return;
+    if (prof_v5 != NULL)
+        prof_v5->stop_event(h);
+    else
+        prof_v4->stop_event(h);
+}
+
+static void prof_record_stop(void *h, uint64_t gpu_ns)
+{
+    union p3d_np_state_args a = { .kernel_ch_p_timer = gpu_ns };
+
+    if (h == NULL)
+        return;
+    if (prof_v5 != NULL)
+        prof_v5->record_event_state(h, P3D_NP_STATE_KERNEL_CH_STOP, &a);
+    else
+        prof_v4->record_event_state(h, P3D_NP_STATE_KERNEL_CH_STOP, &a);
+}
+
+static int prof_on(const struct fake_prof_comm *pc)
+{
+    return pc->ctx != NULL && (prof_v5 != NULL || prof_v4 != NULL);
+}
+
+void fake_prof_launch_begin(struct fake_prof_comm *pc)
+{
+    union p3d_np_descr_body none;
+
+    if (!prof_on(pc) || !(prof_mask & (P3D_NP_GROUP | P3D_NP_COLL |
+                                       P3D_NP_P2P | P3D_NP_KERNEL_CH)))
+        return;
+    memset(&none, 0, sizeof(none));
+    prof_group = prof_start(pc, P3D_NP_GROUP, NULL, &none);
+    prof_group_comm = pc;
+}
+
+void fake_prof_launch_end(void)
+{
+    prof_stop(prof_group);
+    prof_group = NULL;
+    prof_group_comm = NULL;
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC now: the fake globaltimer's offset. */
+static int64_t prof_gpu_offset(void)
+{
+    struct timespec r, m;
+
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    clock_gettime(CLOCK_REALTIME, &r);
+    return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll +
+           (r.tv_nsec - m.tv_nsec);
+}
+
+/* The task's channels: starts and stops spread inside [t0, t_end]. */
+static void prof_channels(struct fake_prof_comm *pc, void *task, int nch,
+                          uint64_t t0, uint64_t t_end, uint64_t *lo,
+                          uint64_t *hi)
+{
+    uint64_t d = t_end > t0 ? (t_end - t0) / (2 * (uint64_t)nch) : 0;
+    int64_t off = prof_gpu_offset();
+
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (int k = 0; k < nch; k++) {
+        union p3d_np_descr_body u;
+        uint64_t s = t0 + (uint64_t)((k + nch - 1) % nch) * d;
+        uint64_t e = t_end - (uint64_t)((k + nch - 2) % nch) * d;
+        void *h;
+
+        memset(&u, 0, sizeof(u));
+        u.kernel_ch.channel_id = (uint8_t)k;
+        u.kernel_ch.p_timer = (uint64_t)((int64_t)s + off);
+        h = prof_start(pc, P3D_NP_KERNEL_CH, task, &u);
+        prof_record_stop(h, (uint64_t)((int64_t)e + off));
+        prof_stop(h);
+        *lo = s < *lo ? s : *lo;
+        *hi = e > *hi ? e : *hi;
+    }
+}
+
+void fake_prof_task(struct fake_prof_comm *pc, int func, int peer,
+                    size_t count, uint64_t t0, uint64_t t_end)
+{
+    int p2p = func == 6 || func == 7;
+    int nch = p2p ? 2 : FAKE_PROF_CHANNELS;
+    uint64_t seq = p2p ? 0 : atomic_fetch_add(&pc->seq[func], 1);
+    union p3d_np_descr_body u;
+    uint64_t lo, hi;
+    void *task;
+
+    if (!prof_on(pc) || !(prof_mask & (P3D_NP_COLL | P3D_NP_P2P |
+                                       P3D_NP_KERNEL_CH)))
+        return;
+    memset(&u, 0, sizeof(u));
+    if (p2p) {
+        u.p2p.func = prof_func_names[func];
+        u.p2p.count = count;
+        u.p2p.peer = peer;
+        u.p2p.n_channels = (uint8_t)nch;
+    } else {
+        u.coll.seq_number = seq;
+        u.coll.func = prof_func_names[func];
+        u.coll.count = count;
+        u.coll.n_channels = (uint8_t)nch;
+    }
+    task = prof_start(pc, p2p ? P3D_NP_P2P : P3D_NP_COLL, prof_group, &u);
+    prof_stop(task);      /* NCCL: once the proxy ops are posted */
+    if (!(prof_mask & P3D_NP_KERNEL_CH))
+        return;
+    prof_channels(pc, task, nch, t0, t_end, &lo, &hi);
+    if (prof_log != NULL)
+        fprintf(prof_log, "%d %016llx %s %d %llu %d %llu %llu\n",
+                (int)getpid(), (unsigned long long)pc->hash,
+                prof_func_names[func], peer, (unsigned long long)seq, nch,
+                (unsigned long long)lo, (unsigned long long)hi);
+}

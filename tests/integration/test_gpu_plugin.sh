@@ -1,0 +1,165 @@
+#!/bin/sh
+# NCCL op GPU times from NCCL's profiler plugin (issue 24), over the fake
+# NCCL's plugin calls (tests/fakes/fake_profiler.c): 2 ranks of
+# gpu_driver nccl with every op kind (P3D_GPU_DRIVER_MIXED=1).
+#   plugin, v4, async   P3D_GPU_TIMING=plugin (the fake loads the v5
+#                       table, the v4 one, or calls from stream worker
+#                       threads): every op the plugin can time has one
+#                       GPU_OP of source PLUGIN, equal within TOL to the
+#                       earliest channel start and latest channel stop the
+#                       fake sent (its truth log, P3D_FAKE_PROFILER_LOG);
+#                       AlltoAll (sent as Send/Recv tasks) and the empty
+#                       all-reduce (no task) get none, and the sends after
+#                       the AlltoAll still match; no CUDA-event GPU_OP;
+#                       the trace notes the plugin as the timing source;
+#   other               NCCL_PROFILER_PLUGIN names another plugin: one
+#                       warning per process, CUDA events for every op;
+#   none                a fake NCCL without plugin support
+#                       (P3D_FAKE_NO_PROFILER=1): same, its own warning;
+#   events              P3D_GPU_TIMING=events: the plugin is not loaded.
+set -eu
+: "${P3D_BUILD:?}" "${P3D_SRC:?}"
+. "$P3D_SRC/tests/integration/gpu_lib.sh"
+run() {   # job, then env assignments
+    job=$1; shift
+    env P3D_FAKE_SHM_DIR="$tmp" P3D_TRACE_DIR="$tmp" P3D_JOB_ID="$job" \
+        P3D_FAKE_PROFILER_LOG="$tmp/$job.truth" P3D_GPU_DRIVER_MIXED=1 \
+        P3D_GPU_DRIVER_SPREAD=1 P3D_GPU_WINDOW=off \
+        LD_LIBRARY_PATH="$P3D_BUILD/fakes" \
+        LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" "$@" \
+        timeout 60 "$drv" nccl 2 2> "$tmp/$job.err"
+}
+run plugin P3D_GPU_TIMING=plugin
+run v4 P3D_GPU_TIMING=plugin P3D_FAKE_PROFILER_V4=1
+run async P3D_GPU_TIMING=plugin P3D_FAKE_ASYNC=1
+run other P3D_GPU_TIMING=plugin NCCL_PROFILER_PLUGIN=libnccl-profiler-x.so
+run none P3D_GPU_TIMING=plugin P3D_FAKE_NO_PROFILER=1
+run events P3D_GPU_TIMING=events
+python3 - "$tmp" "$P3D_SRC/tests/tools" <<'PY'
+import os
+import sys
+sys.path.insert(0, sys.argv[2])
+import p3d_trace
+d = sys.argv[1]
+TOL = 10_000            # ns: the fake's and the shim's clock pairings
+COLLS = ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce")
+fail = []
+
+def truth(job):
+    """(pid, comm, func, peer, number) -> (start, stop, channels)."""
+    out, ords = {}, {}
+    for line in open("%s/%s.truth" % (d, job)):
+        pid, comm, func, peer, seq, nch, lo, hi = line.split()
+        k = (int(pid), int(comm, 16), func, int(peer))
+        if func in ("Send", "Recv"):
+            seq = ords.get(k, 0)
+            ords[k] = seq + 1
+        out[k + (int(seq),)] = (int(lo), int(hi), int(nch))
+    return out
+
+def keys(t):
+    """op_id -> the key its plugin events carry, None if it has none."""
+    n, coll, p2p, out = t.header["world_size"], {}, {}, {}
+    for o in sorted((r for r in t.records if r["type"] == "op"),
+                    key=lambda r: r["op_id"]):
+        name, c = o["op_name"], o["comm_hash"]
+        k = None
+        if name in COLLS and o["count"]:
+            k = (c, name, -1)
+            seq = coll.get(k, 0)
+            coll[k] = seq + 1
+        elif name in ("Send", "Recv"):
+            k = (c, name, o["peer"])
+            seq = p2p.get(k, 0)
+            p2p[k] = seq + 1
+        elif name == "AlltoAll":
+            for r in range(n):
+                for f in ("Send", "Recv"):
+                    p2p[(c, f, r)] = p2p.get((c, f, r), 0) + 1
+        out[o["op_id"]] = (t.header["pid"],) + k + (seq,) if k else None
+    return out
+
+def notes(t):
+    return [r["text"] for r in t.records if r["type"] == "note"]
+
+def plugin_ok(job, abi):
+    tr, spread = truth(job), 0
+    for rank, t in sorted(p3d_trace.read_dir(d + "/" + job).items()):
+        gpu = {}
+        for r in t.records:
+            if r["type"] == "gpu_op":
+                gpu.setdefault(r["op_id"], []).append(r)
+        ks, worst, n = keys(t), 0, 0
+        for i, k in ks.items():
+            g = gpu.get(i, [])
+            if k is None:
+                if g:
+                    fail.append("%s rank %d op %d: GPU time without plugin "
+                                "events" % (job, rank, i))
+                continue
+            if k not in tr:
+                fail.append("%s rank %d op %d: the fake sent no %s" %
+                            (job, rank, i, k))
+                continue
+            lo, hi, nch = tr[k]
+            if len(g) != 1 or g[0]["source"] != 3:
+                fail.append("%s rank %d op %d: GPU_OPs %s, want one of the "
+                            "plugin" % (job, rank, i, g))
+                continue
+            err = max(abs(g[0]["gpu_start"] - lo), abs(g[0]["gpu_end"] - hi))
+            worst = max(worst, err)
+            n += 1
+            spread += (hi - lo) // (2 * nch) > 5 * TOL
+        if worst > TOL:
+            fail.append("%s rank %d: GPU times off by %d ns" %
+                        (job, rank, worst))
+        want = ["gpu timing: NCCL ops timed by the NCCL profiler plugin"]
+        if [x for x in notes(t) if x.startswith("gpu timing:")] != want:
+            fail.append("%s rank %d: notes %s" % (job, rank, notes(t)))
+        pl = [x for x in notes(t) if x.startswith("plugin:")]
+        if len(pl) != 1 or "(v%d, 1 communicators): %d ops timed" % (abi, n) \
+                not in pl[0] or " 0 lost" not in pl[0]:
+            fail.append("%s rank %d: plugin note %s" % (job, rank, pl))
+        print("%s rank %d: %d ops with plugin GPU times, worst error %d ns"
+              % (job, rank, n, worst))
+    if spread < 2:
+        fail.append("%s: only %d ops whose channels differ by more than "
+                    "the tolerance" % (job, spread))
+    if open("%s/%s.err" % (d, job)).read().count("p3dtrace: warning"):
+        fail.append("%s: unexpected warning" % job)
+
+def events_ok(job, warning):
+    err = open("%s/%s.err" % (d, job)).read()
+    n = err.count(warning) if warning else 0
+    if n != (2 if warning else 0) or err.count("p3dtrace: warning") != n:
+        fail.append("%s: stderr %r, want %s once per process" %
+                    (job, err, warning))
+    for rank, t in sorted(p3d_trace.read_dir(d + "/" + job).items()):
+        ops = {r["op_id"] for r in t.records if r["type"] == "op"}
+        src = {r["op_id"]: r["source"] for r in t.records
+               if r["type"] == "gpu_op"}
+        if not ops or set(src) != ops or set(src.values()) != {2}:
+            fail.append("%s rank %d: want CUDA-event times for all %d ops"
+                        % (job, rank, len(ops)))
+        want = "gpu timing: NCCL ops timed by CUDA events"
+        if want not in notes(t) or any(x.startswith("plugin:")
+                                       for x in notes(t)):
+            fail.append("%s rank %d: notes %s" % (job, rank, notes(t)))
+        if warning and not any(warning in x for x in notes(t)):
+            fail.append("%s rank %d: the warning is not in the trace" %
+                        (job, rank))
+        print("%s rank %d: %d ops timed by CUDA events" %
+              (job, rank, len(ops)))
+    if os.path.exists("%s/%s.truth" % (d, job)):
+        fail.append("%s: the fake loaded a profiler plugin" % job)
+
+plugin_ok("plugin", 5)
+plugin_ok("v4", 4)
+plugin_ok("async", 5)
+events_ok("other", "NCCL_PROFILER_PLUGIN=libnccl-profiler-x.so is another "
+          "profiler plugin")
+events_ok("none", "NCCL did not load libp3dtrace.so as its profiler plugin")
+events_ok("events", None)
+if fail:
+    sys.exit("FAIL: " + "; ".join(fail))
+PY
