@@ -3,6 +3,7 @@
 CUDA events, on the GPU machine (issue 24).  One command, interleaved:
 
     python3 bench/plugin_timing.py [--rounds 3] [--out DIR]
+    python3 bench/plugin_timing.py --host-cost [--rounds 5]
 
 1. small: us per all-reduce of 256 floats (2000 timed after 200 warm-up,
    torch.cuda.synchronize around the loop), 2 ranks, for untraced,
@@ -122,17 +123,44 @@ def trace_gpu_ms(outdir, name):
             early, n)
 
 
+def host_cost(a):
+    """us per 1-rank all-reduce (NCCL launches no kernel there, so this is
+    the host side alone: the shim's wrapper and whatever each timing mode
+    does per op), windows off so CUPTI records nothing."""
+    settings = [("untraced", None)] + [
+        (m, {"P3D_GPU_TIMING": m, "P3D_GPU_WINDOW": "off"})
+        for m in ("off", "events", "plugin", "auto")]
+    port, res = 29900, {}
+    for rnd in range(a.rounds):
+        order = settings if rnd % 2 == 0 else settings[::-1]
+        for name, env in order:
+            port += 1
+            r = launch("small", "host-%s-%d" % (name, rnd), 1, env, a.out,
+                       port)
+            res.setdefault(name, []).append(r["us_per_op"])
+    for name, v in res.items():
+        print("host cost 1 rank %-8s: median %.2f us/op (runs %s)" %
+              (name, statistics.median(v), " ".join("%.2f" % x for x in v)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker")
     ap.add_argument("--res")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="/tmp/p3d-plugin-bench")
+    ap.add_argument("--host-cost", action="store_true",
+                    help="only the 1-rank loop, kernel windows off, for "
+                    "untraced, off, events, plugin and auto, in --rounds "
+                    "interleaved rounds: the shim's host cost per op")
     a = ap.parse_args()
     if a.worker:
         worker(a.worker, a.res)
         return
     os.makedirs(a.out, exist_ok=True)
+    if a.host_cost:
+        host_cost(a)
+        return
     settings = [("untraced", None),
                 ("events", {"P3D_GPU_TIMING": "events"}),
                 ("plugin", {"P3D_GPU_TIMING": "plugin"})]

@@ -241,8 +241,9 @@ static void test_markdown_row(void **state)
     snprintf(r.config, sizeof(r.config), "a|b");
     r.tp = 2, r.pp = 1, r.cp = 1, r.dp = 4;
     r.step_ms = 12.34;
-    snprintf(r.obs, sizeof(r.obs), "x\ny");
+    p3d_sb_add(&r.obs, "x\ny");
     p3d_seed_md_row(f, &r);
+    p3d_seed_row_free(&r);
     fclose(f);
     assert_string_equal(out, "| a\\|b | 2 | 1 | 1 | 4 | n/a | n/a | "
                              "12.3 ms | n/a | x y |\n");
