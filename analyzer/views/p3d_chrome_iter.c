@@ -1,6 +1,6 @@
 /*
- * p3d_chrome_iter.c - --window / --ranks parsing and the stand-in
- * iteration finder of the views (see p3d_chrome_iter.h).
+ * p3d_chrome_iter.c - --window / --ranks parsing, and the iterations a
+ * window selects, taken from the time analysis (see p3d_chrome_iter.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +8,6 @@
 #include "p3d_chrome_iter.h"
 #include "p3d_chrome_time.h"
 #include "p3d_util.h"
-
-#define P3D_VITER_MAX_OPS 20000 /* calls looked at for the period */
 
 int p3d_vsel_window(struct p3d_vsel *s, const char *spec)
 {
@@ -99,119 +97,22 @@ void p3d_vsel_free(struct p3d_vsel *s)
     s->n_ranks = 0;
 }
 
-static int p3d_vev_t0_cmp(const void *a, const void *b)
-{
-    const struct p3d_vev *x = *(const struct p3d_vev *const *)a;
-    const struct p3d_vev *y = *(const struct p3d_vev *const *)b;
-
-    if (x->t0 != y->t0)
-        return x->t0 < y->t0 ? -1 : 1;
-    return (x->op_id > y->op_id) - (x->op_id < y->op_id);
-}
-
-/* The host NCCL calls of v in time order; returns their number. */
-static size_t p3d_vcalls(const struct p3d_vrank *v, const struct p3d_vev ***out)
-{
-    const struct p3d_vev **c = p3d_xmalloc((v->n + 1) * sizeof(*c));
-    size_t n = 0;
-
-    for (size_t i = 0; i < v->n; i++)
-        if (v->ev[i].kind == P3D_V_HOST && v->ev[i].op != P3D_V_INIT)
-            c[n++] = &v->ev[i];
-    qsort(c, n, sizeof(*c), p3d_vev_t0_cmp);
-    *out = c;
-    return n;
-}
-
-static uint64_t p3d_vsig(const struct p3d_vev *e)
-{
-    return e->comm * 0x9e3779b97f4a7c15ull ^ (e->bytes << 8) ^ e->op;
-}
-
-/*
- * Smallest period p such that sig[i] != sig[i+p] at most 4 + 2% of the
- * time: a start-up prefix and a tail cost a constant, while a wrong
- * period (e.g. 1 in a run of identical TP all-reduces) misses a few
- * calls in every iteration.
- */
-static int p3d_vperiod(const uint64_t *sig, int n)
-{
-    for (int p = 1; p <= n / 2; p++) {
-        int miss = 0, limit = 4 + (n - p) / 50;
-        for (int i = 0; i + p < n && miss <= limit; i++)
-            miss += sig[i] != sig[i + p];
-        if (miss <= limit)
-            return p;
-    }
-    return 0;
-}
-
-/* First index from which one whole period repeats exactly. */
-static int p3d_vphase(const uint64_t *sig, int n, int p)
-{
-    for (int s = 0; s + 2 * p <= n; s++) {
-        int ok = 1;
-        for (int i = s; i < s + p && ok; i++)
-            ok = sig[i] == sig[i + p];
-        if (ok)
-            return s;
-    }
-    return -1;
-}
-
-void p3d_viters_find(const struct p3d_vrank *v, struct p3d_viters *it)
-{
-    const struct p3d_vev **c;
-    size_t n = p3d_vcalls(v, &c);
-    int m = n > P3D_VITER_MAX_OPS ? P3D_VITER_MAX_OPS : (int)n, p, s = -1;
-    uint64_t *sig = p3d_xmalloc(((size_t)m + 1) * sizeof(*sig));
-
-    memset(it, 0, sizeof(*it));
-    for (int i = 0; i < m; i++)
-        sig[i] = p3d_vsig(c[i]);
-    p = p3d_vperiod(sig, m);
-    if (p)
-        s = p3d_vphase(sig, m, p);
-    if (p && s >= 0) {
-        it->period = p;
-        it->first_op = s;
-        it->start = p3d_xmalloc((n / (size_t)p + 1) * sizeof(uint64_t));
-        for (size_t k = (size_t)s; k + (size_t)p <= n; k += (size_t)p)
-            it->start[it->n++] = c[k]->t0;
-        size_t e = (size_t)s + (size_t)it->n * (size_t)p;
-        it->end = e < n ? c[e]->t0 : v->t_end;
-        it->warm = it->n >= 3;
-    }
-    free(sig);
-    free(c);
-}
-
 void p3d_viters_free(struct p3d_viters *it)
 {
     free(it->start);
     memset(it, 0, sizeof(*it));
 }
 
+/*
+ * The time analysis's iterations (p3d_chrome_time.c), the only finder:
+ * when it found none, the views show none either, so --window iter:, the
+ * HTML and the text report agree on what an iteration is.
+ */
 int p3d_viters_job(const struct p3d_job *job, const struct p3d_vsel *s,
                    struct p3d_viters *it)
 {
-    struct p3d_vwin all = {0, 0};
-    struct p3d_vrank v;
-
     memset(it, 0, sizeof(*it));
-    if (p3d_vtime_iters(job, s, it) == 0)
-        return 0;
-    for (int i = 0; i < job->n_ranks; i++) {
-        const struct p3d_rank *r = &job->ranks[i];
-        if (r->failed || !p3d_vsel_has(s, r->rank))
-            continue;
-        if (p3d_vrank_load(job, r, &all, &v) != 0)
-            continue;
-        p3d_viters_find(&v, it);
-        p3d_vrank_free(&v);
-        return it->n ? 0 : -1;
-    }
-    return -1;
+    return p3d_vtime_iters(job, s, it);
 }
 
 /* The latest clean close of a rank file in job ns, 0 if none closed. */

@@ -3,10 +3,9 @@
  * (iterations or a time range) and --ranks selections, and the iteration
  * boundaries they need.
  *
- * Iterations come from the time analysis (issue 6) when it found them;
- * otherwise from a stand-in: the smallest period of a rank's sequence of
- * (communicator, op, bytes) host calls, started where the repetition
- * starts.
+ * Iterations come from the time analysis (issue 6) alone: where it found
+ * none, the views have none (they once had a stand-in finder of their own,
+ * which could disagree with the report).
  */
 #ifndef P3D_CHROME_ITER_H
 #define P3D_CHROME_ITER_H
@@ -37,11 +36,10 @@ int p3d_vsel_ranks(struct p3d_vsel *s, const char *spec);
 int p3d_vsel_has(const struct p3d_vsel *s, int r);
 void p3d_vsel_free(struct p3d_vsel *s);
 
-/* Find the iterations of a loaded rank (loaded with an open window). */
-void p3d_viters_find(const struct p3d_vrank *v, struct p3d_viters *it);
 void p3d_viters_free(struct p3d_viters *it);
 
-/* The iterations of the lowest selected rank of job (NULL sel: any). */
+/* The iterations of the lowest selected rank of job (NULL sel: any), as
+ * the time analysis found them; -1 when it found none. */
 int p3d_viters_job(const struct p3d_job *job, const struct p3d_vsel *s,
                    struct p3d_viters *it);
 

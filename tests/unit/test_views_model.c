@@ -179,35 +179,6 @@ static void test_states(void **state)
     free(v.ev);
 }
 
-static void test_iterations(void **state)
-{
-    struct p3d_vrank v = {0};
-    struct p3d_viters it;
-    uint64_t t = 0;
-    static const int pat[] = {1, 1, 2, 1, 3, 3, 4};
-
-    (void)state;
-    for (int k = 0; k < 2; k++) /* a start-up prefix */
-        add(&v, P3D_V_HOST, t, t + 5)->comm = 99, t += 10;
-    for (int it_ = 0; it_ < 4; it_++)
-        for (size_t k = 0; k < sizeof(pat) / sizeof(pat[0]); k++) {
-            struct p3d_vev *e = add(&v, P3D_V_HOST, t, t + 5);
-            e->comm = (uint64_t)pat[k];
-            e->bytes = 64;
-            t += 10;
-        }
-    v.t_end = t;
-    p3d_viters_find(&v, &it);
-    assert_int_equal(it.period, 7);
-    assert_int_equal(it.first_op, 2);
-    assert_int_equal(it.n, 4);
-    assert_int_equal(it.start[0], 20);
-    assert_int_equal(it.start[1], 90);
-    assert_int_equal(it.end, t);
-    p3d_viters_free(&it);
-    free(v.ev);
-}
-
 static char *capture(void (*fn)(FILE *, const char *, size_t), const char *s)
 {
     char *out = NULL;
@@ -258,7 +229,6 @@ int main(void)
         cmocka_unit_test(test_flow_ids),
         cmocka_unit_test(test_window_ranks),
         cmocka_unit_test(test_states),
-        cmocka_unit_test(test_iterations),
         cmocka_unit_test(test_html_escape),
         cmocka_unit_test(test_markdown_row),
     };
