@@ -109,7 +109,7 @@ def trace_gpu_ms(outdir, name):
     import p3d_trace
     t = p3d_trace.read_dir(os.path.join(outdir, name))[0]
     ops = {r["op_id"]: r for r in t.records if r["type"] == "op"}
-    by, early, n = {}, 0, 0
+    by, early, n, lead = {}, 0, 0, []
     for r in t.records:
         if r["type"] != "gpu_op" or r["op_id"] not in ops or not r["gpu_end"]:
             continue
@@ -117,10 +117,21 @@ def trace_gpu_ms(outdir, name):
         by.setdefault(o["bytes"], []).append((r["gpu_end"] - r["gpu_start"])
                                              / 1e6)
         early += r["gpu_start"] < o["t_enter"]
+        lead.append((r["gpu_start"] - o["t_enter"]) / 1e3)
         n += 1
+    if lead:
+        lead.sort()
+        print("%s: GPU start minus host entry, us: min %.1f, 5%% %.1f, "
+              "median %.1f" % (name, lead[0], lead[len(lead) // 20],
+                               lead[len(lead) // 2]))
     notes = [r["text"] for r in t.records if r["type"] == "note"]
     return ({b: statistics.median(v) for b, v in by.items()}, notes,
             early, n)
+
+
+def settings_traced():
+    return [("events", {"P3D_GPU_TIMING": "events"}),
+            ("plugin", {"P3D_GPU_TIMING": "plugin"})]
 
 
 def host_cost(a):
@@ -149,6 +160,9 @@ def main():
     ap.add_argument("--res")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="/tmp/p3d-plugin-bench")
+    ap.add_argument("--sizes-only", action="store_true",
+                    help="only the 1 MiB..1 GiB runs, with how far each "
+                    "GPU start lies from its op's host entry")
     ap.add_argument("--host-cost", action="store_true",
                     help="only the 1-rank loop, kernel windows off, for "
                     "untraced, off, events, plugin and auto, in --rounds "
@@ -160,6 +174,15 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     if a.host_cost:
         host_cost(a)
+        return
+    if a.sizes_only:
+        for name, env in settings_traced():
+            launch("sizes", "sizes-" + name, 2,
+                   dict(env, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV"),
+                   a.out, 29700 + len(name))
+            med, notes, early, n = trace_gpu_ms(a.out, "sizes-" + name)
+            print("%s: %d of %d GPU starts before the op's entry; notes %s"
+                  % (name, early, n, notes[-1:]))
         return
     settings = [("untraced", None),
                 ("events", {"P3D_GPU_TIMING": "events"}),
