@@ -63,6 +63,7 @@ struct cupti_api {
     CUptiResult (*GetNumDropped)(CUcontext, uint32_t, size_t *);
     CUptiResult (*GetStreamIdEx)(CUcontext, CUstream, uint8_t, uint32_t *);
     CUptiResult (*EnableDriverApi)(CUpti_CallbackId, uint8_t);
+    CUptiResult (*EnableHWTrace)(uint8_t); /* CUDA 13; NULL before */
 };
 
 struct cupti_corr {
@@ -161,6 +162,7 @@ static int cupti_resolve(void)
     P3D_CUPTI_SYM(GetNumDropped, "cuptiActivityGetNumDroppedRecords");
     P3D_CUPTI_SYM(GetStreamIdEx, "cuptiGetStreamIdEx");
     P3D_CUPTI_SYM(EnableDriverApi, "cuptiActivityEnableDriverApi");
+    P3D_CUPTI_SYM(EnableHWTrace, "cuptiActivityEnableHWTrace");
     if (!cu.Subscribe || !cu.Enable || !cu.RegisterCallbacks ||
         !cu.GetNextRecord || !cu.FlushAll || !cu.Push || !cu.Pop ||
         !cu.GetTimestamp)
@@ -238,6 +240,9 @@ static void cupti_nccl_op(uint64_t ext, uint64_t start, uint64_t end)
 /* How NCCL kernels were linked (under cupti_lock), noted in the trace. */
 static uint64_t cupti_n_by_id, cupti_n_by_order, cupti_n_unlinked;
 static const char *cupti_driver_mode = "off";
+/* What stamps the kernel records: the trace's note says (issue 24). */
+static const char *cupti_kernel_clock = "software instrumentation";
+static int cupti_hw_error;   /* cuptiActivityEnableHWTrace's refusal */
 static int cupti_windowed; /* kernel windows only (p3d_gpu_window.c) */
 
 static void cupti_kernel(const CUpti_ActivityKernel10 *k)
@@ -463,6 +468,34 @@ static void cupti_undo(void)
     cupti_sub = NULL;
 }
 
+/*
+ * Kernel timestamps from the GPU's Hardware Event System instead of
+ * CUPTI's instrumentation (cuptiActivityEnableHWTrace, CUDA 13's CUPTI;
+ * Blackwell only by its header): asked for before any kind is enabled.
+ * Every refusal (CUPTI_ERROR_NOT_SUPPORTED on older GPUs, virtualised,
+ * MIG, confidential computing ...) or an older CUPTI without the call
+ * keeps the usual records, silently: the note says which clock it was.
+ * Kernel windows stay as they are until the hardware path's cost is
+ * measured on a Blackwell GPU.
+ */
+static void cupti_try_hw_trace(void)
+{
+    CUptiResult r;
+
+    if (!cu.EnableHWTrace) {
+        cupti_kernel_clock = "software instrumentation (this CUPTI has no "
+                             "hardware trace)";
+        return;
+    }
+    r = cu.EnableHWTrace(1);
+    if (r == CUPTI_SUCCESS) {
+        cupti_kernel_clock = "the hardware event system";
+        return;
+    }
+    cupti_hw_error = (int)r;
+    cupti_kernel_clock = "software instrumentation (hardware trace refused)";
+}
+
 /* Claim CUPTI, map the buffer pool, pair the clocks; no kind enabled. */
 static int cupti_setup(int required)
 {
@@ -497,6 +530,7 @@ static int cupti_setup(int required)
         return -1;
     }
     cupti_clock_at = p3d_now();
+    cupti_try_hw_trace();
     return 0;
 }
 
@@ -632,6 +666,11 @@ void p3d_cupti_fini(void)
     /* what of the pool was ever resident: the shim's memory under CUPTI */
     p3d_note("cupti pool: %u of %u buffers of %u KiB used at most",
              atomic_load(&cupti_pool_hw), CUPTI_BUFS, CUPTI_BUF_BYTES >> 10);
+    if (cupti_hw_error)
+        p3d_note("cupti kernel clock: %s, error %d", cupti_kernel_clock,
+                 cupti_hw_error);
+    else
+        p3d_note("cupti kernel clock: %s", cupti_kernel_clock);
     if (cupti_windowed) {
         char w[96];
 

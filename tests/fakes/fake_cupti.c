@@ -21,7 +21,11 @@
  *                           kernels NCCL launches from its own thread
  *                           (non-blocking communicators)
  *   P3D_FAKE_CUPTI_KINDS=F  append "enable <kind>" for every activity kind
- *                           the tool enables
+ *                           the tool enables ("hwtrace <0|1>" for each
+ *                           cuptiActivityEnableHWTrace call)
+ *   P3D_FAKE_CUPTI_HWTRACE=1 cuptiActivityEnableHWTrace succeeds (a
+ *                           Blackwell GPU); by default it answers
+ *                           CUPTI_ERROR_NOT_SUPPORTED, as on an H200
  *   P3D_FAKE_CUPTI_LOG=F    append "kernel <pid> <is_nccl> <ext> <start>
  *                           <end> <name>" per kernel (host ns, the truth the
  *                           tests compare the trace with)
@@ -292,6 +296,14 @@ FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid,
         return CUPTI_ERROR_NOT_SUPPORTED;
     fk_log_kind(enable ? "driverapi" : "driverapi-off", (int)cbid);
     return CUPTI_SUCCESS;
+}
+
+/* Kernel timestamps from the hardware: only "Blackwell" takes it. */
+FAKE_API CUptiResult cuptiActivityEnableHWTrace(uint8_t enable)
+{
+    fk_log_kind("hwtrace", (int)enable);
+    return fk_env_on("P3D_FAKE_CUPTI_HWTRACE") ? CUPTI_SUCCESS
+                                                : CUPTI_ERROR_NOT_SUPPORTED;
 }
 
 FAKE_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
