@@ -57,6 +57,8 @@ struct p3d_hang_wait {
     int inferred;        /* not in NCCL: blocked creating the comm */
     int proven;          /* its call returned; incomplete because a member
                             it needs never issued its part */
+    int unknown;         /* the members it waits for issued their part, but
+                            have no GPU completion times (p3d_hg_unknown) */
 };
 
 

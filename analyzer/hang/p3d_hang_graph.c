@@ -16,7 +16,8 @@
 void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
                         const struct p3d_rec_op *o)
 {
-    struct p3d_hedge e = {from, to, hard, o, 0, 0, 0, -1, -1};
+    struct p3d_hedge e = {.from = from, .to = to, .hard = hard, .o = o,
+                          .op = -1, .label = -1};
 
     for (size_t i = 0; i < g->n; i++)
         if (g->e[i].from == from && g->e[i].to == to && g->e[i].o == o)
@@ -92,8 +93,54 @@ static void p3d_hg_soft(struct p3d_hg *g, int a)
 }
 
 
+static int p3d_hg_any_gpu(const struct p3d_hg *g)
+{
+    for (int b = 0; b < g->hj->world; b++)
+        if (g->hj->hr[b].have_gpu)
+            return 1;
+    return 0;
+}
+
+/*
+ * A waiting rank whose peers all issued their part (no hard edge) may
+ * still wait on a peer with no GPU completion times while the job has
+ * them elsewhere (a lost or full event ring, a GPU thread that stalled):
+ * there "its call returned" does not say its kernel ran, and PyTorch
+ * queues a process group's NCCL work behind the compute stream, which
+ * waits on earlier collectives (ProcessGroupNCCL's syncStream before each
+ * op, work.wait() after).  Such a rank is not named a root on that
+ * evidence alone while another root has evidence of its own; if none
+ * has, it still is (p3d_hg_roots).  The edge says so ("unknown").
+ */
+static void p3d_hg_unknown(struct p3d_hg *g, int a)
+{
+    const struct p3d_hrank *h = &g->hj->hr[a];
+
+    for (size_t i = 0; i < h->n_ops; i++) {
+        const struct p3d_rec_op *o = h->ops[i];
+        int gi;
+        if (!h->pend[i])
+            continue;
+        gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
+        for (int j = 0; gi >= 0 && j < g->job->comms[gi].size; j++) {
+            int b = g->job->comms[gi].slot[j];
+            if (b < 0 || b == a || b >= g->hj->world ||
+                (P3D_OP_IS_P2P(o->op) && j != o->peer) ||
+                !p3d_hg_has_file(g, b) || g->hj->hr[b].have_gpu ||
+                g->hj->hr[b].state == P3D_HS_WAITING)
+                continue;
+            size_t n0 = g->n;
+            p3d_hg_edge(g, a, b, 0, o);
+            if (g->n > n0) /* not already there as another kind */
+                g->e[n0].unknown = 1;
+        }
+    }
+}
+
 static void p3d_hg_edges(struct p3d_hg *g)
 {
+    int any_gpu = p3d_hg_any_gpu(g);
+
     for (int a = 0; a < g->hj->world; a++) {
         struct p3d_hrank *h = &g->hj->hr[a];
         int n = 0;
@@ -113,8 +160,11 @@ static void p3d_hg_edges(struct p3d_hg *g)
         h->hard = n > 0;
     }
     for (int a = 0; a < g->hj->world; a++)
-        if (g->hj->hr[a].state == P3D_HS_WAITING && !g->hj->hr[a].hard)
+        if (g->hj->hr[a].state == P3D_HS_WAITING && !g->hj->hr[a].hard) {
             p3d_hg_soft(g, a);
+            if (any_gpu)
+                p3d_hg_unknown(g, a);
+        }
     for (int a = 0; a < g->hj->world; a++)
         if (g->hj->hr[a].state == P3D_HS_NOT_IN_NCCL)
             p3d_hg_infer(g, a);
@@ -163,10 +213,11 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
     for (int a = 0; a < w; a++)
         reach[a] = g->hj->hr[a].state == P3D_HS_WAITING ||
                    g->hj->hr[a].inferred;
-    while (changed) {
+    while (changed) { /* not along "unknown": its end proved nothing */
         changed = 0;
         for (size_t i = 0; i < g->n; i++)
-            if (reach[g->e[i].from] && !reach[g->e[i].to])
+            if (reach[g->e[i].from] && !reach[g->e[i].to] &&
+                !g->e[i].unknown)
                 reach[g->e[i].to] = 1, changed = 1;
     }
     for (int a = 0; a < w; a++)
@@ -266,6 +317,7 @@ static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
     for (size_t i = 0; best && i < g->n; i++)
         if (g->e[i].from == a && p3d_hg_same_wait(&g->e[i], best))
             p3d_hg_for(w, g->e[i].to);
+    w->unknown = best && best->unknown;
     w->n_for_op = w->n_for;
     for (size_t i = 0; i < g->n; i++)
         if (g->e[i].from == a)

@@ -64,6 +64,8 @@ struct p3d_hjob {
 /* A wait of rank `from` on rank `to` (hard: `to` has not arrived). */
 struct p3d_hedge {
     int from, to, hard;
+    int unknown;  /* `to` issued its part but has no GPU completion times:
+                     whether it ran it is not known (p3d_hg_unknown) */
     const struct p3d_rec_op *o;       /* the waiting op, NULL for init */
     uint64_t comm, seq, t;            /* what waits: op or init */
     int op, label;

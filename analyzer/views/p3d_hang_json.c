@@ -75,13 +75,13 @@ static void p3d_hj_wait(FILE *f, const struct p3d_job *job,
     fprintf(f, "%s\n      {\"rank\": %d, \"comm\": \"0x%016" PRIx64 "\", "
             "\"label\": \"%s\", \"op\": \"%s\", \"seq\": %" PRId64 ", "
             "\"peer\": %d, \"depth\": %d, \"inferred\": %s, "
-            "\"proven_by_peers\": %s, "
+            "\"proven_by_peers\": %s, \"peers_gpu_unknown\": %s, "
             "\"pending_s\": %.6f, \"waiting_for\": [", first ? "" : ",",
             w->rank, w->comm,
             p3d_hang_lbl_name(w->label), p3d_hang_op_name(w->op),
             w->seq == UINT64_MAX ? (int64_t)-1 : (int64_t)w->seq, w->peer,
             w->depth, w->inferred ? "true" : "false",
-            w->proven ? "true" : "false",
+            w->proven ? "true" : "false", w->unknown ? "true" : "false",
             p3d_hang_waited_s(job, w));
     for (int k = 0; k < w->n_for_op; k++)
         fprintf(f, "%s%d", k ? ", " : "", w->waiting_for[k]);

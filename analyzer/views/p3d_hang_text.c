@@ -123,7 +123,11 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
               "its stage made this communicator)"
             : "no missing member (all arrived)",
             w->proven ? " [its call returned, but it cannot have completed:"
-                        " they never issued their part]" : "");
+                        " they never issued their part]"
+            : w->unknown ? " [they issued their part, but have no GPU "
+                           "completion times: whether they ran it is not "
+                           "known, so this rank is not named a root on it]"
+            : "");
     if (w->n_for > w->n_for_op)
         fprintf(f, "; its other pending ops wait for rank(s) %s", also);
     fputc('\n', f);

@@ -221,6 +221,44 @@ static void check_mesh_hang(const char *mode)
     assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * A victim whose peer has no GPU completion times (tests/data/
+ * sim-hang-nogpu-peer): the killed rank 3 is the one root; rank 6 waits
+ * on rank 2, whose part is of unknown completion, and is not a root.
+ */
+static void test_hang_peer_without_gpu_times(void **state)
+{
+    char dir[64], cmd[1200];
+    struct p3d_jobset set;
+    const struct p3d_hang_res *h;
+    int six = 0;
+
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/p3d-nogpu-%d", (int)getpid());
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s && tar -xzf "
+             "%s/tests/data/sim-hang-nogpu-peer/kill3.tar.gz -C %s", dir,
+             src_dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/k3", dir);
+    set = load_dir(cmd, NULL);
+    h = set.jobs[0].hang;
+    assert_non_null(h);
+    assert_true(h->detected);
+    assert_int_equal(h->n_roots, 1);
+    assert_int_equal(h->roots[0].rank, 3);
+    for (int i = 0; i < h->n_waiting; i++)
+        if (h->wait[i].rank == 6) {
+            six = 1;
+            assert_true(h->wait[i].unknown);
+            assert_true(h->wait[i].n_for_op >= 1);
+            assert_int_equal(h->wait[i].waiting_for[0], 2);
+        }
+    assert_true(six);
+    unload(&set);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_real_hang_gpu(void **state)
 {
     (void)state;
@@ -241,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_no_hang),
         cmocka_unit_test(test_layout_misfit),
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_hang_peer_without_gpu_times),
         cmocka_unit_test(test_real_hang_gpu),
         cmocka_unit_test(test_real_hang_host_only),
     };
