@@ -52,6 +52,7 @@ struct plugin_op {
     _Atomic uint32_t ch_started;
     _Atomic uint32_t ch_stopped;
     uint64_t op_id;
+    uint64_t t_claim;               /* host ns of its NCCL call (join) */
     const void *ctx;
     _Atomic uint64_t start;         /* earliest channel start (GPU ns) */
     _Atomic uint64_t stop;          /* latest channel stop */
@@ -66,6 +67,11 @@ static _Atomic uint64_t plugin_cursor;
 static _Atomic int plugin_n_inits, plugin_abi;
 static _Atomic uint64_t plugin_n_ops, plugin_n_unjoined, plugin_n_full;
 static _Atomic int64_t plugin_lag_min = INT64_MAX, plugin_lag_max = INT64_MIN;
+/* Causal bounds of host - gpu (plugin_causal), and how often they moved
+ * the paired offset, by how much at most. */
+static _Atomic int64_t plugin_off_lo = INT64_MIN, plugin_off_hi = INT64_MAX;
+static _Atomic uint64_t plugin_n_moved;
+static _Atomic int64_t plugin_moved_max;
 static _Atomic int64_t plugin_offset;         /* host = gpu + offset */
 static _Atomic uint64_t plugin_clock_at;      /* 0 = never paired */
 static _Atomic int plugin_clock_busy;
@@ -119,17 +125,71 @@ static void plugin_minmax(_Atomic int64_t *min, _Atomic int64_t *max,
         ;
 }
 
+static void plugin_max(_Atomic int64_t *a, int64_t v)
+{
+    int64_t cur = atomic_load(a);
+
+    while (v > cur && !atomic_compare_exchange_weak(a, &cur, v))
+        ;
+}
+
+static void plugin_min(_Atomic int64_t *a, int64_t v)
+{
+    int64_t cur = atomic_load(a);
+
+    while (v < cur && !atomic_compare_exchange_weak(a, &cur, v))
+        ;
+}
+
+/*
+ * Pairing the globaltimer with CLOCK_REALTIME is not enough: on the H200
+ * it put kernels up to 0.7 ms off, by a different amount each run
+ * (README, "NCCL op times from NCCL's profiler plugin").  Causality bounds
+ * host = gpu + offset, as between hosts (analyzer/time/p3d_clock.c): a
+ * task's kernel starts after its NCCL call (lo: t_claim - start) and ends
+ * before we hear of its end (hi: now - stop).  The paired offset
+ * is kept when it lies within the bounds of all ops so far, else moved to
+ * the nearest bound; bounds that contradict each other (the clocks
+ * drifted apart) start again from this op's.
+ */
+static int64_t plugin_causal(int64_t off, int64_t lo, int64_t hi)
+{
+    int64_t l, h, use;
+
+    plugin_max(&plugin_off_lo, lo);
+    plugin_min(&plugin_off_hi, hi);
+    l = atomic_load(&plugin_off_lo);
+    h = atomic_load(&plugin_off_hi);
+    if (l > h) {
+        atomic_store(&plugin_off_lo, lo);
+        atomic_store(&plugin_off_hi, hi);
+        l = lo;
+        h = hi;
+    }
+    use = off < l ? l : off > h ? h : off;
+    if (use != off) {
+        atomic_fetch_add_explicit(&plugin_n_moved, 1, memory_order_relaxed);
+        plugin_max(&plugin_moved_max, use > off ? use - off : off - use);
+    }
+    return use;
+}
+
 static void plugin_emit(struct plugin_op *o)
 {
     uint64_t now = p3d_now();
-    int64_t off;
+    int64_t off, rs, re;
     uint64_t s, e;
 
     plugin_clock_update(now);
     off = atomic_load(&plugin_offset);
-    s = (uint64_t)((int64_t)atomic_load(&o->start) + off);
-    e = (uint64_t)((int64_t)atomic_load(&o->stop) + off);
-    plugin_minmax(&plugin_lag_min, &plugin_lag_max, (int64_t)(now - e));
+    rs = (int64_t)atomic_load(&o->start);
+    re = (int64_t)atomic_load(&o->stop);
+    /* the pairing's own lag, before the bounds move it */
+    plugin_minmax(&plugin_lag_min, &plugin_lag_max,
+                  (int64_t)now - (re + off));
+    off = plugin_causal(off, (int64_t)o->t_claim - rs, (int64_t)now - re);
+    s = (uint64_t)(rs + off);
+    e = (uint64_t)(re + off);
     p3d_gpu_op_write(P3D_GPU_SRC_PLUGIN, o->op_id, s, e);
     atomic_fetch_add_explicit(&plugin_n_ops, 1, memory_order_relaxed);
 }
@@ -155,7 +215,7 @@ static void plugin_op_check(struct plugin_op *o)
 }
 
 static struct plugin_op *plugin_op_claim(const void *ctx, uint64_t op_id,
-                                         uint32_t channels)
+                                         uint32_t channels, uint64_t t_call)
 {
     int i;
 
@@ -167,6 +227,7 @@ static struct plugin_op *plugin_op_claim(const void *ctx, uint64_t op_id,
         if (!atomic_compare_exchange_strong(&o->state, &st, OP_LIVE))
             continue;
         o->op_id = op_id;
+        o->t_claim = t_call;
         o->ctx = ctx;
         o->expected = channels ? channels : 1;
         atomic_store(&o->task_stopped, 0);
@@ -236,14 +297,16 @@ static int plugin_init(void **context, uint64_t comm, int *mask, int abi)
 static void plugin_start_task(struct plugin_ctx *c, void **h, int kind,
                               int32_t peer, uint64_t seq, uint32_t channels)
 {
-    uint64_t id = p3d_plugin_join_take(c->comm, (uint8_t)kind, peer, seq);
+    uint64_t t_call = 0;
+    uint64_t id = p3d_plugin_join_take_at(c->comm, (uint8_t)kind, peer, seq,
+                                          &t_call);
 
     if (id == 0) {
         atomic_fetch_add_explicit(&plugin_n_unjoined, 1,
                                   memory_order_relaxed);
         return;
     }
-    *h = plugin_op_claim(c, id, channels);
+    *h = plugin_op_claim(c, id, channels, t_call);
 }
 
 static void plugin_start_coll(struct plugin_ctx *c, void **h,
@@ -369,13 +432,16 @@ void p3d_plugin_note(void)
     p3d_note("plugin: NCCL ops timed by the NCCL profiler plugin (v%d, %d "
              "communicators): %llu ops timed of %llu registered, %llu "
              "events not joined, %llu lost; kernel end to callback "
-             "%.1f..%.1f us",
+             "%.1f..%.1f us by the paired clocks; %llu ops moved onto "
+             "causal bounds, by up to %.1f us",
              p3d_plugin_version(), p3d_plugin_inits(),
              (unsigned long long)atomic_load(&plugin_n_ops),
              (unsigned long long)put,
              (unsigned long long)atomic_load(&plugin_n_unjoined),
              (unsigned long long)(lost + atomic_load(&plugin_n_full)),
-             (double)lo / 1e3, (double)hi / 1e3);
+             (double)lo / 1e3, (double)hi / 1e3,
+             (unsigned long long)atomic_load(&plugin_n_moved),
+             (double)atomic_load(&plugin_moved_max) / 1e3);
 }
 
 /* ---- the exported tables ---------------------------------------------- */

@@ -48,6 +48,10 @@ void p3d_plugin_join_op(const struct p3d_op_ctx *op);
  */
 uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
                               uint64_t seq);
+/* The same, and the host time (p3d_now) the op was registered at, just
+ * before its NCCL call: no kernel of it starts earlier. */
+uint64_t p3d_plugin_join_take_at(uint64_t comm, uint8_t op, int32_t peer,
+                                 uint64_t seq, uint64_t *t_put);
 /* Plugin side: next ordinal of a P2p event of (comm, op, peer). */
 uint64_t p3d_plugin_join_p2p_next(uint64_t comm, uint8_t op, int32_t peer);
 /* Ops registered, and ops lost to a full table (for the closing note). */

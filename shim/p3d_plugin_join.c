@@ -20,6 +20,7 @@
 
 #include "p3d_format.h"
 #include "p3d_plugin.h"
+#include "p3d_shim.h"
 
 #define JOIN_SLOTS 16384u      /* ops registered, not yet taken */
 #define CTR_SLOTS 16384u       /* (comm, kind, peer) counters per side */
@@ -30,6 +31,7 @@
 struct join_slot {
     _Atomic uint64_t key;
     uint64_t op_id;
+    uint64_t t_put;        /* host ns at the NCCL call: its kernel is later */
 };
 
 struct ctr_slot {
@@ -93,12 +95,13 @@ static void join_put_key(uint64_t key, uint64_t op_id)
         atomic_fetch_add_explicit(&join_lost, 1, memory_order_relaxed);
     }
     s->op_id = op_id;
+    s->t_put = p3d_now();
     atomic_store_explicit(&s->key, key, memory_order_release);
     atomic_fetch_add_explicit(&join_put, 1, memory_order_relaxed);
 }
 
-uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
-                              uint64_t seq)
+uint64_t p3d_plugin_join_take_at(uint64_t comm, uint8_t op, int32_t peer,
+                                 uint64_t seq, uint64_t *t_put)
 {
     uint64_t key = join_mix(join_class(comm, op, peer) + seq) | KEY_SET;
     uint32_t i;
@@ -106,16 +109,26 @@ uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
     for (i = 0; i < PROBE; i++) {
         struct join_slot *c = &join_tab[((uint32_t)key + i) % JOIN_SLOTS];
         uint64_t k = atomic_load_explicit(&c->key, memory_order_acquire);
-        uint64_t id;
+        uint64_t id, t;
 
         if (k != key)
             continue;
         id = c->op_id;
+        t = c->t_put;
         /* still ours after the read: a writer re-marks BUSY first */
-        if (atomic_compare_exchange_strong(&c->key, &k, 0))
+        if (atomic_compare_exchange_strong(&c->key, &k, 0)) {
+            if (t_put)
+                *t_put = t;
             return id;
+        }
     }
     return 0;
+}
+
+uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
+                              uint64_t seq)
+{
+    return p3d_plugin_join_take_at(comm, op, peer, seq, NULL);
 }
 
 static void join_put_op(uint64_t comm, uint8_t op, int32_t peer,
