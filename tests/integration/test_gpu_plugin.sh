@@ -16,7 +16,12 @@
 #                       warning per process, CUDA events for every op;
 #   none                a fake NCCL without plugin support
 #                       (P3D_FAKE_NO_PROFILER=1): same, its own warning;
-#   events              P3D_GPU_TIMING=events: the plugin is not loaded.
+#   events              P3D_GPU_TIMING=events: the plugin is not loaded;
+#   late, early         the fake's globaltimer reads 200 ms late / early
+#                       (P3D_FAKE_PROFILER_SKEW_NS): the causal bounds
+#                       (no kernel before its call, none ending after we
+#                       hear of it) bring every op within 100 ms of the
+#                       truth, and the note counts the ops they moved.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
@@ -35,6 +40,8 @@ run async P3D_GPU_TIMING=plugin P3D_FAKE_ASYNC=1
 run other P3D_GPU_TIMING=plugin NCCL_PROFILER_PLUGIN=libnccl-profiler-x.so
 run none P3D_GPU_TIMING=plugin P3D_FAKE_NO_PROFILER=1
 run events P3D_GPU_TIMING=events
+run late P3D_GPU_TIMING=plugin P3D_FAKE_PROFILER_SKEW_NS=200000000
+run early P3D_GPU_TIMING=plugin P3D_FAKE_PROFILER_SKEW_NS=-200000000
 python3 - "$tmp" "$P3D_SRC/tests/tools" <<'PY'
 import os
 import sys
@@ -82,7 +89,7 @@ def keys(t):
 def notes(t):
     return [r["text"] for r in t.records if r["type"] == "note"]
 
-def plugin_ok(job, abi):
+def plugin_ok(job, abi, tol=TOL):
     tr, spread = truth(job), 0
     for rank, t in sorted(p3d_trace.read_dir(d + "/" + job).items()):
         gpu = {}
@@ -110,9 +117,13 @@ def plugin_ok(job, abi):
             worst = max(worst, err)
             n += 1
             spread += (hi - lo) // (2 * nch) > 5 * TOL
-        if worst > TOL:
+        if worst > tol:
             fail.append("%s rank %d: GPU times off by %d ns" %
                         (job, rank, worst))
+        moved = [x for x in notes(t) if x.startswith("plugin:")]
+        if tol != TOL and not (moved and " 0 ops moved" not in moved[0]):
+            fail.append("%s rank %d: no op moved onto the bounds: %s" %
+                        (job, rank, moved))
         want = ["gpu timing: NCCL ops timed by the NCCL profiler plugin"]
         if [x for x in notes(t) if x.startswith("gpu timing:")] != want:
             fail.append("%s rank %d: notes %s" % (job, rank, notes(t)))
@@ -156,6 +167,8 @@ def events_ok(job, warning):
 plugin_ok("plugin", 5)
 plugin_ok("v4", 4)
 plugin_ok("async", 5)
+plugin_ok("late", 5, 100_000_000)
+plugin_ok("early", 5, 100_000_000)
 events_ok("other", "NCCL_PROFILER_PLUGIN=libnccl-profiler-x.so is another "
           "profiler plugin")
 events_ok("none", "NCCL did not load libp3dtrace.so as its profiler plugin")
