@@ -50,9 +50,14 @@ sim = subprocess.Popen([f"{build}/p3d-sim", "--tp", "2", "--pp", "2", "--dp",
                         "2", "-m", "4", "--iters", "1", "--hang", "5:pp:7",
                         "--stop-when-hung=KILL", "--timeout", "50",
                         "--out", t, "--job-id", "k9",
-                        "--shim", f"{build}/libp3dtrace.so", "--quiet"],
-                       env=env, stderr=subprocess.DEVNULL)
-sim.wait()   # every rank kill -9'ed once the hang formed, well before 60 s
+                        "--shim", f"{build}/libp3dtrace.so"],
+                       env=env, stdout=subprocess.DEVNULL,
+                       stderr=open(f"{t}/k9.err", "w"))
+rc = sim.wait()  # every rank kill -9'ed once the hang formed, before 60 s
+if not os.path.exists(f"{t}/k9/truth.json"):
+    # say why, so a rare failure can be read from the CI log
+    sys.exit("p3d-sim exited %d without truth.json; its stderr:\n%s" %
+             (rc, open(f"{t}/k9.err").read()[-3000:]))
 truth = json.load(open(f"{t}/k9/truth.json"))
 assert truth["outcome"]["stopped_when_hung"], "the hang never formed"
 an = json.loads(subprocess.run([f"{build}/p3d-analyze", "-q", "--json", "-",
