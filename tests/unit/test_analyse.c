@@ -186,19 +186,36 @@ static void test_writers(void **state)
     unload(&set);
 }
 
+/* Unpack tests/data/TARBALL into dir (made), so a test can load it. */
+static void extract(const char *dir, const char *tarball)
+{
+    char cmd[1200];
+
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s && tar -xzf %s/tests/data/%s "
+             "-C %s", dir, src_dir, tarball, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Remove what extract unpacked. */
+static void extract_rm(const char *dir)
+{
+    char cmd[128];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* The H200 hang, one GPU timing: extracted under /tmp, analysed. */
 static void check_mesh_hang(const char *mode)
 {
-    char dir[64], cmd[1200];
+    char dir[64], tarball[96];
     struct p3d_jobset set;
     const struct p3d_hang_res *h;
     int waits_on_5 = 0;
 
     snprintf(dir, sizeof(dir), "/tmp/p3d-mesh-%s-%d", mode, (int)getpid());
-    snprintf(cmd, sizeof(cmd), "mkdir -p %s && tar -xzf "
-             "%s/tests/data/h200-mesh-hang/%s.tar.gz -C %s", dir, src_dir,
-             mode, dir);
-    assert_int_equal(system(cmd), 0);
+    snprintf(tarball, sizeof(tarball), "h200-mesh-hang/%s.tar.gz", mode);
+    extract(dir, tarball);
     set = load_dir(dir, NULL);
     h = set.jobs[0].hang;
     assert_non_null(h);
@@ -217,8 +234,7 @@ static void check_mesh_hang(const char *mode)
     assert_int_equal(set.jobs[0].findings->f[0].sev, P3D_SEV_BAD);
     assert_non_null(strstr(set.jobs[0].findings->f[0].what, "root rank 5"));
     unload(&set);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    extract_rm(dir);
 }
 
 /*
@@ -228,19 +244,16 @@ static void check_mesh_hang(const char *mode)
  */
 static void test_hang_peer_without_gpu_times(void **state)
 {
-    char dir[64], cmd[1200];
+    char dir[64], job[80];
     struct p3d_jobset set;
     const struct p3d_hang_res *h;
     int six = 0;
 
     (void)state;
     snprintf(dir, sizeof(dir), "/tmp/p3d-nogpu-%d", (int)getpid());
-    snprintf(cmd, sizeof(cmd), "mkdir -p %s && tar -xzf "
-             "%s/tests/data/sim-hang-nogpu-peer/kill3.tar.gz -C %s", dir,
-             src_dir, dir);
-    assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof(cmd), "%s/k3", dir);
-    set = load_dir(cmd, NULL);
+    extract(dir, "sim-hang-nogpu-peer/kill3.tar.gz");
+    snprintf(job, sizeof(job), "%s/k3", dir);
+    set = load_dir(job, NULL);
     h = set.jobs[0].hang;
     assert_non_null(h);
     assert_true(h->detected);
@@ -255,8 +268,7 @@ static void test_hang_peer_without_gpu_times(void **state)
         }
     assert_true(six);
     unload(&set);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    extract_rm(dir);
 }
 
 static void test_real_hang_gpu(void **state)
