@@ -32,10 +32,42 @@ time_run dpstrag --dp 4 --straggler 3:100 $C &&
     time_check dpstrag straggler
 time_expect dpstrag dpstrag.json '"stragglers_by": "step_collectives"' \
     "stragglers not ranked by the step's collectives"
-time_expect dpstrag dpstrag.txt "straggler rank 3" \
-    "the seed row does not name the straggler"
+# The seed row names a straggler when the analysis found one that stands
+# out (caused at least 1.5x the waiting of the next, p3d_time_straggler):
+# by the figures of this run's JSON, which come from what the fakes did;
+# a loaded machine can make a peer cause almost as much.  Unloaded, the
+# injected rank causes 100-400x the next, so the row must name it.
+seed_row_names() { # job rank
+    python3 - "$T/$1.json" "$T/$1.txt" "$2" <<'PY' || {
+import json, sys
+an, txt, rank = json.load(open(sys.argv[1])), open(sys.argv[2]).read(), \
+    int(sys.argv[3])
+def find(x):
+    if isinstance(x, dict):
+        if "stragglers" in x:
+            return x["stragglers"]
+        for v in x.values():
+            r = find(v)
+            if r is not None:
+                return r
+    return None
+s = find(an) or []
+out = len(s) > 1 and s[0]["caused_ms"] >= 1.5 * s[1]["caused_ms"] or \
+    len(s) == 1
+named = "straggler rank %d" % rank in txt
+if out and (s[0]["rank"] != rank or not named):
+    sys.exit("stands out %s, seed row %s" % (s[:2], named))
+if not out and "straggler rank " in txt:
+    sys.exit("none stands out %s, but the seed row names one" % s[:2])
+print("%s: seed row %s (first two %s)" % (sys.argv[1], "names it" if named
+      else "names none", [(x["rank"], round(x["caused_ms"])) for x in s[:2]]))
+PY
+        echo "FAIL $1: the seed row and the stragglers disagree"
+        fails=$((fails + 1))
+    }
+}
+seed_row_names dpstrag 3
 time_expect ppstrag ppstrag.txt "busiest stage (sets the pace): 2" \
     "stage 2 is not the busiest"
-time_expect strag5 strag5.txt "straggler rank 5" \
-    "the seed row does not name the straggler"
+seed_row_names strag5 5
 time_done
