@@ -187,7 +187,9 @@ static void plugin_emit(struct plugin_op *o)
     /* the pairing's own lag, before the bounds move it */
     plugin_minmax(&plugin_lag_min, &plugin_lag_max,
                   (int64_t)now - (re + off));
-    off = plugin_causal(off, (int64_t)o->t_claim - rs, (int64_t)now - re);
+    if (rs > 0 && re >= rs && o->t_claim) /* stamps NCCL filled in */
+        off = plugin_causal(off, (int64_t)o->t_claim - rs,
+                            (int64_t)now - re);
     s = (uint64_t)(rs + off);
     e = (uint64_t)(re + off);
     p3d_gpu_op_write(P3D_GPU_SRC_PLUGIN, o->op_id, s, e);
