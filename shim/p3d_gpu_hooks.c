@@ -268,9 +268,15 @@ void p3d_hook_op_before(const struct p3d_op_ctx *op)
         }
     } else if (mode == P3D_GPU_EVENTS) {
         p3d_events_op_before(op);
-    } else if (mode == P3D_GPU_PLUGIN) {
-        p3d_plugin_join_op(op);
     }
+}
+
+/* Plugin mode registers the op here, with its t_enter: the lower causal
+ * bound of its kernel's start (p3d_plugin.c). */
+void p3d_hook_op_entered(const struct p3d_op_ctx *op, uint64_t t_enter)
+{
+    if (gpu_mode_get() == P3D_GPU_PLUGIN)
+        p3d_plugin_join_op(op, t_enter);
 }
 
 void p3d_hook_op_after(const struct p3d_op_ctx *op, int ret)

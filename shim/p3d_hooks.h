@@ -40,6 +40,9 @@ extern int p3d_hook_ops_idle;
 
 /* Before the real collective/P2P call. */
 void p3d_hook_op_before(const struct p3d_op_ctx *op);
+/* Later, its op record written at host time t_enter: the last thing
+ * before the real call (no kernel of the op starts earlier). */
+void p3d_hook_op_entered(const struct p3d_op_ctx *op, uint64_t t_enter);
 /* After it returned `ret` (ncclResult_t). */
 void p3d_hook_op_after(const struct p3d_op_ctx *op, int ret);
 /* Around the outermost ncclGroupEnd, where grouped kernels launch. */

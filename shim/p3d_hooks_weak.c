@@ -12,6 +12,13 @@ __attribute__((weak)) void p3d_hook_op_before(const struct p3d_op_ctx *op)
     (void)op;
 }
 
+__attribute__((weak)) void p3d_hook_op_entered(const struct p3d_op_ctx *op,
+                                               uint64_t t_enter)
+{
+    (void)op;
+    (void)t_enter;
+}
+
 __attribute__((weak)) void p3d_hook_op_after(const struct p3d_op_ctx *op,
                                              int ret)
 {

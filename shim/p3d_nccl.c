@@ -159,6 +159,8 @@ p3d_op_enqueue(struct p3d_opcall *oc, size_t count,
     r->comm_rank = oc->comm_rank;
     p3d_rec_commit(r);
     p3d_rec_pin();
+    if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+        p3d_hook_op_entered(&oc->ctx, t_enter);
 }
 
 /* An op inside a group is issued when the outermost GroupEnd returns. */

@@ -39,8 +39,9 @@ int p3d_plugin_auto_default(void);
 
 /* ---- p3d_plugin_join.c ----------------------------------------------- */
 
-/* App thread, before the real NCCL call: register `op` (plugin mode). */
-void p3d_plugin_join_op(const struct p3d_op_ctx *op);
+/* App thread, just before the real NCCL call (its op record written at
+ * t_enter): register `op` (plugin mode). */
+void p3d_plugin_join_op(const struct p3d_op_ctx *op, uint64_t t_enter);
 /*
  * Plugin side: the op id registered under (comm, op kind, peer, seq),
  * removed from the table; 0 if none (not ours, overwritten, or never
@@ -48,8 +49,7 @@ void p3d_plugin_join_op(const struct p3d_op_ctx *op);
  */
 uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
                               uint64_t seq);
-/* The same, and the host time (p3d_now) the op was registered at, just
- * before its NCCL call: no kernel of it starts earlier. */
+/* The same, and the op's t_enter: no kernel of it starts earlier. */
 uint64_t p3d_plugin_join_take_at(uint64_t comm, uint8_t op, int32_t peer,
                                  uint64_t seq, uint64_t *t_put);
 /* Plugin side: next ordinal of a P2p event of (comm, op, peer). */

@@ -20,7 +20,6 @@
 
 #include "p3d_format.h"
 #include "p3d_plugin.h"
-#include "p3d_shim.h"
 
 #define JOIN_SLOTS 16384u      /* ops registered, not yet taken */
 #define CTR_SLOTS 16384u       /* (comm, kind, peer) counters per side */
@@ -31,7 +30,7 @@
 struct join_slot {
     _Atomic uint64_t key;
     uint64_t op_id;
-    uint64_t t_put;        /* host ns at the NCCL call: its kernel is later */
+    uint64_t t_put;        /* the op's t_enter: its kernel starts later */
 };
 
 struct ctr_slot {
@@ -77,7 +76,7 @@ static uint64_t ctr_next(struct ctr_slot *t, uint64_t cls)
     return UINT64_MAX;
 }
 
-static void join_put_key(uint64_t key, uint64_t op_id)
+static void join_put_key(uint64_t key, uint64_t op_id, uint64_t t_enter)
 {
     struct join_slot *s = NULL;
     uint32_t i;
@@ -95,7 +94,7 @@ static void join_put_key(uint64_t key, uint64_t op_id)
         atomic_fetch_add_explicit(&join_lost, 1, memory_order_relaxed);
     }
     s->op_id = op_id;
-    s->t_put = p3d_now();
+    s->t_put = t_enter;
     atomic_store_explicit(&s->key, key, memory_order_release);
     atomic_fetch_add_explicit(&join_put, 1, memory_order_relaxed);
 }
@@ -132,7 +131,7 @@ uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
 }
 
 static void join_put_op(uint64_t comm, uint8_t op, int32_t peer,
-                        uint64_t op_id)
+                        uint64_t op_id, uint64_t t_enter)
 {
     uint64_t cls = join_class(comm, op, peer);
     uint64_t seq = ctr_next(ctr_app, cls);
@@ -141,7 +140,7 @@ static void join_put_op(uint64_t comm, uint8_t op, int32_t peer,
         atomic_fetch_add_explicit(&join_lost, 1, memory_order_relaxed);
         return;
     }
-    join_put_key(join_mix(cls + seq) | KEY_SET, op_id);
+    join_put_key(join_mix(cls + seq) | KEY_SET, op_id, t_enter);
 }
 
 /* The Send/Recv tasks NCCL makes of AlltoAll, Gather, Scatter. */
@@ -162,10 +161,10 @@ static void join_split(const struct p3d_op_ctx *op)
         ctr_next(ctr_app, join_class(op->comm_hash, P3D_OP_RECV, op->peer));
 }
 
-void p3d_plugin_join_op(const struct p3d_op_ctx *op)
+void p3d_plugin_join_op(const struct p3d_op_ctx *op, uint64_t t_enter)
 {
     if (op->op == P3D_OP_SEND || op->op == P3D_OP_RECV) {
-        join_put_op(op->comm_hash, op->op, op->peer, op->op_id);
+        join_put_op(op->comm_hash, op->op, op->peer, op->op_id, t_enter);
         return;
     }
     /* NCCL makes no task of these: no event, no number */
@@ -176,7 +175,7 @@ void p3d_plugin_join_op(const struct p3d_op_ctx *op)
         join_split(op);
         return;
     }
-    join_put_op(op->comm_hash, op->op, -1, op->op_id);
+    join_put_op(op->comm_hash, op->op, -1, op->op_id, t_enter);
 }
 
 uint64_t p3d_plugin_join_p2p_next(uint64_t comm, uint8_t op, int32_t peer)

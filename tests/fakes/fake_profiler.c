@@ -192,19 +192,33 @@ void fake_prof_launch_end(void)
 }
 
 /*
- * CLOCK_REALTIME - CLOCK_MONOTONIC now: the fake globaltimer's offset;
- * P3D_FAKE_PROFILER_SKEW_NS=N makes it read N ns late (the H200's ran up
- * to 0.7 ms off the host's wall clock), the truth log staying true.
+ * The fake globaltimer: CLOCK_MONOTONIC plus an epoch fixed at the first
+ * call (CLOCK_REALTIME - CLOCK_MONOTONIC then).  A GPU's timer is set
+ * from the host's wall clock and then runs on its own: it does not follow
+ * the wall clock's later steps (this VM's CLOCK_REALTIME moves against
+ * CLOCK_MONOTONIC by 0.5 ms steps, 5 ms a second), so neither does the
+ * fake's.  P3D_FAKE_PROFILER_SKEW_NS=N makes it read N ns late (the
+ * H200's ran up to 1.4 ms off the wall clock), the truth log staying true.
  */
-static int64_t prof_gpu_offset(void)
+static int64_t prof_epoch;
+static pthread_once_t prof_epoch_once = PTHREAD_ONCE_INIT;
+
+static void prof_epoch_init(void)
 {
     struct timespec r, m;
-    const char *skew = getenv("P3D_FAKE_PROFILER_SKEW_NS");
 
     clock_gettime(CLOCK_MONOTONIC, &m);
     clock_gettime(CLOCK_REALTIME, &r);
-    return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll +
-           (r.tv_nsec - m.tv_nsec) + (skew ? strtoll(skew, NULL, 10) : 0);
+    prof_epoch = ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll +
+                 (r.tv_nsec - m.tv_nsec);
+}
+
+static int64_t prof_gpu_offset(void)
+{
+    const char *skew = getenv("P3D_FAKE_PROFILER_SKEW_NS");
+
+    pthread_once(&prof_epoch_once, prof_epoch_init);
+    return prof_epoch + (skew ? strtoll(skew, NULL, 10) : 0);
 }
 
 /* The task's channels: starts and stops spread inside [t0, t_end]. */

@@ -34,7 +34,7 @@ static void put(uint64_t id, uint64_t comm, uint8_t kind, int32_t peer,
 {
     struct p3d_op_ctx c = op(id, comm, kind, peer, count);
 
-    p3d_plugin_join_op(&c);
+    p3d_plugin_join_op(&c, 1);
 }
 
 /* Numbers count per function: AllReduce #1 after an AllGather is seq 1. */
