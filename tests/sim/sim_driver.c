@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,12 +131,19 @@ static void sim_child_env(const struct sim_cfg *c, const struct sim_run *run,
 static int sim_launch(const struct sim_cfg *c, struct sim_run *run,
                       char **argv)
 {
+    pid_t parent = getpid();
+
     for (int r = 0; r < c->world; r++) {
         pid_t pid = fork();
 
         if (pid < 0)
             return -1;
         if (pid == 0) {
+            /* a rank never outlives its driver: were the driver to die,
+             * hung ranks would otherwise wait forever (and load CI) */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(127);
             sim_child_env(c, run, r);
             execv("/proc/self/exe", argv);
             _exit(127);
