@@ -113,18 +113,6 @@ static void plugin_clock_update(uint64_t now)
     atomic_store(&plugin_clock_busy, 0);
 }
 
-static void plugin_minmax(_Atomic int64_t *min, _Atomic int64_t *max,
-                          int64_t v)
-{
-    int64_t cur = atomic_load(min);
-
-    while (v < cur && !atomic_compare_exchange_weak(min, &cur, v))
-        ;
-    cur = atomic_load(max);
-    while (v > cur && !atomic_compare_exchange_weak(max, &cur, v))
-        ;
-}
-
 static void plugin_max(_Atomic int64_t *a, int64_t v)
 {
     int64_t cur = atomic_load(a);
@@ -139,6 +127,13 @@ static void plugin_min(_Atomic int64_t *a, int64_t v)
 
     while (v < cur && !atomic_compare_exchange_weak(a, &cur, v))
         ;
+}
+
+static void plugin_minmax(_Atomic int64_t *min, _Atomic int64_t *max,
+                          int64_t v)
+{
+    plugin_min(min, v);
+    plugin_max(max, v);
 }
 
 /*
@@ -300,7 +295,7 @@ static void plugin_start_task(struct plugin_ctx *c, void **h, int kind,
                               int32_t peer, uint64_t seq, uint32_t channels)
 {
     uint64_t t_call = 0;
-    uint64_t id = p3d_plugin_join_take_at(c->comm, (uint8_t)kind, peer, seq,
+    uint64_t id = p3d_plugin_join_take(c->comm, (uint8_t)kind, peer, seq,
                                           &t_call);
 
     if (id == 0) {

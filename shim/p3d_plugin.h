@@ -45,12 +45,10 @@ void p3d_plugin_join_op(const struct p3d_op_ctx *op, uint64_t t_enter);
 /*
  * Plugin side: the op id registered under (comm, op kind, peer, seq),
  * removed from the table; 0 if none (not ours, overwritten, or never
- * registered).  peer is -1 for collectives.
+ * registered).  peer is -1 for collectives.  *t_put (if not NULL): the
+ * op's t_enter, before which no kernel of it starts.
  */
 uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
-                              uint64_t seq);
-/* The same, and the op's t_enter: no kernel of it starts earlier. */
-uint64_t p3d_plugin_join_take_at(uint64_t comm, uint8_t op, int32_t peer,
                                  uint64_t seq, uint64_t *t_put);
 /* Plugin side: next ordinal of a P2p event of (comm, op, peer). */
 uint64_t p3d_plugin_join_p2p_next(uint64_t comm, uint8_t op, int32_t peer);

@@ -99,7 +99,7 @@ static void join_put_key(uint64_t key, uint64_t op_id, uint64_t t_enter)
     atomic_fetch_add_explicit(&join_put, 1, memory_order_relaxed);
 }
 
-uint64_t p3d_plugin_join_take_at(uint64_t comm, uint8_t op, int32_t peer,
+uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
                                  uint64_t seq, uint64_t *t_put)
 {
     uint64_t key = join_mix(join_class(comm, op, peer) + seq) | KEY_SET;
@@ -124,11 +124,6 @@ uint64_t p3d_plugin_join_take_at(uint64_t comm, uint8_t op, int32_t peer,
     return 0;
 }
 
-uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
-                              uint64_t seq)
-{
-    return p3d_plugin_join_take_at(comm, op, peer, seq, NULL);
-}
 
 static void join_put_op(uint64_t comm, uint8_t op, int32_t peer,
                         uint64_t op_id, uint64_t t_enter)

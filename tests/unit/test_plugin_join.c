@@ -34,7 +34,17 @@ static void put(uint64_t id, uint64_t comm, uint8_t kind, int32_t peer,
 {
     struct p3d_op_ctx c = op(id, comm, kind, peer, count);
 
-    p3d_plugin_join_op(&c, 1);
+    p3d_plugin_join_op(&c, id * 1000); /* t_enter: derived from the id */
+}
+
+/* Take the op of a key; its t_enter must come back with it. */
+static uint64_t take(uint64_t comm, uint8_t kind, int32_t peer, uint64_t seq)
+{
+    uint64_t t = 0, id = p3d_plugin_join_take(comm, kind, peer, seq, &t);
+
+    if (id)
+        assert_int_equal(t, id * 1000);
+    return id;
 }
 
 /* Numbers count per function: AllReduce #1 after an AllGather is seq 1. */
@@ -46,17 +56,17 @@ static void test_plugin_join_coll_per_function(void **state)
     put(13, 0xa1, P3D_OP_ALLREDUCE, -1, 8);
     put(14, 0xa1, P3D_OP_ALLREDUCE, -1, 0);   /* empty: no task */
     put(15, 0xa1, P3D_OP_ALLREDUCE, -1, 8);
-    assert_int_equal(p3d_plugin_join_take(0xa1, P3D_OP_ALLGATHER, -1, 0),
+    assert_int_equal(take(0xa1, P3D_OP_ALLGATHER, -1, 0),
                      12);
-    assert_int_equal(p3d_plugin_join_take(0xa1, P3D_OP_ALLREDUCE, -1, 1),
+    assert_int_equal(take(0xa1, P3D_OP_ALLREDUCE, -1, 1),
                      13);
-    assert_int_equal(p3d_plugin_join_take(0xa1, P3D_OP_ALLREDUCE, -1, 2),
+    assert_int_equal(take(0xa1, P3D_OP_ALLREDUCE, -1, 2),
                      15);
-    assert_int_equal(p3d_plugin_join_take(0xa1, P3D_OP_ALLREDUCE, -1, 0),
+    assert_int_equal(take(0xa1, P3D_OP_ALLREDUCE, -1, 0),
                      11);
     /* taken once; other comms do not see it */
-    assert_int_equal(p3d_plugin_join_take(0xa1, P3D_OP_ALLREDUCE, -1, 0), 0);
-    assert_int_equal(p3d_plugin_join_take(0xa2, P3D_OP_ALLGATHER, -1, 0), 0);
+    assert_int_equal(take(0xa1, P3D_OP_ALLREDUCE, -1, 0), 0);
+    assert_int_equal(take(0xa2, P3D_OP_ALLGATHER, -1, 0), 0);
 }
 
 /* AlltoAll sends to and receives from every rank: later sends shift. */
@@ -70,14 +80,14 @@ static void test_plugin_join_p2p_after_alltoall(void **state)
     put(23, 0xb1, P3D_OP_SEND, 1, 8);
     put(24, 0xb1, P3D_OP_RECV, 1, 8);
     ord = p3d_plugin_join_p2p_next(0xb1, P3D_OP_SEND, 1);
-    assert_int_equal(p3d_plugin_join_take(0xb1, P3D_OP_SEND, 1, ord), 21);
+    assert_int_equal(take(0xb1, P3D_OP_SEND, 1, ord), 21);
     ord = p3d_plugin_join_p2p_next(0xb1, P3D_OP_SEND, 1); /* AlltoAll's */
-    assert_int_equal(p3d_plugin_join_take(0xb1, P3D_OP_SEND, 1, ord), 0);
+    assert_int_equal(take(0xb1, P3D_OP_SEND, 1, ord), 0);
     ord = p3d_plugin_join_p2p_next(0xb1, P3D_OP_SEND, 1);
-    assert_int_equal(p3d_plugin_join_take(0xb1, P3D_OP_SEND, 1, ord), 23);
+    assert_int_equal(take(0xb1, P3D_OP_SEND, 1, ord), 23);
     ord = p3d_plugin_join_p2p_next(0xb1, P3D_OP_RECV, 1); /* AlltoAll's */
     ord = p3d_plugin_join_p2p_next(0xb1, P3D_OP_RECV, 1);
-    assert_int_equal(p3d_plugin_join_take(0xb1, P3D_OP_RECV, 1, ord), 24);
+    assert_int_equal(take(0xb1, P3D_OP_RECV, 1, ord), 24);
 }
 
 /* Far more ops than slots: memory stays fixed, losses are counted. */
@@ -93,7 +103,7 @@ static void test_plugin_join_bounded(void **state)
     assert_int_equal(put1 - put0, 100000);
     assert_true(lost1 > lost0);
     /* the newest is still there */
-    assert_int_equal(p3d_plugin_join_take(0xc1, P3D_OP_REDUCE, -1, 99999),
+    assert_int_equal(take(0xc1, P3D_OP_REDUCE, -1, 99999),
                      1000 + 99999);
 }
 
