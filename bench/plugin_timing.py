@@ -129,9 +129,24 @@ def trace_gpu_ms(outdir, name):
             early, n)
 
 
-def settings_traced():
-    return [("events", {"P3D_GPU_TIMING": "events"}),
-            ("plugin", {"P3D_GPU_TIMING": "plugin"})]
+TRACED = [("events", {"P3D_GPU_TIMING": "events"}),
+          ("plugin", {"P3D_GPU_TIMING": "plugin"})]
+
+
+def interleaved(a, settings, prefix, nproc, port):
+    """The small loop for each setting, --rounds rounds, every other round
+    in reverse order; setting -> us per op of each round."""
+    res = {}
+    for rnd in range(a.rounds):
+        order = settings if rnd % 2 == 0 else settings[::-1]
+        for name, env in order:
+            port += 1
+            r = launch("small", "%s-%s-%d" % (prefix, name, rnd), nproc, env,
+                       a.out, port)
+            res.setdefault(name, []).append(r["us_per_op"])
+            print("%s %d rank(s) round %d %s: %.2f us/op" %
+                  (prefix, nproc, rnd, name, r["us_per_op"]), flush=True)
+    return res
 
 
 def host_cost(a):
@@ -141,14 +156,7 @@ def host_cost(a):
     settings = [("untraced", None)] + [
         (m, {"P3D_GPU_TIMING": m, "P3D_GPU_WINDOW": "off"})
         for m in ("off", "events", "plugin", "auto")]
-    port, res = 29900, {}
-    for rnd in range(a.rounds):
-        order = settings if rnd % 2 == 0 else settings[::-1]
-        for name, env in order:
-            port += 1
-            r = launch("small", "host-%s-%d" % (name, rnd), 1, env, a.out,
-                       port)
-            res.setdefault(name, []).append(r["us_per_op"])
+    res = interleaved(a, settings, "host", 1, 29900)
     for name, v in res.items():
         print("host cost 1 rank %-8s: median %.2f us/op (runs %s)" %
               (name, statistics.median(v), " ".join("%.2f" % x for x in v)))
@@ -176,7 +184,7 @@ def main():
         host_cost(a)
         return
     if a.sizes_only:
-        for name, env in settings_traced():
+        for name, env in TRACED:
             launch("sizes", "sizes-" + name, 2,
                    dict(env, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV"),
                    a.out, 29700 + len(name))
@@ -184,20 +192,9 @@ def main():
             print("%s: %d of %d GPU starts before the op's entry; notes %s"
                   % (name, early, n, notes[-1:]))
         return
-    settings = [("untraced", None),
-                ("events", {"P3D_GPU_TIMING": "events"}),
-                ("plugin", {"P3D_GPU_TIMING": "plugin"})]
-    port = 29600
-    small = {}
-    for rnd in range(a.rounds):
-        order = settings if rnd % 2 == 0 else settings[::-1]
-        for name, env in order:
-            port += 1
-            r = launch("small", "small-%s-%d" % (name, rnd), 2, env, a.out,
-                       port)
-            small.setdefault(name, []).append(r["us_per_op"])
-            print("small 2 ranks round %d %s: %.2f us/op" %
-                  (rnd, name, r["us_per_op"]), flush=True)
+    settings = [("untraced", None)] + TRACED
+    port = 29600 + 2 * a.rounds * len(settings)
+    small = interleaved(a, settings, "small", 2, 29600)
     for name, env in settings:
         port += 1
         r = launch("small", "one-%s" % name, 1, env, a.out, port)
