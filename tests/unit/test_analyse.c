@@ -196,6 +196,19 @@ static void extract(const char *dir, const char *tarball)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The job's hang analysis found a hang with exactly this one root. */
+static const struct p3d_hang_res *one_root(const struct p3d_jobset *set,
+                                           int rank)
+{
+    const struct p3d_hang_res *h = set->jobs[0].hang;
+
+    assert_non_null(h);
+    assert_true(h->detected);
+    assert_int_equal(h->n_roots, 1);
+    assert_int_equal(h->roots[0].rank, rank);
+    return h;
+}
+
 /* Remove what extract unpacked. */
 static void extract_rm(const char *dir)
 {
@@ -217,11 +230,7 @@ static void check_mesh_hang(const char *mode)
     snprintf(tarball, sizeof(tarball), "h200-mesh-hang/%s.tar.gz", mode);
     extract(dir, tarball);
     set = load_dir(dir, NULL);
-    h = set.jobs[0].hang;
-    assert_non_null(h);
-    assert_true(h->detected);
-    assert_int_equal(h->n_roots, 1);
-    assert_int_equal(h->roots[0].rank, 5);
+    h = one_root(&set, 5);
     assert_true(h->n_waiting >= 1);
     /* with GPU times every rank is inside NCCL, the root too (its op
      * disagrees); host records only: it never issued its op */
@@ -254,11 +263,7 @@ static void test_hang_peer_without_gpu_times(void **state)
     extract(dir, "sim-hang-nogpu-peer/kill3.tar.gz");
     snprintf(job, sizeof(job), "%s/k3", dir);
     set = load_dir(job, NULL);
-    h = set.jobs[0].hang;
-    assert_non_null(h);
-    assert_true(h->detected);
-    assert_int_equal(h->n_roots, 1);
-    assert_int_equal(h->roots[0].rank, 3);
+    h = one_root(&set, 3);
     for (int i = 0; i < h->n_waiting; i++)
         if (h->wait[i].rank == 6) {
             six = 1;
