@@ -59,18 +59,98 @@ static size_t p3d_steps_scan(const uint16_t *a, const uint16_t *b, size_t n,
     return k;
 }
 
+/*
+ * Whether no P-periodic run reaches coverage `want` (run + p), known from
+ * two positions.  A run [i, j) (j <= n - p) of length >= p covering want
+ * starts at i <= n - want and ends at j >= want - p, so when
+ * 2 want > n + p it holds every x in [n - want, want - p): its two ends
+ * are checked.  One or two comparisons rule out nearly every period that
+ * cannot win (scanning them was most of the search's time).
+ */
+static int p3d_steps_cannot_reach(const uint16_t *sig, size_t n, size_t p,
+                                  size_t want)
+{
+    size_t x0, x1;
+
+    if (want > n || 2 * want <= n + p)
+        return 0;
+    x0 = n - want;
+    x1 = want - p - 1;
+    return sig[x0] != sig[x0 + p] || sig[x1] != sig[x1 + p];
+}
+
+/* The largest run + p over the runs of sig[x] == sig[x + p] of length
+ * >= p (0: none): what the search finds for p alone. */
+static size_t p3d_steps_cov(const uint16_t *sig, size_t n, size_t p)
+{
+    size_t i = 0, j, cov = 0;
+
+    while (i + p < n) {
+        i += p3d_steps_scan(sig + i, sig + i + p, n - p - i, 0);
+        if (i + p >= n)
+            break;
+        j = i + 1 + p3d_steps_scan(sig + i + 1, sig + i + 1 + p,
+                                   n - p - i - 1, 1);
+        if (j - i >= p && j - i + p > cov)
+            cov = j - i + p;
+        i = j;
+    }
+    return cov;
+}
+
+/*
+ * A likely period and its coverage, to rule shorter periods out early:
+ * among the first P3D_STEPS_GUESSES distances d from the middle op to a
+ * later op with the same signature along which the next 16 ops repeat
+ * too (the micro-batch loop is one of them), the one covering most.
+ * Only a bound: a shorter period must cover at least as much to win, so
+ * a poor guess costs time, never the answer.
+ */
+#define P3D_STEPS_GUESSES 8
+
+static size_t p3d_steps_guess(const uint16_t *sig, size_t n, size_t *p_out)
+{
+    size_t x = n / 2, k, cov, best = 0;
+    int tries = 0;
+
+    *p_out = 0;
+    for (size_t d = 1; d <= n / 2 && x + d + 16 < n && best < n &&
+                       tries < P3D_STEPS_GUESSES;
+         d++) {
+        if (sig[x + d] != sig[x])
+            continue;
+        for (k = 1; k < 16 && sig[x + k] == sig[x + d + k]; k++)
+            ;
+        if (k < 16)
+            continue;
+        tries++;
+        if ((cov = p3d_steps_cov(sig, n, d)) > best) {
+            best = cov;
+            *p_out = d;
+        }
+    }
+    return best;
+}
+
 /* The search on ids (equal where the signatures are). */
 static size_t p3d_steps_search(const uint16_t *sig, size_t n, size_t *r0,
                                size_t *r1)
 {
-    size_t best = 0, best_cov = 0;
+    size_t best = 0, best_cov = 0, guess, guess_cov;
 
     *r0 = *r1 = 0;
+    guess_cov = p3d_steps_guess(sig, n, &guess);
     for (size_t p = 1; p <= n / 2 && best_cov < n; p++) {
         size_t i = 0, j;
         /* i + p < n, and a run through the rest must beat best_cov:
          * n - i > best_cov (exact) */
         size_t lim = n - (p > best_cov ? p : best_cov);
+        /* below the guess only a coverage of guess_cov or more can win
+         * (the first p to reach the maximum does) */
+        size_t want = p < guess && guess_cov > best_cov ? guess_cov
+                                                        : best_cov + 1;
+        if (p3d_steps_cannot_reach(sig, n, p, want))
+            continue;
         while (i < lim) {
             i += p3d_steps_scan(sig + i, sig + i + p, lim - i, 0);
             if (i >= lim)

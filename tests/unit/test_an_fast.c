@@ -182,7 +182,8 @@ static size_t period_ref(const uint64_t *sig, size_t n, size_t *r0,
     return best;
 }
 
-/* Periodic stretches with noise, set-up and tear-down of every length
+/* Periodic stretches (some with an inner loop), noise, set-up and
+ * tear-down of every length
  * (around the unrolled loops' steps of four), few distinct signatures
  * (many accidental runs). */
 static void test_period_same(void **state)
@@ -196,10 +197,15 @@ static void test_period_same(void **state)
         size_t n = (size_t)(rand() % 700), per = (size_t)(1 + rand() % 40);
         size_t head = n ? (size_t)rand() % (n / 3 + 1) : 0, r0, r1, q0, q1;
         int alpha = 2 + rand() % 6, noise = rand() % 50;
+        /* half of them a micro-batch loop of `nest` ops repeated, then
+         * three step ops: the sub-period the search's guess may take */
+        size_t nest = rand() % 2 ? (size_t)(1 + rand() % 8) : 0;
         for (size_t i = 0; i < n; i++) {
             sig[i] = i < head || i > n - head / 2
                          ? (uint64_t)(rand() % alpha)
-                         : (uint64_t)((i - head) % per) * 7 + 100;
+                         : (uint64_t)(nest && (i - head) % per < per - 3
+                                          ? (i - head) % per % nest
+                                          : (i - head) % per) * 7 + 100;
             if (noise && rand() % (noise * 10 + 1) == 0)
                 sig[i] = (uint64_t)(rand() % alpha);
         }
