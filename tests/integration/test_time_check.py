@@ -42,12 +42,52 @@ def check_steps(truth, got, tol):
     return ok
 
 
-def kernel_windows(job_dir, rank, offset_ns):
-    """The rank's kernel windows on the truth's clock (the shim's clock
-    minus the simulated host offset), from the trace's own records by the
-    independent reader; None when the trace has none."""
-    path = "%s/rank-%05d.p3d" % (job_dir, rank)
-    return p3d_trace.read_file(path).kernel_windows(offset_ns)
+def read_rank(job_dir, rank):
+    """The rank's trace, by the independent reader."""
+    return p3d_trace.read_file("%s/rank-%05d.p3d" % (job_dir, rank))
+
+
+def pp_calls(trace, truth_rank, offset_ns):
+    """The host calls of the rank's pipeline exchanges as the shim
+    recorded them, on the truth's clock (the shim's minus the simulated
+    host offset): [outermost ncclGroupStart entry, ncclGroupEnd return)
+    of each group with an op on the PP communicator, else the op's own
+    call.  The PP communicator is the one the rank created as the
+    truth's "pp" group (its created_index-th comm record)."""
+    idx = [c["created_index"] for c in truth_rank["comms"].values()
+           if c["group"] == "pp"]
+    comms = sorted(trace.comms(), key=lambda c: c["t_enter"])
+    if not idx or idx[0] >= len(comms):
+        return []
+    pp = comms[idx[0]]["comm_hash"]
+    starts, ends, calls = {}, {}, []
+    for g in trace.of_type("group"):
+        if g["is_end"] and g["depth"] == 0:
+            ends[g["group_id"]] = g["t_exit"]
+        elif not g["is_end"] and g["depth"] == 1:
+            starts[g["group_id"]] = g["t_enter"]
+    seen = set()
+    for o in trace.ops():
+        if o["comm_hash"] != pp:
+            continue
+        gid = o["group_id"]
+        if not gid:
+            calls.append((o["t_enter"], o["t_exit"]))
+        elif gid not in seen and gid in starts and gid in ends:
+            seen.add(gid)
+            calls.append((starts[gid], ends[gid]))
+    return sorted((a - offset_ns, z - offset_ns) for a, z in calls if z > a)
+
+
+def call_time(calls, a, z):
+    """How long the (ascending) calls cover [a, z), ns."""
+    tot, cur = 0, a
+    for s, e in calls:
+        s, e = max(s, cur), min(e, z)
+        if e > s:
+            tot += e - s
+            cur = e
+    return tot
 
 
 def covered(wins, a, z):
@@ -83,6 +123,11 @@ def counted(truth_step, wins, got_iter, slack_ns=1000000):
     return got, None
 
 
+def band_miss(meas, lo, hi):
+    """How far meas lies outside [lo, hi] (0 inside)."""
+    return lo - meas if meas < lo else meas - hi if meas > hi else 0.0
+
+
 def check_bubble(truth, got, tol, job_dir, tol_iter=0.02):
     """Measured bubble against the truth of the same rank-iterations:
     time in pipeline send/recv without compute, over the step, as the
@@ -91,7 +136,17 @@ def check_bubble(truth, got, tol, job_dir, tol_iter=0.02):
     (whose end p3d can only estimate: no op follows it), the same sum
     within tol_iter (one rank-iteration's figure rests on op times that
     a loaded host can shift by its CUDA-event anchor's error; the sums
-    average that out)."""
+    average that out).
+
+    The truth is a band, not a point, where the shim's own calls say so:
+    a blocking PP call starts at the shim's ncclGroupStart entry and ends
+    at its ncclGroupEnd return, the fakes' time inside it, so time the
+    host spent in the shim around the fakes (a stalled page fault on the
+    trace mapping, a descheduled thread on a loaded machine) is in the
+    call as p3d measures it and not in the fakes' figure.  The upper end
+    is the larger of the two per rank-iteration: the same as the lower
+    one, to the microsecond, on an unloaded machine and for the
+    asynchronous fakes (whose calls return at once)."""
     warm = got["steps"]["warmup"]
     b = got["bubble"]
     ok = b is not None
@@ -104,13 +159,15 @@ def check_bubble(truth, got, tol, job_dir, tol_iter=0.02):
     ok &= abs((b["theory_frac"] or 0) - th) < 1e-3
     gr = {r["rank"]: r for r in got["ranks"]}
     for st in truth["stages"]:
-        tot = [0, 0, 0, 0]   # truth wait, step; measured wait, step
-        per = {}
+        tot = [0, 0, 0, 0, 0]  # truth wait, step; measured; truth's top
+        per, rows = {}, []
         n_all = n_in = 0
         for r in truth["ranks"]:
             if r["stage"] != st["stage"]:
                 continue
-            wins = kernel_windows(job_dir, r["rank"], r["clock_offset_ns"])
+            tr = read_rank(job_dir, r["rank"])
+            wins = tr.kernel_windows(r["clock_offset_ns"])
+            calls = pp_calls(tr, r, r["clock_offset_ns"])
             its = gr[r["rank"]]["iters"]
             for it in r["steps"][warm:]:
                 k = it["iter"]
@@ -122,10 +179,13 @@ def check_bubble(truth, got, tol, job_dir, tol_iter=0.02):
                 if not inside:
                     continue
                 n_in += 1
+                top = max(it["pp_wait_ns"],
+                          call_time(calls, it["start"], it["end"]))
                 v = (it["pp_wait_ns"], it["end"] - it["start"],
-                     its[k]["pp_wait_ms"] * 1e6, its[k]["step_ms"] * 1e6)
-                row = per.setdefault(k, [0, 0, 0, 0])
-                for i in range(4):
+                     its[k]["pp_wait_ms"] * 1e6, its[k]["step_ms"] * 1e6, top)
+                rows.append((r["rank"], k, v))
+                row = per.setdefault(k, [0, 0, 0, 0, 0])
+                for i in range(5):
                     row[i] += v[i]
                     tot[i] += v[i]
         if not per:
@@ -135,23 +195,43 @@ def check_bubble(truth, got, tol, job_dir, tol_iter=0.02):
             continue
         last = max(it["iter"] for it in st["per_iter"])
         for k, row in sorted(per.items()):
-            want, meas = row[0] / row[1], row[2] / row[3]
-            if k < last and abs(meas - want) > tol_iter:
+            want, meas, top = row[0] / row[1], row[2] / row[3], row[4] / row[1]
+            if k < last and band_miss(meas, want, top) > tol_iter:
                 print("  stage %d iteration %d: measured %.4f vs truth %.4f"
-                      % (st["stage"], k, meas, want))
+                      "%s" % (st["stage"], k, meas, want, shim_said(top, want)))
                 ok = False
-        want = tot[0] / tot[1]
+        want, top = tot[0] / tot[1], tot[4] / tot[1]
         got_s = b["per_stage"][st["stage"]]["bubble_frac"]
-        print("  stage %d: measured %.4f vs truth %.4f (%.2f points; %d of "
+        miss = band_miss(got_s, want, top)
+        if miss > tol or not ok:
+            print_rows(rows)
+        print("  stage %d: measured %.4f vs truth %.4f%s (%.2f points; %d of "
               "%d steady rank-iterations in kernel windows)"
-              % (st["stage"], got_s, want, 100 * abs(got_s - want),
+              % (st["stage"], got_s, want, shim_said(top, want), 100 * miss,
                  sum(1 for _ in per) and n_all - sum(
                      1 for r in truth["ranks"] if r["stage"] == st["stage"]
                      for it in r["steps"][warm:]
                      if gr[r["rank"]]["iters"][it["iter"]]["pp_wait_ms"]
                      is None), n_all))
-        ok &= abs(got_s - want) <= tol
+        ok &= miss <= tol
     return ok
+
+
+def print_rows(rows):
+    """Each rank-iteration's figures, ms: what a failure is read from."""
+    for rank, k, v in rows:
+        print("    rank %d iteration %d: fakes' PP wait %.3f (shim's PP "
+              "calls %.3f) of %.3f; measured %.3f of %.3f"
+              % (rank, k, v[0] / 1e6, v[4] / 1e6, v[1] / 1e6, v[2] / 1e6,
+                 v[3] / 1e6))
+
+
+def shim_said(top, want):
+    """The band's upper end, when the shim's calls widen it."""
+    if top - want < 0.0005:
+        return ""
+    return (" to %.4f (the shim's calls held %.2f points more than the"
+            " fakes ran)" % (top, 100 * (top - want)))
 
 
 def check_straggler(truth, got):
