@@ -16,6 +16,11 @@ Loops (each rank trains on GPU 0, torch.cuda.synchronize per step):
        all-reduce of 256 KB (small-message-heavy, like TP), + backward-like
        second pass: 32 NCCL calls per step, host-bound
   ddp  a 6-layer MLP under DistributedDataParallel (bucket 4 MB), AdamW
+  gpu  GPU-bound: 8 bf16 8192^3 matmuls and 2 all-reduces of 4 MB per
+       step (about 12 ms of matmul per rank and step on an H200)
+  host host-bound: 64 tiny matmul + all-reduce (4 KB) pairs per step; run
+       it with --nproc 1 (NCCL then launches no kernel for the all-reduce,
+       so the step is the host's launch path and the wrapper's cost)
 A pair is two runs of the same loop, without and with
 LD_PRELOAD=libp3dtrace.so, every feature at its default and call-site
 stacks on (P3D_STACKS=1); the order alternates between pairs.  Each run
@@ -28,7 +33,11 @@ P3D_BENCH_PIN=N pins rank r to cores [rN, (r+1)N) (0: not pinned).
 --variants "NAME:K=V,K=V;NAME2:K=V" adds traced runs with extra shim
 settings to every pair (to find which feature costs what), e.g.
 --variants "gpuoff:P3D_GPU_TIMING=off;events:P3D_GPU_TIMING=events";
-one line per run is printed as it ends.
+one line per run is printed as it ends.  A variant with untraced=1 runs
+without the shim, with its other settings (PyTorch's Flight Recorder
+timing: "fr:untraced=1,TORCH_NCCL_ENABLE_TIMING=1").  --rotate runs every
+pair's settings (plain, shim, variants) in an order rotated by the pair's
+index, so no setting always runs first or last.
 """
 import argparse
 import json
@@ -57,7 +66,28 @@ def worker(loop, steps, out):
     dist.init_process_group(backend="nccl",
                             device_id=torch.device("cuda", dev))
     torch.manual_seed(rank)
-    if loop == "tp":
+    if loop == "gpu":
+        a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        buf = torch.empty(1024 * 1024, device="cuda")
+
+        def step():
+            for i in range(8):
+                h = a @ w
+                if i % 4 == 3:
+                    buf[:1024].copy_(h[0, :1024].float())
+                    dist.all_reduce(buf)
+    elif loop == "host":
+        w = torch.randn(32, 32, device="cuda")
+        x = torch.randn(32, 32, device="cuda")
+        buf = torch.empty(1024, device="cuda")
+
+        def step():
+            h = x
+            for _ in range(64):
+                h = h @ w
+                dist.all_reduce(buf)
+    elif loop == "tp":
         w = [torch.randn(1024, 1024, device="cuda") / 32 for _ in range(16)]
         x = torch.randn(64, 1024, device="cuda")
         buf = torch.empty(64 * 1024, device="cuda")
@@ -125,7 +155,7 @@ def launch(loop, steps, nproc, traced, out, tag, port, extra=None, gpus=1):
             env.update({"LD_PRELOAD": os.path.abspath(lib),
                         "P3D_TRACE_DIR": os.path.join(out, "traces"),
                         "P3D_JOB_ID": tag, "P3D_STACKS": "1"})
-            env.update(extra or {})
+        env.update(extra or {})
         log = open(os.path.join(out, "%s.rank%d.log" % (tag, r)), "w")
         procs.append(subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", loop,
@@ -159,6 +189,7 @@ def main():
     ap.add_argument("--loops", default="tp,ddp")
     ap.add_argument("--gpus", type=int, default=1)
     ap.add_argument("--variants", default="")
+    ap.add_argument("--rotate", action="store_true")
     ap.add_argument("--out", default="/tmp/p3d-gpu-bench-%d" % os.getpid())
     a = ap.parse_args()
     if a.worker:
@@ -167,36 +198,42 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     port = 29600 + os.getpid() % 300
     for loop in a.loops.split(","):
-        plain, shim, over = [], [], []
+        settings = [("plain", False, {}), ("shim", True, {})]
+        for name, extra in parse_variants(a.variants):
+            untraced = extra.pop("untraced", "0") == "1"
+            settings.append((name, not untraced, extra))
+        runs = {name: [] for name, _, _ in settings}
+        over = {name: [] for name, _, _ in settings}
         for p in range(a.pairs):
-            order = (False, True) if p % 2 == 0 else (True, False)
+            if a.rotate:
+                k = p % len(settings)
+                order = settings[k:] + settings[:k]
+            else:  # plain and shim alternate, the variants after them
+                order = settings[:2] if p % 2 == 0 else settings[1::-1]
+                order = order + settings[2:]
             got = {}
-            for traced in order:
-                port += 1
-                tag = "%s-p%d-%s" % (loop, p, "shim" if traced else "plain")
-                got[traced] = launch(loop, a.steps, a.nproc, traced, a.out,
-                                     tag, port, gpus=a.gpus)
-            for name, extra in parse_variants(a.variants):
+            for name, traced, extra in order:
                 port += 1
                 tag = "%s-p%d-%s" % (loop, p, name)
-                ms = launch(loop, a.steps, a.nproc, True, a.out, tag, port,
-                            extra, a.gpus)
-                print("gpu %-3s pair %d %s (%s): %.3f ms, %+.2f%% vs plain" %
-                      (loop, p, name, extra, ms,
-                       100.0 * (ms / got[False] - 1)), flush=True)
-            print("gpu %-3s pair %d: plain %.3f ms, shim %.3f ms" %
-                  (loop, p, got[False], got[True]), flush=True)
-            plain.append(got[False])
-            shim.append(got[True])
-            over.append(100.0 * (got[True] / got[False] - 1))
-        print("gpu %-3s %d ranks on %d GPU(s), %d pairs x %d steps: plain "
-              "%.3f ms, shim %.3f ms (medians); overhead median %+.2f%% "
-              "(pairs %s)" % (loop, a.nproc, a.gpus, a.pairs, a.steps,
-                              statistics.median(plain),
-                              statistics.median(shim),
-                              statistics.median(over),
-                              " ".join("%+.2f%%" % o for o in over)),
-              flush=True)
+                got[name] = launch(loop, a.steps, a.nproc, traced, a.out,
+                                   tag, port, extra, a.gpus)
+            for name, _, extra in settings:
+                runs[name].append(got[name])
+                over[name].append(100.0 * (got[name] / got["plain"] - 1))
+                if name != "plain":
+                    print("gpu %-4s pair %d %s (%s): %.3f ms, %+.2f%% vs "
+                          "plain %.3f ms" % (loop, p, name, extra or "default",
+                                             got[name], over[name][-1],
+                                             got["plain"]), flush=True)
+        print("gpu %-4s %d ranks on %d GPU(s), %d pairs x %d steps, medians:"
+              % (loop, a.nproc, a.gpus, a.pairs, a.steps), flush=True)
+        for name, _, _ in settings:
+            print("gpu %-4s   %-8s %.3f ms; vs plain median %+.2f%% "
+                  "(pairs %s)" % (loop, name, statistics.median(runs[name]),
+                                  statistics.median(over[name]),
+                                  " ".join("%+.2f%%" % o
+                                           for o in over[name])),
+                  flush=True)
     print("gpu_overhead: logs and traces in %s" % a.out)
     return 0
 
