@@ -61,9 +61,11 @@ static struct {
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
        -1, -1, -1, -1, 0, -1, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
+#define GEN_MAX_WORLD 16384 /* issue 23's scale sets: 16,384 ranks */
+
 struct comm {
-    int fam, n, members[1024], rank;
-    uint64_t hash, seq, pseq_send[1024], pseq_recv[1024];
+    int fam, n, members[GEN_MAX_WORLD], rank;
+    uint64_t hash, seq, pseq_send[GEN_MAX_WORLD], pseq_recv[GEN_MAX_WORLD];
 };
 
 struct wr {
@@ -726,10 +728,11 @@ int main(int argc, char **argv)
 
     parse(argc, argv);
     g.world = g.size[AX_TP] * g.size[AX_CP] * g.size[AX_DP] * g.size[AX_PP];
-    if (!g.out || g.world > 1024 || g.world < 1 ||
+    if (!g.out || g.world > GEN_MAX_WORLD || g.world < 1 ||
         g.world % (g.size[AX_TP] * g.ep * g.size[AX_PP])) {
         fprintf(stderr, "usage: p3d-gen [--tp N --pp N --dp N --cp N "
-                "--ep N ...] OUTDIR (world <= 1024, ep | dp*cp)\n");
+                "--ep N ...] OUTDIR (world <= %d, ep | dp*cp)\n",
+                GEN_MAX_WORLD);
         return 2;
     }
     if (mkdir(g.out, 0777) < 0 && errno != EEXIST) {
