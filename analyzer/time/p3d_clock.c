@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_clock_solve.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
@@ -52,23 +53,11 @@ int p3d_clock_hosts(struct p3d_job *job, struct p3d_time_res *t)
  * Causality bounds.  No member of a collective completes before every
  * member started it, and no receive completes before its send started:
  * with D[h] added to host h, end_j + D[b] >= start_i + D[a], so
- * D[b] - D[a] >= start_i - end_j.  lo[a * H + b] keeps the largest such
- * bound over all instances; D[b] - D[a] lies in
- * [lo[a][b], -lo[b][a]], whose width is the smallest wake-up latency seen.
+ * D[b] - D[a] >= start_i - end_j (p3d_clock_solve.c keeps and solves
+ * them).
  */
-static void p3d_clock_bound(int64_t *lo, int *cnt, int nh, int a, int b,
-                            int64_t v)
-{
-    if (a == b)
-        return;
-    if (!cnt[a * nh + b] || v > lo[a * nh + b])
-        lo[a * nh + b] = v;
-    cnt[a * nh + b]++;
-}
-
 struct p3d_cscr { /* bounds, and per-instance scratch per host */
-    int64_t *lo;
-    int *cnt;
+    struct p3d_cbounds *b;
     int64_t *smax, *emin;
     int *mark, *list;
     int gen;
@@ -86,7 +75,7 @@ static void p3d_clock_inst(void *ctx, const struct p3d_join *j,
 {
     const struct p3d_time_res *t = j->t;
     struct p3d_cscr *c = ctx;
-    int nh = t->n_hosts, n = 0, late = -1, early = -1;
+    int n = 0, late = -1, early = -1;
 
     c->gen++;
     for (int sl = g->m - 1; sl >= 0; sl--) {
@@ -117,8 +106,7 @@ static void p3d_clock_inst(void *ctx, const struct p3d_join *j,
         for (int jj = 0; jj < n; jj++) {
             int a = c->list[i], b = c->list[jj];
             if (n <= 16 || a == late || b == early)
-                p3d_clock_bound(c->lo, c->cnt, nh, a, b,
-                                c->smax[a] - c->emin[b]);
+                p3d_cbounds_add(c->b, a, b, c->smax[a] - c->emin[b]);
         }
 }
 
@@ -134,67 +122,9 @@ static void p3d_clock_pair(void *ctx, const struct p3d_join *j,
         return;
     hs = t->tl[g->tl[0]].host;
     hr = t->tl[g->tl[1]].host;
-    p3d_clock_bound(c->lo, c->cnt, t->n_hosts, hs, hr,
+    p3d_cbounds_add(c->b, hs, hr,
                     g->s[xs] + t->hosts[hs].shift - g->e[xr] -
                         t->hosts[hr].shift);
-}
-
-/*
- * D from the bounds: U[a][b] >= D[b] - D[a] (from lo[b][a]), tightened
- * through every chain of hosts (Floyd-Warshall on the difference
- * constraints); each host is put in the middle of its bracket against
- * host 0, half the bracket is its uncertainty.  Hosts with no bracket
- * keep the anchor-only estimate.
- */
-#define P3D_NOBOUND INT64_MAX
-
-/*
- * Bounds that contradict each other around a cycle of hosts make the
- * chains ever shorter: sums stop at P3D_FLOOR (-73 years) instead of
- * overflowing, and such a host's bracket comes out negative.
- */
-#define P3D_FLOOR (INT64_MIN / 4)
-
-static int64_t p3d_clock_sum(int64_t x, int64_t y)
-{
-    int64_t r;
-
-    if (__builtin_add_overflow(x, y, &r) || r < P3D_FLOOR)
-        return P3D_FLOOR;
-    return r;
-}
-
-static void p3d_clock_solve(struct p3d_time_res *t, const int64_t *lo,
-                            const int *cnt, int64_t *d)
-{
-    int nh = t->n_hosts;
-    int64_t *u = p3d_xcalloc((size_t)nh * (size_t)nh, sizeof(*u));
-
-    for (int a = 0; a < nh; a++)
-        for (int b = 0; b < nh; b++)
-            u[a * nh + b] = a == b ? 0 : cnt[b * nh + a] ? -lo[b * nh + a]
-                                                           : P3D_NOBOUND;
-    for (int k = 0; k < nh; k++)
-        for (int a = 0; a < nh; a++)
-            for (int b = 0; b < nh; b++)
-                if (u[a * nh + k] != P3D_NOBOUND &&
-                    u[k * nh + b] != P3D_NOBOUND &&
-                    p3d_clock_sum(u[a * nh + k], u[k * nh + b]) <
-                        u[a * nh + b])
-                    u[a * nh + b] = p3d_clock_sum(u[a * nh + k],
-                                                  u[k * nh + b]);
-    for (int b = 1; b < nh; b++) {
-        int64_t hi = u[b], lo_b = u[b * nh] == P3D_NOBOUND ? P3D_NOBOUND
-                                                           : -u[b * nh];
-        if (hi == P3D_NOBOUND || lo_b == P3D_NOBOUND)
-            continue;
-        d[b] = lo_b + (hi - lo_b) / 2;
-        t->hosts[b].uncert_ns = hi >= lo_b ? (hi - lo_b) / 2
-                                           : (lo_b - hi) / 2;
-        t->hosts[b].contra_ns = hi >= lo_b ? 0 : lo_b - hi;
-        t->hosts[b].n_inst = cnt[b] + cnt[b * nh];
-    }
-    free(u);
 }
 
 /* Receive k of channel g completed before its send started (times
@@ -232,25 +162,17 @@ static void p3d_clock_apply(struct p3d_time_res *t)
     }
 }
 
-#define P3D_CLOCK_MAX_HOSTS 1024 /* lo/cnt are hosts x hosts */
-
 void *p3d_clock_begin(struct p3d_job *job, struct p3d_time_res *t,
                       struct p3d_join *j)
 {
     size_t nh = (size_t)t->n_hosts;
     struct p3d_cscr *c;
 
+    (void)job;
     if (nh < 2)
         return NULL;
-    if (nh > P3D_CLOCK_MAX_HOSTS) {
-        p3d_warning("job '%s': %d hosts; clocks aligned by the realtime "
-                    "anchors only (at most %d are aligned from collectives)",
-                    job->job_id, (int)nh, P3D_CLOCK_MAX_HOSTS);
-        return NULL;
-    }
     c = p3d_xcalloc(1, sizeof(*c));
-    c->lo = p3d_xcalloc(nh * nh, sizeof(*c->lo));
-    c->cnt = p3d_xcalloc(nh * nh, sizeof(*c->cnt));
+    c->b = p3d_cbounds_new((int)nh, 0);
     c->smax = p3d_xcalloc(nh, sizeof(*c->smax));
     c->emin = p3d_xcalloc(nh, sizeof(*c->emin));
     c->mark = p3d_xcalloc(nh, sizeof(*c->mark));
@@ -264,22 +186,29 @@ void p3d_clock_end(struct p3d_time_res *t, void *ctx)
 {
     struct p3d_cscr *c = ctx;
     int nh = t->n_hosts;
-    int64_t *d;
+    struct p3d_csol *sol;
 
     if (!c) { /* one host, or too many: the anchors only */
         for (int h = 0; h < nh; h++)
             t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
         return;
     }
-    d = p3d_xcalloc((size_t)nh, sizeof(*d));
-    p3d_clock_solve(t, c->lo, c->cnt, d);
+    sol = p3d_xcalloc((size_t)nh, sizeof(*sol));
+    p3d_cbounds_solve(c->b, sol);
     for (int h = 0; h < nh; h++) {
-        t->hosts[h].shift += d[h];
-        t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
-        t->hosts[h].anchor_err_ns = -d[h];
+        struct p3d_thost *th = &t->hosts[h];
+        if (sol[h].solved) {
+            th->uncert_ns = sol[h].uncert;
+            th->contra_ns = sol[h].contra;
+            th->n_inst = sol[h].n_inst;
+        }
+        th->shift += sol[h].d;
+        th->offset_ns = -(th->shift - t->hosts[0].shift);
+        th->anchor_err_ns = -sol[h].d;
     }
     t->clock_checked = 1;
-    P3D_FREE_ALL(d, c->lo, c->cnt, c->smax, c->emin, c->mark, c->list, c);
+    p3d_cbounds_free(c->b);
+    P3D_FREE_ALL(sol, c->smax, c->emin, c->mark, c->list, c);
 }
 
 /* Join every timeline held in memory, then fold the rest. */

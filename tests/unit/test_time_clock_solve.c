@@ -1,0 +1,151 @@
+/*
+ * test_time_clock_solve.c - the host offsets from causality bounds: the
+ * sparse solver (beyond P3D_CBOUNDS_DENSE hosts) gives what the dense
+ * one gives wherever the bounds agree, flags a host whose own bounds
+ * contradict, and brackets the true offsets of a job with more hosts
+ * than the dense table takes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "p3d_clock_solve.h"
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int64_t pick(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1));
+}
+
+/* Bounds D[b] - D[a] >= v between random host pairs of a job whose true
+ * offsets are d: each at most the truth (slack: the wake-up latency), or
+ * `bad` of them above it (clocks that break causality). */
+static void fill(struct p3d_cbounds *x, struct p3d_cbounds *y, int nh,
+                 const int64_t *d, int pairs, int bad)
+{
+    for (int k = 0; k < pairs; k++) {
+        int a = (int)pick(0, nh - 1), b = (int)pick(0, nh - 1);
+        int64_t v = d[b] - d[a] - pick(0, 100000);
+        if (k < bad)
+            v = d[b] - d[a] + pick(1, 200000);
+        p3d_cbounds_add(x, a, b, v);
+        p3d_cbounds_add(y, a, b, v);
+    }
+}
+
+static void test_sparse_equals_dense(void **state)
+{
+    (void)state;
+    for (int seed = 0; seed < 300; seed++) {
+        int nh = (int)pick(2, 40), pairs = (int)pick(0, 6 * nh);
+        int64_t d[40];
+        struct p3d_cbounds *dn = p3d_cbounds_new(nh, 0);
+        struct p3d_cbounds *sp = p3d_cbounds_new(nh, 1);
+        struct p3d_csol a[40], b[40];
+        for (int h = 0; h < nh; h++)
+            d[h] = h ? pick(-50000000, 50000000) : 0;
+        fill(dn, sp, nh, d, pairs, 0);
+        p3d_cbounds_solve(dn, a);
+        p3d_cbounds_solve(sp, b);
+        for (int h = 0; h < nh; h++) {
+            assert_int_equal(a[h].solved, b[h].solved);
+            assert_int_equal(a[h].d, b[h].d);
+            assert_int_equal(a[h].uncert, b[h].uncert);
+            assert_int_equal(a[h].contra, 0);
+            assert_int_equal(b[h].contra, 0);
+            assert_int_equal(a[h].n_inst, b[h].n_inst);
+            if (a[h].solved) /* the truth lies in the bracket */
+                assert_true(llabs(a[h].d - d[h]) <= a[h].uncert + 1);
+        }
+        p3d_cbounds_free(dn);
+        p3d_cbounds_free(sp);
+    }
+}
+
+/* Host 1's own bounds against host 0 contradict (D1 - D0 >= x and
+ * D0 - D1 >= y with x + y > 0): both solvers flag it, and the sparse one
+ * keeps the anchor estimate (D = 0) of every host the contradiction
+ * reaches instead of a figure compounded around the cycle. */
+static void test_contradictions_flagged(void **state)
+{
+    (void)state;
+    for (int seed = 0; seed < 300; seed++) {
+        int nh = (int)pick(3, 30), pairs = (int)pick(0, 4 * nh);
+        int64_t d[30];
+        struct p3d_cbounds *dn = p3d_cbounds_new(nh, 0);
+        struct p3d_cbounds *sp = p3d_cbounds_new(nh, 1);
+        struct p3d_csol a[30], b[30];
+        for (int h = 0; h < nh; h++)
+            d[h] = h ? pick(-50000000, 50000000) : 0;
+        fill(dn, sp, nh, d, pairs, 0);
+        p3d_cbounds_add(dn, 0, 1, d[1] + 100000);
+        p3d_cbounds_add(sp, 0, 1, d[1] + 100000);
+        p3d_cbounds_add(dn, 1, 0, -d[1] - 50000);
+        p3d_cbounds_add(sp, 1, 0, -d[1] - 50000);
+        p3d_cbounds_solve(dn, a);
+        p3d_cbounds_solve(sp, b);
+        assert_true(a[1].contra > 0 && b[1].contra > 0);
+        for (int h = 1; h < nh; h++)
+            if (b[h].contra)
+                assert_int_equal(b[h].d, 0);
+            else /* out of the contradiction's reach: as dense */
+                assert_int_equal(b[h].d, a[h].d);
+        p3d_cbounds_free(dn);
+        p3d_cbounds_free(sp);
+    }
+}
+
+/* 3,000 hosts (a 24k-GPU job at 8 a host): each host meets host 0 through
+ * a DP-like chain and a star of 7 hubs; every truth is bracketed, and
+ * each bracket is at most the slack of the 7 bounds of a path each way. */
+static void test_more_hosts_than_dense(void **state)
+{
+    enum { NH = 3000 };
+    static int64_t d[NH];
+    static struct p3d_csol s[NH];
+    struct p3d_cbounds *c = p3d_cbounds_new(NH, 0);
+
+    (void)state;
+    for (int h = 0; h < NH; h++)
+        d[h] = h ? pick(-5000000, 5000000) : 0;
+    for (int h = 1; h < NH; h++) {
+        int p = h - 1, hub = (int)(h % 7);
+        p3d_cbounds_add(c, p, h, d[h] - d[p] - pick(0, 30000));
+        p3d_cbounds_add(c, h, p, d[p] - d[h] - pick(0, 30000));
+        p3d_cbounds_add(c, hub, h, d[h] - d[hub] - pick(0, 30000));
+        p3d_cbounds_add(c, h, hub, d[hub] - d[h] - pick(0, 30000));
+    }
+    p3d_cbounds_solve(c, s);
+    for (int h = 1; h < NH; h++) {
+        assert_true(s[h].solved);
+        assert_int_equal(s[h].contra, 0);
+        assert_true(llabs(s[h].d - d[h]) <= s[h].uncert + 1);
+        assert_true(s[h].uncert <= 7 * 30000);
+    }
+    p3d_cbounds_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sparse_equals_dense),
+        cmocka_unit_test(test_contradictions_flagged),
+        cmocka_unit_test(test_more_hosts_than_dense),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
