@@ -81,6 +81,24 @@ $(ANALYZER_AR): $(ANALYZER_OBJ)
 $(ANALYZE): $(BUILD)/analyzer/p3d_main.o $(ANALYZER_AR)
 	$(QUIET_LINK)$(CC) $(P3D_CFLAGS) -o $@ $^ $(P3D_LDFLAGS) -pthread -lm
 
+# p3d-analyze-mpi (issue 23): the same command line on MPI processes,
+# built by `make mpi` where an MPI compiler wrapper is found (Debian:
+# libopenmpi-dev, openmpi-bin; scripts/install-deps.sh installs them).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ANALYZE_MPI := $(BUILD)/p3d-analyze-mpi
+.PHONY: mpi
+mpi: $(ANALYZE_MPI)
+$(BUILD)/mpi/p3d_main_cli.o: $(ANALYZER_MAIN)
+	@mkdir -p $(dir $@)
+	$(QUIET_CC)$(CC) $(CPPFLAGS_ALL) $(ANALYZER_INC) $(P3D_CFLAGS) -pthread \
+		-Dmain=p3d_cli_main -MMD -MP -c $< -o $@
+$(ANALYZE_MPI): analyzer/mpi/p3d_mpi.c $(BUILD)/mpi/p3d_main_cli.o \
+		$(ANALYZER_AR)
+	@test -n "$(MPICC)" || { echo "make mpi: no mpicc (apt-get install \
+		libopenmpi-dev openmpi-bin)"; exit 1; }
+	$(QUIET_LINK)$(MPICC) $(CPPFLAGS_ALL) $(ANALYZER_INC) $(P3D_CFLAGS) \
+		-o $@ $^ $(P3D_LDFLAGS) -pthread -lm
+
 # Unit tests: one cmocka program per module, linked against both archives
 # (only the objects a test references are pulled in).
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(SHIM_AR) $(ANALYZER_AR)

@@ -22,6 +22,7 @@
 #include "p3d_chrome.h"
 #include "p3d_compare.h"
 #include "p3d_discover.h"
+#include "p3d_dist.h"
 #include "p3d_dump.h"
 #include "p3d_html.h"
 #include "p3d_infer.h"
@@ -472,6 +473,14 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
     }
     p3d_discover_say(&set, o->all, NULL);
     first = o->all ? 0 : set.n - 1;
+    if (p3d_dist_active && set.n - first > 1) {
+        p3d_error("p3d-analyze-mpi analyses one job at a time; --all "
+                  "found %d (run it once per job folder)", set.n - first);
+        for (int i = 0; i < set.n; i++)
+            p3d_job_free(&set.jobs[i]);
+        free(set.jobs);
+        return P3D_EXIT_BAD;
+    }
     memset(&out, 0, sizeof(out));
     out.multi = o->all && set.n > 1;
     for (int i = first; i < set.n && !failed; i++) {
@@ -505,6 +514,11 @@ int main(int argc, char **argv)
         return P3D_EXIT_BAD;
     if (p3d_check_outs(&o) < 0)
         return P3D_EXIT_BAD;
+    if (o.compare && p3d_dist_active) {
+        p3d_error("--compare runs one process (p3d-analyze, or mpirun -n "
+                  "1)");
+        return P3D_EXIT_BAD;
+    }
     if (o.compare)
         ret = p3d_compare_run(argv + optind, argc - optind, o.json,
                               p3d_compare_one, &o);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "p3d_analyse.h"
+#include "p3d_dist_scan.h"
 #include "p3d_findings.h"
 #include "p3d_hang.h"
 #include "p3d_infer.h"
@@ -76,7 +77,11 @@ static int p3d_pass_scan(struct p3d_run *run)
         for (int i = 0; i < job->n_ranks; i++)
             job->ranks[i].sink = &run->sink;
     }
-    p3d_job_scan(job, run->o->threads);
+    if (p3d_dist_active)
+        p3d_dist_scan(p3d_dist_active, job, run->o->threads,
+                      run->m ? &run->sink : NULL);
+    else
+        p3d_job_scan(job, run->o->threads);
     for (int i = 0; i < job->n_ranks; i++)
         job->ranks[i].sink = NULL;
     p3d_progress_clear(run->progress);

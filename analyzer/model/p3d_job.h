@@ -190,6 +190,9 @@ static inline int p3d_hist_bucket(uint64_t bytes)
 
 /* Read every rank file of the job (threads); fills job->ranks[*]. */
 void p3d_job_scan(struct p3d_job *job, int threads);
+/* The same for rank files [lo, hi) only (p3d-analyze-mpi: a process's
+ * share); job->threads is set as by p3d_job_scan. */
+void p3d_job_scan_range(struct p3d_job *job, int threads, int lo, int hi);
 /* Scan one rank file.  Returns 0, -1 if unusable (r->err set). */
 int p3d_rank_scan(struct p3d_rank *r);
 struct p3d_reader;

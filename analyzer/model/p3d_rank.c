@@ -382,22 +382,27 @@ static void *p3d_scan_worker(void *arg)
 
 void p3d_job_scan(struct p3d_job *job, int threads)
 {
+    p3d_job_scan_range(job, threads, 0, job->n_ranks);
+}
+
+void p3d_job_scan_range(struct p3d_job *job, int threads, int lo, int hi)
+{
     struct p3d_pool pool = {.job = job};
     struct p3d_lane lane[P3D_SCAN_LANES];
     pthread_t tid[P3D_SCAN_LANES];
-    int n = 0;
+    int n = 0, m = hi - lo;
 
     job->threads = threads;
     if (threads > P3D_SCAN_LANES)
         threads = P3D_SCAN_LANES;
-    if (threads > job->n_ranks)
-        threads = job->n_ranks;
+    if (threads > m)
+        threads = m;
     if (threads < 1)
         threads = 1;
     pool.n_lanes = threads;
     for (int k = 0; k < threads; k++) {
-        pool.next[k] = (int)((int64_t)job->n_ranks * k / threads);
-        pool.end[k] = (int)((int64_t)job->n_ranks * (k + 1) / threads);
+        pool.next[k] = lo + (int)((int64_t)m * k / threads);
+        pool.end[k] = lo + (int)((int64_t)m * (k + 1) / threads);
         lane[k] = (struct p3d_lane){&pool, k};
     }
     for (; n < threads - 1; n++)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_dist.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
@@ -196,6 +197,64 @@ static void p3d_pass_free(struct p3d_pass *p)
     free(p->order);
 }
 
+#define P3D_TAG_PASS 2 /* tag: (P3D_TAG_PASS + which) << 28 | rank index */
+
+/* Process 0, over several processes: rank order[k] from its reader. */
+static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
+                          struct p3d_tload *ld, int k, int from)
+{
+    int i = p->order[k];
+    struct p3d_tl *tl = &p->t->tl[i];
+    struct p3d_bytes b = {0};
+    struct p3d_bytes_in in;
+
+    d->recv(d, from, (P3D_TAG_PASS + p->which) << 28 | i, &b);
+    in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
+    if (p3d_tl_unpack(tl, ld, p->which == 1, &in) < 0)
+        p3d_die("the timeline of rank file %d from process %d arrived "
+                "damaged", i, from);
+    p3d_bytes_free(&b);
+    if (p->which == 1) {
+        p3d_time_span_sums(p->t, tl);
+        if (tl->compute.n)
+            p->t->have_compute = 1;
+    }
+}
+
+/*
+ * The pass over several processes (model/p3d_dist.h): each loads and
+ * analyses the ranks of its block in the merge order and sends them to
+ * process 0, which merges every rank in that order, its own loaded
+ * there: the same merges, in the same order, as one process makes.
+ */
+static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
+{
+    struct p3d_tload *ld = p3d_tload_new();
+
+    p3d_pass_order(p);
+    for (int k = 0; k < p->t->n; k++) {
+        int i = p->order[k], from = p3d_dist_owner(d, p->t->n, i);
+        struct p3d_bytes b = {0};
+        if (d->self == 0) {
+            if (from == 0)
+                p3d_pass_load(p, ld, k);
+            else
+                p3d_pass_take(p, d, ld, k, from);
+            if (p->join)
+                p3d_join_rank(p->join, i);
+            p3d_time_unload(&p->t->tl[i], ld);
+        } else if (from == d->self) {
+            p3d_pass_load(p, ld, k);
+            p3d_tl_pack(&p->t->tl[i], p->which == 1, &b);
+            d->send(d, (P3D_TAG_PASS + p->which) << 28 | i, &b);
+            p3d_bytes_free(&b);
+            p3d_time_unload(&p->t->tl[i], ld);
+        }
+    }
+    p3d_tload_free(ld);
+    free(p->order);
+}
+
 /* Ranks in job->threads threads (the scan's count), group by group. */
 static void p3d_pass_run(struct p3d_pass *p)
 {
@@ -241,7 +300,10 @@ static void p3d_pass_joined(struct p3d_job *job, struct p3d_time_res *t,
     ctx = begin(job, t, &j);
     if (j.n_use)
         p.join = &j;
-    p3d_pass_run(&p);
+    if (p3d_dist_active)
+        p3d_pass_dist(&p, p3d_dist_active);
+    else
+        p3d_pass_run(&p);
     p3d_join_finish(&j); /* folds the rest */
     end(t, ctx);
 }
@@ -274,4 +336,42 @@ void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
 void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t)
 {
     p3d_pass_joined(job, t, 2, p3d_pass_two_begin, p3d_wait_end);
+}
+
+/*
+ * Over several processes, after pass 1: process 0's count of ops loaded
+ * (the others loaded only their own) and the hosts' clock shifts, which
+ * pass 2 loads with, from process 0 to all.
+ */
+void p3d_pass_agree(struct p3d_time_res *t, size_t *n_ops)
+{
+    struct p3d_dist *d = p3d_dist_active;
+    struct p3d_bytes b = {0};
+    struct p3d_bytes_in in;
+    uint64_t n = *n_ops;
+
+    if (!d)
+        return;
+    if (d->self == 0) {
+        p3d_bytes_put(&b, &n, sizeof(n));
+        for (int h = 0; h < t->n_hosts; h++)
+            p3d_bytes_put(&b, &t->hosts[h].shift, sizeof(t->hosts[h].shift));
+    }
+    d->bcast(d, &b);
+    in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
+    p3d_bytes_get(&in, &n, sizeof(n));
+    for (int h = 0; d->self != 0 && h < t->n_hosts; h++)
+        p3d_bytes_get(&in, &t->hosts[h].shift, sizeof(t->hosts[h].shift));
+    if (in.bad)
+        p3d_die("the clock shifts from process 0 arrived damaged");
+    *n_ops = (size_t)n;
+    p3d_bytes_free(&b);
+}
+
+void p3d_pass_leave(void)
+{
+    struct p3d_dist *d = p3d_dist_active;
+
+    if (d && d->self != 0)
+        d->done(d);
 }

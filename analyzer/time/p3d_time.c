@@ -154,7 +154,9 @@ void p3d_time_job(struct p3d_job *job)
     p3d_time_span_fill(job, t);
     for (int i = 0; i < t->n; i++)
         n_ops += t->tl[i].n_ops;
+    p3d_pass_agree(t, &n_ops);
     if (!n_ops) { /* as if nothing had been analysed */
+        p3d_pass_leave();
         free(t->hosts);
         t->hosts = NULL;
         t->n_hosts = 0;
@@ -166,6 +168,7 @@ void p3d_time_job(struct p3d_job *job)
     p3d_overlap_all(job, t);
     p3d_bubble_sched(job, t);
     p3d_pass_two(job, t); /* waits, pipeline pairs, bandwidths */
+    p3d_pass_leave(); /* a process that only read files is done */
     p3d_bubble_all(job, t);
     p3d_time_rates(t);
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "p3d_bytes.h"
 #include "p3d_job.h"
 #include "p3d_layout.h"
 
@@ -243,6 +244,14 @@ void p3d_tload_free(struct p3d_tload *ld);
 void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
                         struct p3d_tload *ld, int spans);
 void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld);
+/* ld's (emptied) buffers to tl, as loading starts (p3d_time_pack.c fills
+ * them from bytes instead of a file). */
+void p3d_time_lend(struct p3d_tl *tl, struct p3d_tload *ld);
+/* A loaded timeline to bytes (found: with pass 1's per-rank results) and
+ * back into ld's buffers, lent to tl; -1: the bytes are damaged. */
+void p3d_tl_pack(const struct p3d_tl *tl, int found, struct p3d_bytes *b);
+int p3d_tl_unpack(struct p3d_tl *tl, struct p3d_tload *ld, int found,
+                  struct p3d_bytes_in *in);
 /* The next p3d_time_load_rank with ld adds d to every time it loads (as
  * p3d_time_shift_ops after it, without another walk over the ops). */
 void p3d_tload_shift(struct p3d_tload *ld, int64_t d);
@@ -282,6 +291,11 @@ void p3d_time_shift_ivs(struct p3d_tl *tl, int64_t d);
 /* The two passes over the rank files (p3d_pass.c). */
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t);
+/* Over several processes (model/p3d_dist.h): process 0's op count and
+ * clock shifts to all after pass 1; a process other than 0 leaves after
+ * pass 2 (does not return).  Nothing in one process. */
+void p3d_pass_agree(struct p3d_time_res *t, size_t *n_ops);
+void p3d_pass_leave(void);
 /* Job-level parts, after both passes (p3d_pass.c). */
 void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t);

@@ -448,7 +448,7 @@ static void p3d_tl_swap_bufs(struct p3d_tl *tl, struct p3d_tload *ld)
 }
 
 /* The thread's buffers to the timeline, emptied. */
-static void p3d_tl_lend(struct p3d_tl *tl, struct p3d_tload *ld)
+void p3d_time_lend(struct p3d_tl *tl, struct p3d_tload *ld)
 {
     p3d_tl_swap_bufs(tl, ld);
     tl->n_ops = 0;
@@ -492,7 +492,7 @@ void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
     struct p3d_tl_walk w = {job, tl, ld};
     struct p3d_reader rd;
 
-    p3d_tl_lend(tl, ld);
+    p3d_time_lend(tl, ld);
     ld->spans = spans;
     if (rk->failed || p3d_reader_open(&rd, rk->path) != 0) {
         ld->shift = 0;

@@ -1,0 +1,45 @@
+/*
+ * p3d_dist.h - what the passes ask of a run over several processes
+ * (p3d-analyze-mpi, analyzer/mpi/): who reads which rank file, and three
+ * ways to move bytes.  The passes do the same work in the same order as
+ * in one process; process 0 merges what the others send in that order,
+ * so the answer cannot depend on the number of processes.  NULL (no
+ * p3d_dist_active) in p3d-analyze: nothing here runs.
+ */
+#ifndef P3D_DIST_H
+#define P3D_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p3d_bytes.h"
+
+struct p3d_rank;
+
+struct p3d_dist {
+    int self, n; /* this process, processes (n > 1) */
+    /* to process 0, with a tag both ends know */
+    void (*send)(struct p3d_dist *d, int tag, const struct p3d_bytes *b);
+    /* on process 0: the message `tag` from process `from` */
+    void (*recv)(struct p3d_dist *d, int from, int tag, struct p3d_bytes *b);
+    /* from process 0 to all (b is filled in on the others) */
+    void (*bcast)(struct p3d_dist *d, struct p3d_bytes *b);
+    /* a process other than 0 has sent all it had: it leaves (does not
+     * return) */
+    void (*done)(struct p3d_dist *d);
+};
+
+extern struct p3d_dist *p3d_dist_active;
+
+/* The process that reads rank file i of n (blocks of consecutive files,
+ * the way they are sorted by rank). */
+int p3d_dist_owner(const struct p3d_dist *d, int n, int i);
+/* Rank file i's block: [*lo, *hi) of process p. */
+void p3d_dist_block(const struct p3d_dist *d, int n, int p, int *lo, int *hi);
+
+/* A scanned rank (everything p3d_rank_scan found, not its sink) to bytes
+ * and back; unpack replaces r's contents.  -1: the bytes are not a rank. */
+void p3d_rank_pack(const struct p3d_rank *r, struct p3d_bytes *b);
+int p3d_rank_unpack(struct p3d_rank *r, struct p3d_bytes_in *in);
+
+#endif /* P3D_DIST_H */

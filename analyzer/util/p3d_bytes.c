@@ -1,0 +1,68 @@
+/*
+ * p3d_bytes.c - the byte buffer that p3d-analyze-mpi's messages are
+ * written into and read from (p3d_bytes.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_bytes.h"
+#include "p3d_util.h"
+
+void p3d_bytes_put(struct p3d_bytes *b, const void *v, size_t n)
+{
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n)
+            cap *= 2;
+        b->p = p3d_xrealloc(b->p, cap, 1);
+        b->cap = cap;
+    }
+    if (n && v)
+        memcpy(b->p + b->n, v, n);
+    else if (n) /* room only: the caller fills it */
+        memset(b->p + b->n, 0, n);
+    b->n += n;
+}
+
+void p3d_bytes_put_arr(struct p3d_bytes *b, const void *v, size_t n)
+{
+    uint64_t len = v ? n : 0;
+
+    p3d_bytes_put(b, &len, sizeof(len));
+    p3d_bytes_put(b, v, (size_t)len);
+}
+
+void p3d_bytes_free(struct p3d_bytes *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+void p3d_bytes_get(struct p3d_bytes_in *r, void *v, size_t n)
+{
+    if (r->bad || n > r->n - r->off) {
+        r->bad = 1;
+        memset(v, 0, n);
+        return;
+    }
+    memcpy(v, r->p + r->off, n);
+    r->off += n;
+}
+
+void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n)
+{
+    uint64_t len = 0;
+    void *v;
+
+    p3d_bytes_get(r, &len, sizeof(len));
+    *n = 0;
+    if (!len || r->bad || len > r->n - r->off) {
+        r->bad |= len != 0;
+        return NULL;
+    }
+    v = p3d_xmalloc((size_t)len);
+    memcpy(v, r->p + r->off, (size_t)len);
+    r->off += (size_t)len;
+    *n = (size_t)len;
+    return v;
+}

@@ -1,0 +1,35 @@
+/*
+ * p3d_bytes.h - a growable byte buffer and a reader over one: what a
+ * rank's scan or loaded timeline becomes to travel between the processes
+ * of p3d-analyze-mpi (model/p3d_dist.h).  Both ends run the same build,
+ * so values go as they lie in memory.
+ */
+#ifndef P3D_BYTES_H
+#define P3D_BYTES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct p3d_bytes {
+    char *p;
+    size_t n, cap;
+};
+
+/* n bytes of v, or n zero bytes (v NULL) to be filled in. */
+void p3d_bytes_put(struct p3d_bytes *b, const void *v, size_t n);
+/* n, then n bytes (a NULL v with n 0 is fine). */
+void p3d_bytes_put_arr(struct p3d_bytes *b, const void *v, size_t n);
+void p3d_bytes_free(struct p3d_bytes *b);
+
+struct p3d_bytes_in {
+    const char *p;
+    size_t n, off;
+    int bad; /* read past the end: the message is not what was sent */
+};
+
+void p3d_bytes_get(struct p3d_bytes_in *r, void *v, size_t n);
+/* The array put by p3d_bytes_put_arr, allocated (NULL when empty);
+ * *n its size in bytes. */
+void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n);
+
+#endif /* P3D_BYTES_H */
