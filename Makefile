@@ -109,6 +109,8 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(SHIM_AR) $(ANALYZER_AR)
 
 # Test doubles, simulator and integration tests live in tests/tests.mk.
 -include tests/tests.mk
+# Where mpicc is found, the integration tests also check p3d-analyze-mpi.
+TEST_DEPS += $(if $(MPICC),$(ANALYZE_MPI))
 
 unit: $(UNIT_BIN)
 	$(Q)set -e; for t in $(UNIT_BIN); do \

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs the Debian packages p3dtrace needs to build and test, if missing.
+# Installs the Debian packages p3dtrace needs to build and test, if missing
+# (OpenMPI for p3d-analyze-mpi, `make mpi`, and its equivalence tests).
 # Safe to run repeatedly: it only calls apt-get when something is absent.
 # chromium is optional: the HTML report test (tests/integration/
 # test_views_html.sh) renders the report in it headless and is skipped
@@ -7,7 +8,8 @@
 # installed, a warning is printed and the rest still counts.
 set -eu
 need=""
-for pkg in build-essential libcmocka-dev libunwind-dev pkg-config python3; do
+for pkg in build-essential libcmocka-dev libunwind-dev pkg-config python3 \
+           libopenmpi-dev openmpi-bin; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 SUDO=""

@@ -121,6 +121,21 @@ static void p3d_mpi_silence(void)
     }
 }
 
+/* Test hook (tests/integration/test_mpi_equiv.sh): P3D_MPI_TEST_PEER=exit
+ * or stall makes process 1 die or hang before it reads a file. */
+static void p3d_mpi_test_fault(int self)
+{
+    const char *t = getenv("P3D_MPI_TEST_PEER");
+
+    if (!t || self != 1)
+        return;
+    if (!strcmp(t, "exit"))
+        _exit(3);
+    if (!strcmp(t, "stall"))
+        for (;;)
+            pause();
+}
+
 int main(int argc, char **argv)
 {
     static struct p3d_dist d = {0, 1, p3d_mpi_send, p3d_mpi_recv,
@@ -135,6 +150,7 @@ int main(int argc, char **argv)
     if (d.self != 0)
         p3d_mpi_silence();
     p3d_mpi_start_deadline();
+    p3d_mpi_test_fault(d.self);
     ret = p3d_cli_main(argc, argv);
     MPI_Finalize();
     return ret;
