@@ -90,16 +90,78 @@ static struct p3d_bytes p3d_rec_take(struct p3d_recorder *c, int rank)
     return b;
 }
 
-static void p3d_dist_scan_send(struct p3d_dist *d, struct p3d_job *job,
-                               int lo, int hi, struct p3d_recorder *c)
+/*
+ * Rank files read and not yet sent, in the order they were read: the
+ * scan threads add, the process's main thread (the one that calls MPI)
+ * takes.  A scan thread waits while P3D_DIST_AHEAD are waiting, so a
+ * process holds a few ranks' ops, not its block's.
+ */
+#define P3D_DIST_AHEAD 4
+
+struct p3d_dist_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int *i;
+    int head, tail, n, scanning;
+    struct p3d_job *job;
+    int lo, hi, threads;
+};
+
+static void p3d_dist_scanned(void *ctx, int i)
 {
-    for (int i = lo; i < hi; i++) {
-        struct p3d_bytes b = {0}, ops = p3d_rec_take(c, job->ranks[i].rank);
+    struct p3d_dist_queue *q = ctx;
+
+    pthread_mutex_lock(&q->mu);
+    while (q->tail - q->head >= P3D_DIST_AHEAD)
+        pthread_cond_wait(&q->cv, &q->mu);
+    q->i[q->tail++] = i;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void *p3d_dist_scanner(void *arg)
+{
+    struct p3d_dist_queue *q = arg;
+
+    p3d_job_scan_range(q->job, q->threads, q->lo, q->hi);
+    pthread_mutex_lock(&q->mu);
+    q->scanning = 0;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* The next rank file read, or -1 once the scan is over. */
+static int p3d_dist_next(struct p3d_dist_queue *q)
+{
+    int i = -1;
+
+    pthread_mutex_lock(&q->mu);
+    while (q->head == q->tail && q->scanning)
+        pthread_cond_wait(&q->cv, &q->mu);
+    if (q->head < q->tail)
+        i = q->i[q->head++];
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return i;
+}
+
+/* A process other than 0: each rank file as soon as it is read. */
+static void p3d_dist_scan_send(struct p3d_dist *d, struct p3d_job *job,
+                               struct p3d_dist_queue *q,
+                               struct p3d_recorder *c)
+{
+    int i;
+
+    while ((i = p3d_dist_next(q)) >= 0) {
+        struct p3d_bytes b = {0}, ops;
+        pthread_mutex_lock(&c->mu);
+        ops = p3d_rec_take(c, job->ranks[i].rank);
+        pthread_mutex_unlock(&c->mu);
         p3d_rank_pack(&job->ranks[i], &b);
         p3d_bytes_put_arr(&b, ops.p, ops.n);
-        d->send(d, P3D_TAG_SCAN << 28 | i, &b);
-        p3d_bytes_free(&b);
         p3d_bytes_free(&ops);
+        d->send(d, P3D_TAG_SCAN << 28 | i, &b);
     }
 }
 
@@ -124,18 +186,22 @@ static void p3d_dist_feed(const struct p3d_op_sink *k, int rank,
     k->close(k->ctx, st);
 }
 
+/* Process 0: the others' rank files, in whatever order they come. */
 static void p3d_dist_scan_take(struct p3d_dist *d, struct p3d_job *job,
-                               const struct p3d_op_sink *sink)
+                               int n_others, const struct p3d_op_sink *sink)
 {
-    for (int i = 0; i < job->n_ranks; i++) {
-        int from = p3d_dist_owner(d, job->n_ranks, i);
+    for (int k = 0; k < n_others; k++) {
+        int from = -1, tag = 0, i;
         struct p3d_bytes b = {0};
         struct p3d_bytes_in in;
         size_t n;
         char *ops;
-        if (from == 0)
-            continue;
-        d->recv(d, from, P3D_TAG_SCAN << 28 | i, &b);
+        d->recv(d, &from, &tag, &b);
+        i = tag & ((1 << 28) - 1);
+        if (tag >> 28 != P3D_TAG_SCAN || i >= job->n_ranks ||
+            p3d_dist_owner(d, job->n_ranks, i) != from)
+            p3d_die("process %d sent an unexpected message (tag %#x) "
+                    "during the scan", from, tag);
         in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
         if (p3d_rank_unpack(&job->ranks[i], &in) < 0)
             p3d_die("the scan of rank file %d from process %d arrived "
@@ -168,26 +234,48 @@ static void p3d_dist_scan_share(struct p3d_dist *d, struct p3d_job *job)
     p3d_bytes_free(&b);
 }
 
+/*
+ * The scan runs in its own thread (and the pool it starts) while this
+ * one, the thread that calls MPI, sends (other processes) or takes
+ * (process 0) rank files as they are read.
+ */
 void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
                    const struct p3d_op_sink *sink)
 {
     struct p3d_recorder c = {.mu = PTHREAD_MUTEX_INITIALIZER};
     struct p3d_op_sink rec = {&c, p3d_rec_open, p3d_rec_op,
                               p3d_rec_rank_end, p3d_rec_close};
+    struct p3d_dist_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                               .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t scanner;
     int lo, hi;
 
     p3d_dist_block(d, job->n_ranks, d->self, &lo, &hi);
     for (int i = lo; i < hi; i++)
         job->ranks[i].sink = d->self == 0 ? sink : sink ? &rec : NULL;
-    p3d_job_scan_range(job, threads, lo, hi);
+    q = (struct p3d_dist_queue){.mu = PTHREAD_MUTEX_INITIALIZER,
+                                .cv = PTHREAD_COND_INITIALIZER,
+                                .i = p3d_xcalloc((size_t)(hi - lo) + 1,
+                                                 sizeof(int)),
+                                .scanning = 1, .job = job, .lo = lo,
+                                .hi = hi, .threads = threads};
+    if (d->self != 0) {
+        job->on_scanned = p3d_dist_scanned;
+        job->on_scanned_ctx = &q;
+    }
+    if (pthread_create(&scanner, NULL, p3d_dist_scanner, &q))
+        p3d_die("cannot start the scan thread");
+    if (d->self == 0)
+        p3d_dist_scan_take(d, job, job->n_ranks - (hi - lo), sink);
+    else
+        p3d_dist_scan_send(d, job, &q, &c);
+    pthread_join(scanner, NULL);
+    job->on_scanned = NULL;
     for (int i = 0; i < job->n_ranks; i++)
         job->ranks[i].sink = NULL;
-    if (d->self == 0)
-        p3d_dist_scan_take(d, job, sink);
-    else
-        p3d_dist_scan_send(d, job, lo, hi, &c);
     for (size_t k = 0; k < c.n; k++)
         p3d_bytes_free(&c.r[k].ops);
     free(c.r);
+    free(q.i);
     p3d_dist_scan_share(d, job);
 }

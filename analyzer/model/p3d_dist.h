@@ -18,11 +18,16 @@ struct p3d_rank;
 
 struct p3d_dist {
     int self, n; /* this process, processes (n > 1) */
-    /* to process 0, with a tag both ends know */
-    void (*send)(struct p3d_dist *d, int tag, const struct p3d_bytes *b);
-    /* on process 0: the message `tag` from process `from` */
-    void (*recv)(struct p3d_dist *d, int from, int tag, struct p3d_bytes *b);
-    /* from process 0 to all (b is filled in on the others) */
+    /* to process 0, with a tag both ends know: takes b's bytes (b comes
+     * back empty) and may return before they are sent (a few messages
+     * are in flight at most, so memory stays bounded) */
+    void (*send)(struct p3d_dist *d, int tag, struct p3d_bytes *b);
+    /* on process 0: the message *tag from process *from, or, *from < 0,
+     * the next message of any process (*from and *tag are set) */
+    void (*recv)(struct p3d_dist *d, int *from, int *tag,
+                 struct p3d_bytes *b);
+    /* from process 0 to all (b is filled in on the others), once this
+     * process's messages are sent */
     void (*bcast)(struct p3d_dist *d, struct p3d_bytes *b);
     /* a process other than 0 has sent all it had: it leaves (does not
      * return) */

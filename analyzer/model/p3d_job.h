@@ -178,6 +178,10 @@ struct p3d_job {
     int threads;                /* reader threads (p3d_job_scan) */
     int n_read;                 /* rank files the scan has read (atomic:
                                    for progress while it runs) */
+    /* called by the scan thread that read rank file i, once it is read
+     * (p3d-analyze-mpi sends it on); NULL: none */
+    void (*on_scanned)(void *ctx, int i);
+    void *on_scanned_ctx;
 };
 
 /* Histogram bucket of a message size. */

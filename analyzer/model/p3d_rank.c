@@ -374,6 +374,8 @@ static void *p3d_scan_worker(void *arg)
         while ((i = p3d_pool_take(p, k)) >= 0) {
             p3d_rank_scan_with(&p->job->ranks[i], &b);
             __atomic_add_fetch(&p->job->n_read, 1, __ATOMIC_RELAXED);
+            if (p->job->on_scanned)
+                p->job->on_scanned(p->job->on_scanned_ctx, i);
         }
     }
     p3d_scanbuf_free(&b);

@@ -28,32 +28,84 @@ int p3d_cli_main(int argc, char **argv); /* p3d_main.c's main */
 
 static int p3d_mpi_err = 2; /* a dup of stderr, for this file's messages */
 
-static void p3d_mpi_send(struct p3d_dist *d, int tag,
-                         const struct p3d_bytes *b)
+/*
+ * Sends in flight: each message is its size, then its bytes in pieces,
+ * all with one tag (MPI keeps the order of one sender's messages).  At
+ * most P3D_MPI_WINDOW are in flight; the next waits for the oldest.
+ */
+#define P3D_MPI_WINDOW 4
+#define P3D_MPI_REQS 8 /* size + pieces: messages up to 7 GiB */
+
+struct p3d_mpi_out {
+    uint64_t n;
+    struct p3d_bytes b;
+    MPI_Request req[P3D_MPI_REQS];
+    int n_req;
+};
+
+static struct p3d_mpi_out p3d_mpi_out[P3D_MPI_WINDOW];
+static int p3d_mpi_head, p3d_mpi_busy;
+
+static void p3d_mpi_wait_one(void)
 {
-    uint64_t n = b->n;
+    struct p3d_mpi_out *o = &p3d_mpi_out[p3d_mpi_head];
+
+    MPI_Waitall(o->n_req, o->req, MPI_STATUSES_IGNORE);
+    p3d_bytes_free(&o->b);
+    o->n_req = 0;
+    p3d_mpi_head = (p3d_mpi_head + 1) % P3D_MPI_WINDOW;
+    p3d_mpi_busy--;
+}
+
+static void p3d_mpi_flush(void)
+{
+    while (p3d_mpi_busy)
+        p3d_mpi_wait_one();
+}
+
+static void p3d_mpi_send(struct p3d_dist *d, int tag, struct p3d_bytes *b)
+{
+    struct p3d_mpi_out *o;
 
     (void)d;
-    MPI_Send(&n, 1, MPI_UINT64_T, 0, tag, MPI_COMM_WORLD);
-    for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
-        uint64_t k = n - off < P3D_MPI_PIECE ? n - off : P3D_MPI_PIECE;
-        MPI_Send(b->p + off, (int)k, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+    if (p3d_mpi_busy == P3D_MPI_WINDOW)
+        p3d_mpi_wait_one();
+    o = &p3d_mpi_out[(p3d_mpi_head + p3d_mpi_busy) % P3D_MPI_WINDOW];
+    p3d_mpi_busy++;
+    o->n = b->n;
+    o->b = *b;
+    memset(b, 0, sizeof(*b));
+    if (o->n > (uint64_t)P3D_MPI_PIECE * (P3D_MPI_REQS - 1)) {
+        dprintf(p3d_mpi_err, "p3d-analyze-mpi: error: a message of %llu "
+                "bytes is past what one message may hold\n",
+                (unsigned long long)o->n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Isend(&o->n, 1, MPI_UINT64_T, 0, tag, MPI_COMM_WORLD, &o->req[0]);
+    o->n_req = 1;
+    for (uint64_t off = 0; off < o->n; off += P3D_MPI_PIECE) {
+        uint64_t k = o->n - off < P3D_MPI_PIECE ? o->n - off : P3D_MPI_PIECE;
+        MPI_Isend(o->b.p + off, (int)k, MPI_BYTE, 0, tag, MPI_COMM_WORLD,
+                  &o->req[o->n_req++]);
     }
 }
 
-static void p3d_mpi_recv(struct p3d_dist *d, int from, int tag,
+static void p3d_mpi_recv(struct p3d_dist *d, int *from, int *tag,
                          struct p3d_bytes *b)
 {
     uint64_t n = 0;
+    MPI_Status st;
 
     (void)d;
-    MPI_Recv(&n, 1, MPI_UINT64_T, from, tag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
+    MPI_Recv(&n, 1, MPI_UINT64_T, *from < 0 ? MPI_ANY_SOURCE : *from,
+             *from < 0 ? MPI_ANY_TAG : *tag, MPI_COMM_WORLD, &st);
+    *from = st.MPI_SOURCE;
+    *tag = st.MPI_TAG;
     b->n = 0;
     p3d_bytes_put(b, NULL, (size_t)n);
     for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
         uint64_t k = n - off < P3D_MPI_PIECE ? n - off : P3D_MPI_PIECE;
-        MPI_Recv(b->p + off, (int)k, MPI_BYTE, from, tag, MPI_COMM_WORLD,
+        MPI_Recv(b->p + off, (int)k, MPI_BYTE, *from, *tag, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     }
 }
@@ -62,6 +114,7 @@ static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
 {
     uint64_t n = b->n;
 
+    p3d_mpi_flush();
     MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (d->self != 0) {
         b->n = 0;
@@ -76,6 +129,7 @@ static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
 static void p3d_mpi_done(struct p3d_dist *d)
 {
     (void)d;
+    p3d_mpi_flush();
     MPI_Finalize();
     exit(0);
 }
@@ -142,7 +196,10 @@ int main(int argc, char **argv)
                                 p3d_mpi_bcast, p3d_mpi_done};
     int ret;
 
-    MPI_Init(&argc, &argv);
+    int level;
+
+    /* Only this thread calls MPI; the scan's threads do not. */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &level);
     MPI_Comm_rank(MPI_COMM_WORLD, &d.self);
     MPI_Comm_size(MPI_COMM_WORLD, &d.n);
     if (d.n > 1)
@@ -152,6 +209,7 @@ int main(int argc, char **argv)
     p3d_mpi_start_deadline();
     p3d_mpi_test_fault(d.self);
     ret = p3d_cli_main(argc, argv);
+    p3d_mpi_flush();
     MPI_Finalize();
     return ret;
 }

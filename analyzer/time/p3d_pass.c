@@ -207,8 +207,9 @@ static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
     struct p3d_tl *tl = &p->t->tl[i];
     struct p3d_bytes b = {0};
     struct p3d_bytes_in in;
+    int tag = (P3D_TAG_PASS + p->which) << 28 | i;
 
-    d->recv(d, from, (P3D_TAG_PASS + p->which) << 28 | i, &b);
+    d->recv(d, &from, &tag, &b);
     in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
     if (p3d_tl_unpack(tl, ld, p->which == 1, &in) < 0)
         p3d_die("the timeline of rank file %d from process %d arrived "
@@ -247,7 +248,6 @@ static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
             p3d_pass_load(p, ld, k);
             p3d_tl_pack(&p->t->tl[i], p->which == 1, &b);
             d->send(d, (P3D_TAG_PASS + p->which) << 28 | i, &b);
-            p3d_bytes_free(&b);
             p3d_time_unload(&p->t->tl[i], ld);
         }
     }
