@@ -26,8 +26,7 @@ J=${REL_JOBS:--j2}
 # in 150).  It runs uninstrumented in make test.
 # test_mpi_equiv: not run under ASan (OpenMPI's MPI_Init allocations are
 # never freed, which LeakSanitizer would report; not tried); it runs
-# uninstrumented in make test, and the code it adds to the analyzer runs
-# there on every golden set.
+# uninstrumented in make test.
 REL_ASAN_SKIP=${REL_ASAN_SKIP:-"test_time_bubble test_time_skew test_time_straggler 
     test_time_verdict test_sim_faults test_hang_matrix test_rel_forkmid
     test_mpi_equiv"}
