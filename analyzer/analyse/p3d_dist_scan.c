@@ -18,7 +18,6 @@
 #include "p3d_dist_scan.h"
 #include "p3d_util.h"
 
-#define P3D_TAG_SCAN 1 /* tag: P3D_TAG_SCAN << 28 | rank file index */
 
 struct p3d_recorded { /* the ops of one rank, as the scan gave them */
     int rank;
@@ -161,7 +160,7 @@ static void p3d_dist_scan_send(struct p3d_dist *d, struct p3d_job *job,
         p3d_rank_pack(&job->ranks[i], &b);
         p3d_bytes_put_arr(&b, ops.p, ops.n);
         p3d_bytes_free(&ops);
-        d->send(d, P3D_TAG_SCAN << 28 | i, &b);
+        d->send(d, i, &b); /* tag: the rank file */
     }
 }
 
@@ -197,8 +196,8 @@ static void p3d_dist_scan_take(struct p3d_dist *d, struct p3d_job *job,
         size_t n;
         char *ops;
         d->recv(d, &from, &tag, &b);
-        i = tag & ((1 << 28) - 1);
-        if (tag >> 28 != P3D_TAG_SCAN || i >= job->n_ranks ||
+        i = tag;
+        if (i < 0 || i >= job->n_ranks ||
             p3d_dist_owner(d, job->n_ranks, i) != from)
             p3d_die("process %d sent an unexpected message (tag %#x) "
                     "during the scan", from, tag);
@@ -250,6 +249,10 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
     pthread_t scanner;
     int lo, hi;
 
+    if (job->n_ranks - 1 > d->tag_max)
+        p3d_die("%d rank files, but this MPI's message tags go up to %d "
+                "only (a message's tag is its rank file)", job->n_ranks,
+                d->tag_max);
     p3d_dist_block(d, job->n_ranks, d->self, &lo, &hi);
     for (int i = lo; i < hi; i++)
         job->ranks[i].sink = d->self == 0 ? sink : sink ? &rec : NULL;

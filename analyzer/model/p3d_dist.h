@@ -16,8 +16,15 @@
 
 struct p3d_rank;
 
+/*
+ * A message's tag is its rank file's index.  The phases cannot mix: the
+ * scan's messages all reach process 0 before the broadcast that ends
+ * the scan, pass 1's before the one that ends pass 1, and pass 2's are
+ * the last.
+ */
 struct p3d_dist {
     int self, n; /* this process, processes (n > 1) */
+    int tag_max; /* the largest tag the transport takes */
     /* to process 0, with a tag both ends know: takes b's bytes (b comes
      * back empty) and may return before they are sent (a few messages
      * are in flight at most, so memory stays bounded) */

@@ -192,8 +192,9 @@ static void p3d_mpi_test_fault(int self)
 
 int main(int argc, char **argv)
 {
-    static struct p3d_dist d = {0, 1, p3d_mpi_send, p3d_mpi_recv,
+    static struct p3d_dist d = {0, 1, 32767, p3d_mpi_send, p3d_mpi_recv,
                                 p3d_mpi_bcast, p3d_mpi_done};
+    int *ub, flag = 0;
     int ret;
 
     int level;
@@ -202,6 +203,9 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &level);
     MPI_Comm_rank(MPI_COMM_WORLD, &d.self);
     MPI_Comm_size(MPI_COMM_WORLD, &d.n);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    if (flag)
+        d.tag_max = *ub;
     if (d.n > 1)
         p3d_dist_active = &d;
     if (d.self != 0)

@@ -197,8 +197,6 @@ static void p3d_pass_free(struct p3d_pass *p)
     free(p->order);
 }
 
-#define P3D_TAG_PASS 2 /* tag: (P3D_TAG_PASS + which) << 28 | rank index */
-
 /* Process 0, over several processes: rank order[k] from its reader. */
 static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
                           struct p3d_tload *ld, int k, int from)
@@ -207,7 +205,7 @@ static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
     struct p3d_tl *tl = &p->t->tl[i];
     struct p3d_bytes b = {0};
     struct p3d_bytes_in in;
-    int tag = (P3D_TAG_PASS + p->which) << 28 | i;
+    int tag = i; /* the rank file; phases are apart (p3d_dist.h) */
 
     d->recv(d, &from, &tag, &b);
     in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
@@ -247,7 +245,7 @@ static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
         } else if (from == d->self) {
             p3d_pass_load(p, ld, k);
             p3d_tl_pack(&p->t->tl[i], p->which == 1, &b);
-            d->send(d, (P3D_TAG_PASS + p->which) << 28 | i, &b);
+            d->send(d, i, &b);
             p3d_time_unload(&p->t->tl[i], ld);
         }
     }

@@ -22,7 +22,7 @@ static void test_blocks_partition(void **state)
     (void)state;
     for (int np = 2; np <= 9; np++)
         for (int n = 0; n <= 70; n++) {
-            struct p3d_dist d = {0, np, NULL, NULL, NULL, NULL};
+            struct p3d_dist d = {0, np, 32767, NULL, NULL, NULL, NULL};
             int next = 0;
             for (int p = 0; p < np; p++) {
                 int lo, hi;
