@@ -189,12 +189,13 @@ static void p3d_dist_feed(const struct p3d_op_sink *k, int rank,
 static void p3d_dist_scan_take(struct p3d_dist *d, struct p3d_job *job,
                                int n_others, const struct p3d_op_sink *sink)
 {
+    struct p3d_bytes b = {0}; /* one buffer for every message */
+
     for (int k = 0; k < n_others; k++) {
         int from = -1, tag = 0, i;
-        struct p3d_bytes b = {0};
         struct p3d_bytes_in in;
         size_t n;
-        char *ops;
+        const char *ops;
         d->recv(d, &from, &tag, &b);
         i = tag;
         if (i < 0 || i >= job->n_ranks ||
@@ -205,12 +206,11 @@ static void p3d_dist_scan_take(struct p3d_dist *d, struct p3d_job *job,
         if (p3d_rank_unpack(&job->ranks[i], &in) < 0)
             p3d_die("the scan of rank file %d from process %d arrived "
                     "damaged", i, from);
-        ops = p3d_bytes_get_arr(&in, &n);
+        ops = p3d_bytes_view_arr(&in, &n);
         p3d_dist_feed(sink, job->ranks[i].rank, ops, n);
-        free(ops);
-        p3d_bytes_free(&b);
         __atomic_add_fetch(&job->n_read, 1, __ATOMIC_RELAXED);
     }
+    p3d_bytes_free(&b);
 }
 
 /* Every rank's results from process 0 to the others. */

@@ -101,8 +101,7 @@ static void p3d_mpi_recv(struct p3d_dist *d, int *from, int *tag,
              *from < 0 ? MPI_ANY_TAG : *tag, MPI_COMM_WORLD, &st);
     *from = st.MPI_SOURCE;
     *tag = st.MPI_TAG;
-    b->n = 0;
-    p3d_bytes_put(b, NULL, (size_t)n);
+    p3d_bytes_room(b, (size_t)n);
     for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
         uint64_t k = n - off < P3D_MPI_PIECE ? n - off : P3D_MPI_PIECE;
         MPI_Recv(b->p + off, (int)k, MPI_BYTE, *from, *tag, MPI_COMM_WORLD,
@@ -116,10 +115,8 @@ static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
 
     p3d_mpi_flush();
     MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (d->self != 0) {
-        b->n = 0;
-        p3d_bytes_put(b, NULL, (size_t)n);
-    }
+    if (d->self != 0)
+        p3d_bytes_room(b, (size_t)n);
     for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
         uint64_t k = n - off < P3D_MPI_PIECE ? n - off : P3D_MPI_PIECE;
         MPI_Bcast(b->p + off, (int)k, MPI_BYTE, 0, MPI_COMM_WORLD);

@@ -199,20 +199,19 @@ static void p3d_pass_free(struct p3d_pass *p)
 
 /* Process 0, over several processes: rank order[k] from its reader. */
 static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
-                          struct p3d_tload *ld, int k, int from)
+                          struct p3d_tload *ld, int k, int from,
+                          struct p3d_bytes *msg)
 {
     int i = p->order[k];
     struct p3d_tl *tl = &p->t->tl[i];
-    struct p3d_bytes b = {0};
     struct p3d_bytes_in in;
     int tag = i; /* the rank file; phases are apart (p3d_dist.h) */
 
-    d->recv(d, &from, &tag, &b);
-    in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
+    d->recv(d, &from, &tag, msg);
+    in = (struct p3d_bytes_in){msg->p, msg->n, 0, 0};
     if (p3d_tl_unpack(tl, ld, p->which == 1, &in) < 0)
         p3d_die("the timeline of rank file %d from process %d arrived "
                 "damaged", i, from);
-    p3d_bytes_free(&b);
     if (p->which == 1) {
         p3d_time_span_sums(p->t, tl);
         if (tl->compute.n)
@@ -229,6 +228,7 @@ static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
 static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
 {
     struct p3d_tload *ld = p3d_tload_new();
+    struct p3d_bytes msg = {0}; /* process 0: every message, in turn */
 
     p3d_pass_order(p);
     for (int k = 0; k < p->t->n; k++) {
@@ -238,7 +238,7 @@ static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
             if (from == 0)
                 p3d_pass_load(p, ld, k);
             else
-                p3d_pass_take(p, d, ld, k, from);
+                p3d_pass_take(p, d, ld, k, from, &msg);
             if (p->join)
                 p3d_join_rank(p->join, i);
             p3d_time_unload(&p->t->tl[i], ld);
@@ -250,6 +250,7 @@ static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
         }
     }
     p3d_tload_free(ld);
+    p3d_bytes_free(&msg);
     free(p->order);
 }
 

@@ -35,7 +35,7 @@ static void p3d_ivs_pack(const struct p3d_ivs *l, struct p3d_bytes *b)
 static void p3d_ivs_unpack(struct p3d_ivs *l, struct p3d_bytes_in *in)
 {
     size_t n;
-    struct p3d_iv *v = p3d_bytes_get_arr(in, &n);
+    const struct p3d_iv *v = p3d_bytes_view_arr(in, &n);
 
     n /= sizeof(*v);
     if (n)
@@ -43,7 +43,6 @@ static void p3d_ivs_unpack(struct p3d_ivs *l, struct p3d_bytes_in *in)
     if (n)
         memcpy(l->v, v, n * sizeof(*v));
     l->n = n;
-    free(v);
 }
 
 void p3d_tl_pack(const struct p3d_tl *tl, int found, struct p3d_bytes *b)
@@ -119,18 +118,17 @@ int p3d_tl_unpack(struct p3d_tl *tl, struct p3d_tload *ld, int found,
 {
     struct p3d_tl_fixed f;
     size_t n;
-    struct p3d_top *ops;
+    const struct p3d_top *ops;
 
     p3d_time_lend(tl, ld);
     p3d_bytes_get(in, &f, sizeof(f));
-    ops = p3d_bytes_get_arr(in, &n);
+    ops = p3d_bytes_view_arr(in, &n);
     n /= sizeof(*ops);
     if (n)
         tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, n,
                                sizeof(*tl->ops));
     if (n)
         memcpy(tl->ops, ops, n * sizeof(*ops));
-    free(ops);
     tl->n_ops = n;
     tl->n_placed = f.n_placed;
     tl->kwin_on = f.kwin_on;

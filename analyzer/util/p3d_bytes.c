@@ -32,6 +32,17 @@ void p3d_bytes_put_arr(struct p3d_bytes *b, const void *v, size_t n)
     p3d_bytes_put(b, v, (size_t)len);
 }
 
+char *p3d_bytes_room(struct p3d_bytes *b, size_t n)
+{
+    if (n > b->cap) {
+        free(b->p);
+        b->p = p3d_xmalloc(n);
+        b->cap = n;
+    }
+    b->n = n;
+    return b->p;
+}
+
 void p3d_bytes_free(struct p3d_bytes *b)
 {
     free(b->p);
@@ -49,10 +60,10 @@ void p3d_bytes_get(struct p3d_bytes_in *r, void *v, size_t n)
     r->off += n;
 }
 
-void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n)
+const void *p3d_bytes_view_arr(struct p3d_bytes_in *r, size_t *n)
 {
     uint64_t len = 0;
-    void *v;
+    const void *v;
 
     p3d_bytes_get(r, &len, sizeof(len));
     *n = 0;
@@ -60,9 +71,20 @@ void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n)
         r->bad |= len != 0;
         return NULL;
     }
-    v = p3d_xmalloc((size_t)len);
-    memcpy(v, r->p + r->off, (size_t)len);
+    v = r->p + r->off;
     r->off += (size_t)len;
     *n = (size_t)len;
     return v;
+}
+
+void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n)
+{
+    const void *v = p3d_bytes_view_arr(r, n);
+    void *c;
+
+    if (!v)
+        return NULL;
+    c = p3d_xmalloc(*n);
+    memcpy(c, v, *n);
+    return c;
 }

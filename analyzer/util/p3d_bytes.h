@@ -19,6 +19,9 @@ struct p3d_bytes {
 void p3d_bytes_put(struct p3d_bytes *b, const void *v, size_t n);
 /* n, then n bytes (a NULL v with n 0 is fine). */
 void p3d_bytes_put_arr(struct p3d_bytes *b, const void *v, size_t n);
+/* Empty b, then n bytes of room, not cleared (a message is received into
+ * them); b's memory is kept from one message to the next. */
+char *p3d_bytes_room(struct p3d_bytes *b, size_t n);
 void p3d_bytes_free(struct p3d_bytes *b);
 
 struct p3d_bytes_in {
@@ -31,5 +34,8 @@ void p3d_bytes_get(struct p3d_bytes_in *r, void *v, size_t n);
 /* The array put by p3d_bytes_put_arr, allocated (NULL when empty);
  * *n its size in bytes. */
 void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n);
+/* The same array where it lies in the message (NULL when empty), not
+ * copied: valid while the message is. */
+const void *p3d_bytes_view_arr(struct p3d_bytes_in *r, size_t *n);
 
 #endif /* P3D_BYTES_H */
