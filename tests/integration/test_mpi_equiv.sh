@@ -1,7 +1,7 @@
 #!/bin/sh
 # p3d-analyze-mpi (issue 23) gives what p3d-analyze gives: the same --json,
 # the same text report and the same exit status, under mpirun -n 1, 2 and
-# 4 on this host, for a simulated 3D job under the real shim, a hang (a
+# 4 on this host (and the same --html and --chrome files at -n 2), for a simulated 3D job under the real shim, a hang (a
 # rank that skipped an op, and a stall), and a job with damaged files
 # (exit 2, the missing ranks named). And no process waits forever: a peer
 # that dies ends the run, and a peer that hangs is aborted at the
@@ -48,6 +48,12 @@ same() {
     --shim "$L" --quiet > "$T/sim.log" 2>&1 || { fail "simulator"; cat "$T/sim.log"; }
 same sim3d "$T/sim3d"
 same sim3d-infer "$T/sim3d" --layout infer
+# the views process 0 writes: the HTML report and the Chrome timeline
+"$A" -q --html "$T/a.html" --chrome "$T/a.chrome" "$T/sim3d" 2> /dev/null
+timeout 300 mpirun -n 2 "$M" -q --html "$T/m.html" --chrome "$T/m.chrome" \
+    "$T/sim3d" 2> /dev/null || fail "views -n 2: exit $?"
+cmp -s "$T/a.html" "$T/m.html" || fail "views -n 2: --html differs"
+cmp -s "$T/a.chrome" "$T/m.chrome" || fail "views -n 2: --chrome differs"
 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 3 --hang 6:pp:5 --stop-when-hung \
     --out "$T" --job-id hang --shim "$L" --quiet > "$T/hang.log" 2>&1
 same hang "$T/hang"
