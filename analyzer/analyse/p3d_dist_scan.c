@@ -101,7 +101,7 @@ struct p3d_dist_queue {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int *i;
-    int head, tail, n, scanning;
+    int head, tail, scanning;
     struct p3d_job *job;
     int lo, hi, threads;
 };
