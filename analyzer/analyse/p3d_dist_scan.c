@@ -75,17 +75,20 @@ static void p3d_rec_close(void *ctx, void *st)
     free(s);
 }
 
-/* The recorded ops of `rank`, moved out (empty if none). */
+/* The recorded ops of `rank`, moved out (empty if none): the list holds
+ * the ranks read and not yet sent, a few. */
 static struct p3d_bytes p3d_rec_take(struct p3d_recorder *c, int rank)
 {
     struct p3d_bytes b = {0};
 
+    pthread_mutex_lock(&c->mu);
     for (size_t k = 0; k < c->n; k++)
-        if (c->r[k].rank == rank && c->r[k].ops.p) {
+        if (c->r[k].rank == rank) {
             b = c->r[k].ops;
-            memset(&c->r[k].ops, 0, sizeof(c->r[k].ops));
+            c->r[k] = c->r[--c->n];
             break;
         }
+    pthread_mutex_unlock(&c->mu);
     return b;
 }
 
@@ -153,10 +156,7 @@ static void p3d_dist_scan_send(struct p3d_dist *d, struct p3d_job *job,
     int i;
 
     while ((i = p3d_dist_next(q)) >= 0) {
-        struct p3d_bytes b = {0}, ops;
-        pthread_mutex_lock(&c->mu);
-        ops = p3d_rec_take(c, job->ranks[i].rank);
-        pthread_mutex_unlock(&c->mu);
+        struct p3d_bytes b = {0}, ops = p3d_rec_take(c, job->ranks[i].rank);
         p3d_rank_pack(&job->ranks[i], &b);
         p3d_bytes_put_arr(&b, ops.p, ops.n);
         p3d_bytes_free(&ops);
@@ -244,8 +244,7 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
     struct p3d_recorder c = {.mu = PTHREAD_MUTEX_INITIALIZER};
     struct p3d_op_sink rec = {&c, p3d_rec_open, p3d_rec_op,
                               p3d_rec_rank_end, p3d_rec_close};
-    struct p3d_dist_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER,
-                               .cv = PTHREAD_COND_INITIALIZER};
+    struct p3d_dist_queue q;
     pthread_t scanner;
     int lo, hi;
 

@@ -52,7 +52,6 @@ int p3d_rank_unpack(struct p3d_rank *r, struct p3d_bytes_in *in)
     r->path = p3d_bytes_get_arr(in, &n);
     r->cmdline = p3d_bytes_get_arr(in, &n);
     r->cmdline_len = r->cmdline ? n : 0;
-    n = (size_t)r->n_comms;
     r->comms = p3d_bytes_get_arr(in, &n);
     r->cap = n / sizeof(*r->comms);
     r->sink = NULL;

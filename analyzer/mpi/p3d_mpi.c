@@ -11,13 +11,11 @@
  * handler, errors are fatal).
  */
 #include <fcntl.h>
-#include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "p3d_dist.h"
@@ -27,6 +25,12 @@ int p3d_cli_main(int argc, char **argv); /* p3d_main.c's main */
 #define P3D_MPI_PIECE (1 << 30) /* bytes per MPI call (counts are int) */
 
 static int p3d_mpi_err = 2; /* a dup of stderr, for this file's messages */
+
+/* The bytes of a message of n that go in the piece at off. */
+static int p3d_mpi_piece(uint64_t n, uint64_t off)
+{
+    return (int)(n - off < P3D_MPI_PIECE ? n - off : P3D_MPI_PIECE);
+}
 
 /*
  * Sends in flight: each message is its size, then its bytes in pieces,
@@ -83,11 +87,9 @@ static void p3d_mpi_send(struct p3d_dist *d, int tag, struct p3d_bytes *b)
     }
     MPI_Isend(&o->n, 1, MPI_UINT64_T, 0, tag, MPI_COMM_WORLD, &o->req[0]);
     o->n_req = 1;
-    for (uint64_t off = 0; off < o->n; off += P3D_MPI_PIECE) {
-        uint64_t k = o->n - off < P3D_MPI_PIECE ? o->n - off : P3D_MPI_PIECE;
-        MPI_Isend(o->b.p + off, (int)k, MPI_BYTE, 0, tag, MPI_COMM_WORLD,
-                  &o->req[o->n_req++]);
-    }
+    for (uint64_t off = 0; off < o->n; off += P3D_MPI_PIECE)
+        MPI_Isend(o->b.p + off, p3d_mpi_piece(o->n, off), MPI_BYTE, 0, tag,
+                  MPI_COMM_WORLD, &o->req[o->n_req++]);
 }
 
 static void p3d_mpi_recv(struct p3d_dist *d, int *from, int *tag,
@@ -102,11 +104,9 @@ static void p3d_mpi_recv(struct p3d_dist *d, int *from, int *tag,
     *from = st.MPI_SOURCE;
     *tag = st.MPI_TAG;
     p3d_bytes_room(b, (size_t)n);
-    for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
-        uint64_t k = n - off < P3D_MPI_PIECE ? n - off : P3D_MPI_PIECE;
-        MPI_Recv(b->p + off, (int)k, MPI_BYTE, *from, *tag, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-    }
+    for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE)
+        MPI_Recv(b->p + off, p3d_mpi_piece(n, off), MPI_BYTE, *from, *tag,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
@@ -117,10 +117,9 @@ static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
     MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (d->self != 0)
         p3d_bytes_room(b, (size_t)n);
-    for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
-        uint64_t k = n - off < P3D_MPI_PIECE ? n - off : P3D_MPI_PIECE;
-        MPI_Bcast(b->p + off, (int)k, MPI_BYTE, 0, MPI_COMM_WORLD);
-    }
+    for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE)
+        MPI_Bcast(b->p + off, p3d_mpi_piece(n, off), MPI_BYTE, 0,
+                  MPI_COMM_WORLD);
 }
 
 static void p3d_mpi_done(struct p3d_dist *d)
@@ -191,10 +190,7 @@ int main(int argc, char **argv)
 {
     static struct p3d_dist d = {0, 1, 32767, p3d_mpi_send, p3d_mpi_recv,
                                 p3d_mpi_bcast, p3d_mpi_done};
-    int *ub, flag = 0;
-    int ret;
-
-    int level;
+    int *ub, flag = 0, level, ret;
 
     /* Only this thread calls MPI; the scan's threads do not. */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &level);

@@ -128,6 +128,14 @@ static void p3d_cbounds_dense(const struct p3d_cbounds *c,
     free(u);
 }
 
+/* The ends of bound e as an edge: b -> a, or against it (rev). */
+static void p3d_cedge_ends(const struct p3d_cedge *e, int rev, int *from,
+                           int *to)
+{
+    *from = rev ? e->a : e->b;
+    *to = rev ? e->b : e->a;
+}
+
 /* One Bellman-Ford round from the edges' `from` ends; 1 if a distance
  * fell.  hit (optional) marks the hosts whose distance fell. */
 static int p3d_cbounds_round(const struct p3d_cbounds *c, int rev,
@@ -137,8 +145,9 @@ static int p3d_cbounds_round(const struct p3d_cbounds *c, int rev,
 
     for (size_t i = 0; i < c->n_e; i++) {
         const struct p3d_cedge *e = &c->e[i];
-        int from = rev ? e->a : e->b, to = rev ? e->b : e->a;
+        int from, to;
         int64_t nd;
+        p3d_cedge_ends(e, rev, &from, &to);
         if (dist[from] == P3D_NOBOUND)
             continue;
         nd = p3d_clock_sum(dist[from], -e->lo);
@@ -174,8 +183,8 @@ static void p3d_cbounds_paths(const struct p3d_cbounds *c, int rev,
     for (changed = 1; changed;) {
         changed = 0;
         for (size_t i = 0; i < c->n_e; i++) {
-            int from = rev ? c->e[i].a : c->e[i].b;
-            int to = rev ? c->e[i].b : c->e[i].a;
+            int from, to;
+            p3d_cedge_ends(&c->e[i], rev, &from, &to);
             if (neg[from] && !neg[to])
                 neg[to] = changed = 1;
         }

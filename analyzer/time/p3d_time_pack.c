@@ -38,10 +38,10 @@ static void p3d_ivs_unpack(struct p3d_ivs *l, struct p3d_bytes_in *in)
     const struct p3d_iv *v = p3d_bytes_view_arr(in, &n);
 
     n /= sizeof(*v);
-    if (n)
+    if (n) {
         l->cap = p3d_grow((void **)&l->v, l->cap, n, sizeof(*l->v));
-    if (n)
         memcpy(l->v, v, n * sizeof(*v));
+    }
     l->n = n;
 }
 
@@ -124,11 +124,11 @@ int p3d_tl_unpack(struct p3d_tl *tl, struct p3d_tload *ld, int found,
     p3d_bytes_get(in, &f, sizeof(f));
     ops = p3d_bytes_view_arr(in, &n);
     n /= sizeof(*ops);
-    if (n)
+    if (n) {
         tl->cap_ops = p3d_grow((void **)&tl->ops, tl->cap_ops, n,
                                sizeof(*tl->ops));
-    if (n)
         memcpy(tl->ops, ops, n * sizeof(*ops));
+    }
     tl->n_ops = n;
     tl->n_placed = f.n_placed;
     tl->kwin_on = f.kwin_on;

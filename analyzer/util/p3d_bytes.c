@@ -10,17 +10,10 @@
 
 void p3d_bytes_put(struct p3d_bytes *b, const void *v, size_t n)
 {
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n)
-            cap *= 2;
-        b->p = p3d_xrealloc(b->p, cap, 1);
-        b->cap = cap;
-    }
-    if (n && v)
-        memcpy(b->p + b->n, v, n);
-    else if (n) /* room only: the caller fills it */
-        memset(b->p + b->n, 0, n);
+    if (!n)
+        return;
+    b->cap = p3d_grow((void **)&b->p, b->cap, b->n + n - 1, 1);
+    memcpy(b->p + b->n, v, n);
     b->n += n;
 }
 

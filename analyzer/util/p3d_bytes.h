@@ -15,7 +15,6 @@ struct p3d_bytes {
     size_t n, cap;
 };
 
-/* n bytes of v, or n zero bytes (v NULL) to be filled in. */
 void p3d_bytes_put(struct p3d_bytes *b, const void *v, size_t n);
 /* n, then n bytes (a NULL v with n 0 is fine). */
 void p3d_bytes_put_arr(struct p3d_bytes *b, const void *v, size_t n);
