@@ -31,48 +31,66 @@ static int64_t pick(int64_t lo, int64_t hi)
     return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1));
 }
 
-/* Bounds D[b] - D[a] >= v between random host pairs of a job whose true
- * offsets are d: each at most the truth (slack: the wake-up latency), or
- * `bad` of them above it (clocks that break causality). */
-static void fill(struct p3d_cbounds *x, struct p3d_cbounds *y, int nh,
-                 const int64_t *d, int pairs, int bad)
+#define MAX_NH 40
+
+/* A random job of nh hosts with true offsets d, its bounds kept dense and
+ * sparse alike, and both solutions. */
+struct job {
+    int nh;
+    int64_t d[MAX_NH];
+    struct p3d_cbounds *dn, *sp;
+    struct p3d_csol a[MAX_NH], b[MAX_NH]; /* dense, sparse */
+};
+
+static void add_both(struct job *j, int a, int b, int64_t v)
 {
+    p3d_cbounds_add(j->dn, a, b, v);
+    p3d_cbounds_add(j->sp, a, b, v);
+}
+
+/* Bounds D[b] - D[a] >= v between `pairs` random host pairs, each at most
+ * the truth (the slack: the wake-up latency). */
+static void job_make(struct job *j, int nh, int pairs)
+{
+    j->nh = nh;
+    j->dn = p3d_cbounds_new(nh, 0);
+    j->sp = p3d_cbounds_new(nh, 1);
+    for (int h = 0; h < nh; h++)
+        j->d[h] = h ? pick(-50000000, 50000000) : 0;
     for (int k = 0; k < pairs; k++) {
         int a = (int)pick(0, nh - 1), b = (int)pick(0, nh - 1);
-        int64_t v = d[b] - d[a] - pick(0, 100000);
-        if (k < bad)
-            v = d[b] - d[a] + pick(1, 200000);
-        p3d_cbounds_add(x, a, b, v);
-        p3d_cbounds_add(y, a, b, v);
+        add_both(j, a, b, j->d[b] - j->d[a] - pick(0, 100000));
     }
+}
+
+static void job_solve_free(struct job *j)
+{
+    p3d_cbounds_solve(j->dn, j->a);
+    p3d_cbounds_solve(j->sp, j->b);
+    p3d_cbounds_free(j->dn);
+    p3d_cbounds_free(j->sp);
 }
 
 static void test_sparse_equals_dense(void **state)
 {
+    static struct job j;
+
     (void)state;
     for (int seed = 0; seed < 300; seed++) {
-        int nh = (int)pick(2, 40), pairs = (int)pick(0, 6 * nh);
-        int64_t d[40];
-        struct p3d_cbounds *dn = p3d_cbounds_new(nh, 0);
-        struct p3d_cbounds *sp = p3d_cbounds_new(nh, 1);
-        struct p3d_csol a[40], b[40];
-        for (int h = 0; h < nh; h++)
-            d[h] = h ? pick(-50000000, 50000000) : 0;
-        fill(dn, sp, nh, d, pairs, 0);
-        p3d_cbounds_solve(dn, a);
-        p3d_cbounds_solve(sp, b);
+        int nh = (int)pick(2, MAX_NH);
+        job_make(&j, nh, (int)pick(0, 6 * nh));
+        job_solve_free(&j);
         for (int h = 0; h < nh; h++) {
-            assert_int_equal(a[h].solved, b[h].solved);
-            assert_int_equal(a[h].d, b[h].d);
-            assert_int_equal(a[h].uncert, b[h].uncert);
-            assert_int_equal(a[h].contra, 0);
-            assert_int_equal(b[h].contra, 0);
-            assert_int_equal(a[h].n_inst, b[h].n_inst);
-            if (a[h].solved) /* the truth lies in the bracket */
-                assert_true(llabs(a[h].d - d[h]) <= a[h].uncert + 1);
+            const struct p3d_csol *a = &j.a[h], *b = &j.b[h];
+            assert_int_equal(a->solved, b->solved);
+            assert_int_equal(a->d, b->d);
+            assert_int_equal(a->uncert, b->uncert);
+            assert_int_equal(a->contra, 0);
+            assert_int_equal(b->contra, 0);
+            assert_int_equal(a->n_inst, b->n_inst);
+            if (a->solved) /* the truth lies in the bracket */
+                assert_true(llabs(a->d - j.d[h]) <= a->uncert + 1);
         }
-        p3d_cbounds_free(dn);
-        p3d_cbounds_free(sp);
     }
 }
 
@@ -82,30 +100,21 @@ static void test_sparse_equals_dense(void **state)
  * reaches instead of a figure compounded around the cycle. */
 static void test_contradictions_flagged(void **state)
 {
+    static struct job j;
+
     (void)state;
     for (int seed = 0; seed < 300; seed++) {
-        int nh = (int)pick(3, 30), pairs = (int)pick(0, 4 * nh);
-        int64_t d[30];
-        struct p3d_cbounds *dn = p3d_cbounds_new(nh, 0);
-        struct p3d_cbounds *sp = p3d_cbounds_new(nh, 1);
-        struct p3d_csol a[30], b[30];
-        for (int h = 0; h < nh; h++)
-            d[h] = h ? pick(-50000000, 50000000) : 0;
-        fill(dn, sp, nh, d, pairs, 0);
-        p3d_cbounds_add(dn, 0, 1, d[1] + 100000);
-        p3d_cbounds_add(sp, 0, 1, d[1] + 100000);
-        p3d_cbounds_add(dn, 1, 0, -d[1] - 50000);
-        p3d_cbounds_add(sp, 1, 0, -d[1] - 50000);
-        p3d_cbounds_solve(dn, a);
-        p3d_cbounds_solve(sp, b);
-        assert_true(a[1].contra > 0 && b[1].contra > 0);
+        int nh = (int)pick(3, 30);
+        job_make(&j, nh, (int)pick(0, 4 * nh));
+        add_both(&j, 0, 1, j.d[1] + 100000);
+        add_both(&j, 1, 0, -j.d[1] - 50000);
+        job_solve_free(&j);
+        assert_true(j.a[1].contra > 0 && j.b[1].contra > 0);
         for (int h = 1; h < nh; h++)
-            if (b[h].contra)
-                assert_int_equal(b[h].d, 0);
+            if (j.b[h].contra)
+                assert_int_equal(j.b[h].d, 0);
             else /* out of the contradiction's reach: as dense */
-                assert_int_equal(b[h].d, a[h].d);
-        p3d_cbounds_free(dn);
-        p3d_cbounds_free(sp);
+                assert_int_equal(j.b[h].d, j.a[h].d);
     }
 }
 
