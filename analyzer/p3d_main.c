@@ -23,6 +23,7 @@
 #include "p3d_compare.h"
 #include "p3d_discover.h"
 #include "p3d_dist.h"
+#include "p3d_dist_discover.h"
 #include "p3d_dump.h"
 #include "p3d_html.h"
 #include "p3d_infer.h"
@@ -39,6 +40,7 @@ struct p3d_opts {
     const char *chrome, *html;
     const char *window, *ranks; /* the specs as given, for messages */
     int compare;
+    int local;       /* --local (p3d-analyze-mpi) */
     unsigned detail; /* --detail: P3D_DETAIL_* */
     int quiet;       /* -q */
     struct p3d_vsel sel;
@@ -94,6 +96,11 @@ static void p3d_usage(FILE *f)
         "  -q, --quiet       no notes on stderr, and no text report on "
         "stdout when\n"
         "                    --json, --chrome or --html writes a file\n"
+        "  --local           p3d-analyze-mpi: each process reads the trace "
+        "files in\n"
+        "                    its own DIR (a node's local disk), and they "
+        "analyse\n"
+        "                    the union\n"
         "  -h, --help        this text\n");
 }
 
@@ -181,6 +188,7 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
         {"ranks", required_argument, NULL, 'R'},
         {"compare", no_argument, NULL, 'P'},
         {"detail", optional_argument, NULL, 'D'},
+        {"local", no_argument, NULL, 'L'},
         {NULL, 0, NULL, 0}};
     int c;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -223,6 +231,7 @@ static int p3d_parse_args(int argc, char **argv, struct p3d_opts *o)
                 return -1;
             break;
         case 'P': o->compare = 1; break;
+        case 'L': o->local = 1; break;
         default: p3d_bad_option(c, argv[optind - 1]); return -1;
         }
     }
@@ -284,7 +293,8 @@ static int p3d_check_outs(const struct p3d_opts *o)
 /* The pipeline's options from the command line's. */
 static struct p3d_analyse_opts p3d_pipeline_opts(const struct p3d_opts *o)
 {
-    struct p3d_analyse_opts a = {o->threads, o->match, o->layout, 1};
+    struct p3d_analyse_opts a = {o->threads, o->match, o->layout, 1,
+                                 o->chrome || o->html};
 
     return a;
 }
@@ -465,7 +475,10 @@ static int p3d_run(struct p3d_opts *o, char **paths, int n)
     struct p3d_outs out;
     int first, failed = 0;
 
-    p3d_discover(paths, n, &set);
+    if (o->local && p3d_dist_active)
+        p3d_dist_discover(p3d_dist_active, paths, n, &set);
+    else
+        p3d_discover(paths, n, &set);
     if (!set.n) {
         p3d_no_traces(paths, n);
         free(set.jobs);
@@ -512,7 +525,16 @@ int main(int argc, char **argv)
     if (o.layout && strcmp(o.layout, "infer") &&
         p3d_layout_parse(&(struct p3d_layout){0}, o.layout, 0))
         return P3D_EXIT_BAD;
-    if (p3d_check_outs(&o) < 0)
+    if (o.local && !p3d_dist_mpi) {
+        p3d_error("--local is for p3d-analyze-mpi (each MPI process reads "
+                  "its own folder); p3d-analyze reads every DIR given");
+        return P3D_EXIT_BAD;
+    }
+    if (p3d_dist_active)
+        p3d_dist_active->local = o.local;
+    /* only process 0 writes them (the others may run where it cannot) */
+    if ((!p3d_dist_active || p3d_dist_active->self == 0) &&
+        p3d_check_outs(&o) < 0)
         return P3D_EXIT_BAD;
     if (o.compare && p3d_dist_active) {
         p3d_error("--compare runs one process (p3d-analyze, or mpirun -n "

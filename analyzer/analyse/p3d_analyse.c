@@ -10,6 +10,8 @@
  *   match   close the matcher: mismatches, unmatched P2P, members behind
  *           (it needs the joined members and labels for its messages)
  *   time    clocks, iterations, overlap, bubble, wait states (time/)
+ *   fetch   p3d-analyze-mpi --local: process 0 gets the files it reads
+ *           again from the nodes that hold them (p3d_dist_fetch.c)
  *   hang    frontiers, wait graph, root (hang/; uses match and time)
  *   findings  what is worth acting on, with a next step (findings/)
  * A new analysis adds one row and its function, nothing else.
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "p3d_analyse.h"
+#include "p3d_dist_fetch.h"
 #include "p3d_dist_scan.h"
 #include "p3d_findings.h"
 #include "p3d_hang.h"
@@ -145,6 +148,13 @@ static int p3d_pass_time(struct p3d_run *run)
     return 0;
 }
 
+static int p3d_pass_fetch(struct p3d_run *run)
+{
+    if (p3d_dist_active)
+        p3d_dist_fetch(p3d_dist_active, run->job, run->o->views);
+    return 0;
+}
+
 static int p3d_pass_hang(struct p3d_run *run)
 {
     p3d_hang_analyze(run->job);
@@ -167,6 +177,7 @@ static const struct {
     {"labelling groups", p3d_pass_labels},
     {"matching across ranks", p3d_pass_match},
     {"timing", p3d_pass_time},
+    {"fetching rank files", p3d_pass_fetch},
     {"hang analysis", p3d_pass_hang},
     {"findings", p3d_pass_findings},
 };

@@ -14,6 +14,8 @@ struct p3d_analyse_opts {
     const char *layout; /* --layout: NULL, "infer" or a layout spec */
     int progress;       /* progress on a terminal once the run is slow
                            (p3d_progress.h) */
+    int views;          /* --chrome/--html will read the rank files again
+                           (p3d-analyze-mpi --local fetches them) */
 };
 
 /*

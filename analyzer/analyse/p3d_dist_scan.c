@@ -106,7 +106,8 @@ struct p3d_dist_queue {
     int *i;
     int head, tail, scanning;
     struct p3d_job *job;
-    int lo, hi, threads;
+    int *mine, n_mine; /* this process's rank files */
+    int threads;
 };
 
 static void p3d_dist_scanned(void *ctx, int i)
@@ -125,7 +126,7 @@ static void *p3d_dist_scanner(void *arg)
 {
     struct p3d_dist_queue *q = arg;
 
-    p3d_job_scan_range(q->job, q->threads, q->lo, q->hi);
+    p3d_job_scan_some(q->job, q->threads, q->mine, q->n_mine);
     pthread_mutex_lock(&q->mu);
     q->scanning = 0;
     pthread_cond_broadcast(&q->cv);
@@ -199,7 +200,7 @@ static void p3d_dist_scan_take(struct p3d_dist *d, struct p3d_job *job,
         d->recv(d, &from, &tag, &b);
         i = tag;
         if (i < 0 || i >= job->n_ranks ||
-            p3d_dist_owner(d, job->n_ranks, i) != from)
+            p3d_dist_owner_of(d, job, i) != from)
             p3d_die("process %d sent an unexpected message (tag %#x) "
                     "during the scan", from, tag);
         in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
@@ -246,21 +247,22 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
                               p3d_rec_rank_end, p3d_rec_close};
     struct p3d_dist_queue q;
     pthread_t scanner;
-    int lo, hi;
+    int *mine = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*mine)), n = 0;
 
     if (job->n_ranks - 1 > d->tag_max)
         p3d_die("%d rank files, but this MPI's message tags go up to %d "
                 "only (a message's tag is its rank file)", job->n_ranks,
                 d->tag_max);
-    p3d_dist_block(d, job->n_ranks, d->self, &lo, &hi);
-    for (int i = lo; i < hi; i++)
-        job->ranks[i].sink = d->self == 0 ? sink : sink ? &rec : NULL;
+    for (int i = 0; i < job->n_ranks; i++)
+        if (p3d_dist_owner_of(d, job, i) == d->self) {
+            mine[n++] = i;
+            job->ranks[i].sink = d->self == 0 ? sink : sink ? &rec : NULL;
+        }
     q = (struct p3d_dist_queue){.mu = PTHREAD_MUTEX_INITIALIZER,
                                 .cv = PTHREAD_COND_INITIALIZER,
-                                .i = p3d_xcalloc((size_t)(hi - lo) + 1,
-                                                 sizeof(int)),
-                                .scanning = 1, .job = job, .lo = lo,
-                                .hi = hi, .threads = threads};
+                                .i = p3d_xcalloc((size_t)n + 1, sizeof(int)),
+                                .scanning = 1, .job = job, .mine = mine,
+                                .n_mine = n, .threads = threads};
     if (d->self != 0) {
         job->on_scanned = p3d_dist_scanned;
         job->on_scanned_ctx = &q;
@@ -268,7 +270,7 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
     if (pthread_create(&scanner, NULL, p3d_dist_scanner, &q))
         p3d_die("cannot start the scan thread");
     if (d->self == 0)
-        p3d_dist_scan_take(d, job, job->n_ranks - (hi - lo), sink);
+        p3d_dist_scan_take(d, job, job->n_ranks - n, sink);
     else
         p3d_dist_scan_send(d, job, &q, &c);
     pthread_join(scanner, NULL);
@@ -279,5 +281,6 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
         p3d_bytes_free(&c.r[k].ops);
     free(c.r);
     free(q.i);
+    free(mine);
     p3d_dist_scan_share(d, job);
 }

@@ -279,7 +279,7 @@ static void p3d_hang_rec(void *ctx, const struct p3d_reader *rd,
 
 static void p3d_hang_scan(struct p3d_hrank *h)
 {
-    if (p3d_reader_open_mapped(&h->rd, h->r->path) != 0)
+    if (p3d_reader_open_mapped(&h->rd, p3d_rank_file(h->r)) != 0)
         return;
     h->open = 1;
     p3d_reader_walk(&h->rd, p3d_hang_rec, h);
@@ -352,18 +352,24 @@ int p3d_hang_label(const struct p3d_job *job, uint64_t comm)
  * p3d_hang_classify would find every rank "exited" without looking at one
  * op, so the files are not read again (the common case: a healthy job).
  */
-static int p3d_hang_all_exited(const struct p3d_job *job,
-                               const struct p3d_hjob *hj)
+static int p3d_hang_all_exited(const struct p3d_job *job)
 {
+    int world = job->world_size > 0 ? job->world_size : 1;
+
     if (job->match != NULL && job->match->n_mismatch > 0)
         return 0;
-    for (int i = 0; i < hj->world; i++) {
-        const struct p3d_rank *r = hj->hr[i].r;
-        if (r == NULL || !r->closed || r->truncated || r->corrupt ||
-            r->saw_term || r->n_hang_recs || r->n_aborts)
+    for (int i = 0; i < world; i++) {
+        const struct p3d_rank *r = p3d_job_rank(job, i);
+        if (r == NULL || r->failed || !r->closed || r->truncated ||
+            r->corrupt || r->saw_term || r->n_hang_recs || r->n_aborts)
             return 0;
     }
     return 1;
+}
+
+int p3d_hang_reads_files(const struct p3d_job *job)
+{
+    return !p3d_hang_all_exited(job);
 }
 
 static void p3d_hang_mark_exited(struct p3d_hjob *hj)
@@ -389,7 +395,7 @@ void p3d_hang_analyze(struct p3d_job *job)
         hj->hr[i].r = r != NULL && !r->failed ? r : NULL;
         hj->hr[i].state = P3D_HS_NO_TRACE;
     }
-    if (p3d_hang_all_exited(job, hj))
+    if (p3d_hang_all_exited(job))
         p3d_hang_mark_exited(hj);
     else
         p3d_hang_scan_all(hj);

@@ -118,6 +118,10 @@ struct p3d_hang_res {
 
 /* Analyse job (after p3d_comm_join and labels); sets job->hang. */
 void p3d_hang_analyze(struct p3d_job *job);
+/* Whether p3d_hang_analyze will read the rank files again: some rank did
+ * not end cleanly, or the matcher found a mismatch (the common healthy
+ * job is decided from the scan alone). */
+int p3d_hang_reads_files(const struct p3d_job *job);
 void p3d_hang_free(struct p3d_job *job);
 /*
  * One phrase for table rows and findings ("HUNG: root rank 6 (killed)"),

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "p3d_bytes.h"
 #include "p3d_discover.h"
 #include "p3d_reader.h"
 #include "p3d_util.h"
@@ -25,15 +26,18 @@
 struct p3d_cand {
     char *path;
     struct p3d_file_hdr hdr;
+    int owner; /* the process that found it (p3d-analyze-mpi --local) */
 };
 
 /* A rank-N*.p3d file whose header cannot be read. */
 struct p3d_bad {
     char *path, *msg;
-    int rank;
+    int rank, owner;
 };
 
-struct p3d_walk {
+struct p3d_found {
+    int missing_ok; /* a path that does not exist is counted, not an error */
+    int n_missing;
     struct p3d_cand *c;
     size_t n, cap;
     struct p3d_bad *bad;
@@ -55,7 +59,7 @@ static int p3d_ends_with(const char *s, const char *suffix)
  * attached to the job of its folder (p3d_attach_bad), so that the report
  * names it there; any other is an error now.
  */
-static void p3d_bad_file(struct p3d_walk *w, const char *path,
+static void p3d_bad_file(struct p3d_found *w, const char *path,
                          const char *msg)
 {
     const char *base = strrchr(path, '/');
@@ -70,10 +74,11 @@ static void p3d_bad_file(struct p3d_walk *w, const char *path,
                           sizeof(*w->bad));
     w->bad[w->n_bad].path = p3d_xstrdup(path);
     w->bad[w->n_bad].msg = p3d_xstrdup(msg);
+    w->bad[w->n_bad].owner = 0;
     w->bad[w->n_bad++].rank = rank;
 }
 
-static void p3d_add_file(struct p3d_walk *w, const char *path)
+static void p3d_add_file(struct p3d_found *w, const char *path)
 {
     struct p3d_reader rd;
     char buf[P3D_FILE_HDR_BYTES];
@@ -99,10 +104,11 @@ static void p3d_add_file(struct p3d_walk *w, const char *path)
     }
     w->cap = p3d_grow((void **)&w->c, w->cap, w->n, sizeof(*w->c));
     w->c[w->n].path = p3d_xstrdup(path);
+    w->c[w->n].owner = 0; /* p3d_found_add sets the others' */
     w->c[w->n++].hdr = rd.hdr;
 }
 
-static int p3d_seen(struct p3d_walk *w, const struct stat *st)
+static int p3d_seen(struct p3d_found *w, const struct stat *st)
 {
     for (int i = 0; i < w->n_seen; i++)
         if (w->dev[i] == st->st_dev && w->ino[i] == st->st_ino)
@@ -119,9 +125,9 @@ static int p3d_cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void p3d_walk_dir(struct p3d_walk *w, const char *dir, int depth);
+static void p3d_walk_dir(struct p3d_found *w, const char *dir, int depth);
 
-static void p3d_walk_entry(struct p3d_walk *w, const char *path, int depth)
+static void p3d_walk_entry(struct p3d_found *w, const char *path, int depth)
 {
     struct stat st;
 
@@ -144,7 +150,7 @@ static void p3d_walk_entry(struct p3d_walk *w, const char *path, int depth)
     }
 }
 
-static void p3d_walk_dir(struct p3d_walk *w, const char *dir, int depth)
+static void p3d_walk_dir(struct p3d_found *w, const char *dir, int depth)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -184,7 +190,8 @@ static int p3d_cmp_cand(const void *a, const void *b)
         return c;
     if (x->hdr.start_realtime_ns != y->hdr.start_realtime_ns)
         return x->hdr.start_realtime_ns < y->hdr.start_realtime_ns ? -1 : 1;
-    return strcmp(x->path, y->path);
+    c = strcmp(x->path, y->path);
+    return c ? c : x->owner - y->owner;
 }
 
 #define P3D_NS 1000000000ull
@@ -250,6 +257,11 @@ static void p3d_add_rank(struct p3d_job *j, size_t *cap, struct p3d_cand *c)
         free(c->path);
         return;
     }
+    if (old && old->owner != c->owner && !strcmp(old->path, c->path) &&
+        p3d_same_process(&old->hdr, &c->hdr)) {
+        free(c->path); /* one file several processes see (--local) */
+        return;
+    }
     if (old) {
         p3d_warning("rank %d has two trace files, '%s' and '%s'; using the "
                     "first", c->hdr.rank, old->path, c->path);
@@ -263,11 +275,12 @@ static void p3d_add_rank(struct p3d_job *j, size_t *cap, struct p3d_cand *c)
     r->path = c->path;
     r->hdr = c->hdr;
     r->rank = c->hdr.rank;
+    r->owner = c->owner;
     if (c->hdr.world_size > j->world_size)
         j->world_size = c->hdr.world_size;
 }
 
-static void p3d_group(struct p3d_walk *w, struct p3d_jobset *set)
+static void p3d_group(struct p3d_found *w, struct p3d_jobset *set)
 {
     struct p3d_job *j = NULL;
     size_t cap = 0, rcap = 0;
@@ -314,18 +327,31 @@ static struct p3d_job *p3d_bad_owner(struct p3d_jobset *set,
     return NULL;
 }
 
+/* The same unreadable file as an earlier entry, found by another
+ * process too (a folder they share, --local). */
+static int p3d_bad_seen(const struct p3d_found *w, size_t i)
+{
+    for (size_t k = 0; k < i; k++)
+        if (w->bad[k].owner != w->bad[i].owner &&
+            !strcmp(w->bad[k].path, w->bad[i].path))
+            return 1;
+    return 0;
+}
+
 /*
  * Files of w->bad join the job of their folder as ranks that the scan
  * then finds unreadable (it names them in the report); a file no job
  * takes is reported as an error here.
  */
-static void p3d_attach_bad(struct p3d_walk *w, struct p3d_jobset *set)
+static void p3d_attach_bad(struct p3d_found *w, struct p3d_jobset *set)
 {
     for (size_t i = 0; i < w->n_bad; i++) {
         struct p3d_bad *b = &w->bad[i];
         struct p3d_job *j = p3d_bad_owner(set, b);
         struct p3d_rank *r;
-        if (!j) {
+        if (p3d_bad_seen(w, i)) {
+            free(b->path);
+        } else if (!j) {
             p3d_error("%s", b->msg);
             free(b->path);
         } else {
@@ -335,6 +361,7 @@ static void p3d_attach_bad(struct p3d_walk *w, struct p3d_jobset *set)
             memset(r, 0, sizeof(*r));
             r->path = b->path;
             r->rank = b->rank;
+            r->owner = b->owner;
         }
         free(b->msg);
     }
@@ -348,35 +375,136 @@ static int p3d_cmp_job(const void *a, const void *b)
     return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
 }
 
-int p3d_discover(char **paths, int n, struct p3d_jobset *set)
+struct p3d_found *p3d_found_walk(char **paths, int n, int missing_ok,
+                                 int *ret)
 {
-    struct p3d_walk w;
-    int ret = 0;
+    struct p3d_found *f = p3d_xcalloc(1, sizeof(*f));
 
-    memset(&w, 0, sizeof(w));
-    memset(set, 0, sizeof(*set));
+    *ret = 0;
+    f->missing_ok = missing_ok;
     for (int i = 0; i < n; i++) {
         struct stat st;
+        if (stat(paths[i], &st) < 0 && errno == ENOENT && missing_ok) {
+            f->n_missing++;
+            continue;
+        }
         if (stat(paths[i], &st) < 0) {
-            ret = p3d_error("cannot read '%s': %s", paths[i],
+            *ret = p3d_error("cannot read '%s': %s", paths[i],
                             strerror(errno));
             continue;
         }
         if (S_ISDIR(st.st_mode)) {
-            p3d_seen(&w, &st);
-            p3d_walk_dir(&w, paths[i], 0);
+            p3d_seen(f, &st);
+            p3d_walk_dir(f, paths[i], 0);
         } else {
-            p3d_add_file(&w, paths[i]);
+            p3d_add_file(f, paths[i]);
         }
     }
-    p3d_group(&w, set);
+    return f;
+}
+
+int p3d_found_files(const struct p3d_found *f)
+{
+    return (int)(f->n + f->n_bad);
+}
+
+int p3d_found_missing(const struct p3d_found *f)
+{
+    return f->n_missing;
+}
+
+void p3d_found_pack(const struct p3d_found *f, struct p3d_bytes *b)
+{
+    uint64_t n = f->n, n_bad = f->n_bad;
+
+    p3d_bytes_put(b, &n, sizeof(n));
+    for (size_t i = 0; i < f->n; i++) {
+        p3d_bytes_put(b, &f->c[i].hdr, sizeof(f->c[i].hdr));
+        p3d_bytes_put_arr(b, f->c[i].path, strlen(f->c[i].path) + 1);
+    }
+    p3d_bytes_put(b, &n_bad, sizeof(n_bad));
+    for (size_t i = 0; i < f->n_bad; i++) {
+        p3d_bytes_put(b, &f->bad[i].rank, sizeof(f->bad[i].rank));
+        p3d_bytes_put_arr(b, f->bad[i].path, strlen(f->bad[i].path) + 1);
+        p3d_bytes_put_arr(b, f->bad[i].msg, strlen(f->bad[i].msg) + 1);
+    }
+}
+
+/* A string put with its NUL, allocated; NULL (in->bad set) if it is not. */
+static char *p3d_get_str(struct p3d_bytes_in *in)
+{
+    size_t n;
+    char *s = p3d_bytes_get_arr(in, &n);
+
+    if (s && n && s[n - 1] == 0)
+        return s;
+    free(s);
+    in->bad = 1;
+    return NULL;
+}
+
+int p3d_found_add(struct p3d_found *f, struct p3d_bytes_in *in, int owner)
+{
+    uint64_t n = 0;
+
+    p3d_bytes_get(in, &n, sizeof(n));
+    for (uint64_t i = 0; i < n && !in->bad; i++) {
+        struct p3d_cand c = {.owner = owner};
+        p3d_bytes_get(in, &c.hdr, sizeof(c.hdr));
+        if (!(c.path = p3d_get_str(in)))
+            break;
+        f->cap = p3d_grow((void **)&f->c, f->cap, f->n, sizeof(*f->c));
+        f->c[f->n++] = c;
+    }
+    n = 0;
+    p3d_bytes_get(in, &n, sizeof(n));
+    for (uint64_t i = 0; i < n && !in->bad; i++) {
+        struct p3d_bad b = {.owner = owner};
+        p3d_bytes_get(in, &b.rank, sizeof(b.rank));
+        if (!(b.path = p3d_get_str(in)))
+            break;
+        if (!(b.msg = p3d_get_str(in))) {
+            free(b.path);
+            break;
+        }
+        f->cap_bad = p3d_grow((void **)&f->bad, f->cap_bad, f->n_bad,
+                              sizeof(*f->bad));
+        f->bad[f->n_bad++] = b;
+    }
+    return in->bad ? -1 : 0;
+}
+
+void p3d_found_jobs(struct p3d_found *f, struct p3d_jobset *set)
+{
+    memset(set, 0, sizeof(*set));
+    p3d_group(f, set);
     if (set->n)
         qsort(set->jobs, (size_t)set->n, sizeof(*set->jobs), p3d_cmp_job);
-    p3d_attach_bad(&w, set);
+    p3d_attach_bad(f, set);
     for (int k = 0; k < set->n; k++)
         qsort(set->jobs[k].ranks, (size_t)set->jobs[k].n_ranks,
               sizeof(struct p3d_rank), p3d_cmp_rank);
-    free(w.c);
+    free(f->c);
+    free(f);
+}
+
+void p3d_found_free(struct p3d_found *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->c[i].path);
+    for (size_t i = 0; i < f->n_bad; i++)
+        free(f->bad[i].path), free(f->bad[i].msg);
+    free(f->c);
+    free(f->bad);
+    free(f);
+}
+
+int p3d_discover(char **paths, int n, struct p3d_jobset *set)
+{
+    int ret;
+    struct p3d_found *f = p3d_found_walk(paths, n, 0, &ret);
+
+    p3d_found_jobs(f, set);
     return ret;
 }
 

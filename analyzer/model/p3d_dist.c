@@ -11,6 +11,7 @@
 #include "p3d_util.h"
 
 struct p3d_dist *p3d_dist_active;
+struct p3d_dist *p3d_dist_mpi;
 
 void p3d_dist_block(const struct p3d_dist *d, int n, int p, int *lo, int *hi)
 {
@@ -28,6 +29,12 @@ int p3d_dist_owner(const struct p3d_dist *d, int n, int i)
         if (i >= lo && i < hi)
             return p;
     }
+}
+
+int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
+                      int i)
+{
+    return d->local ? job->ranks[i].owner : p3d_dist_owner(d, job->n_ranks, i);
 }
 
 /*
@@ -50,6 +57,7 @@ int p3d_rank_unpack(struct p3d_rank *r, struct p3d_bytes_in *in)
     p3d_rank_free(r);
     p3d_bytes_get(in, r, sizeof(*r));
     r->path = p3d_bytes_get_arr(in, &n);
+    r->copy = NULL; /* the sender's own */
     r->cmdline = p3d_bytes_get_arr(in, &n);
     r->cmdline_len = r->cmdline ? n : 0;
     r->comms = p3d_bytes_get_arr(in, &n);

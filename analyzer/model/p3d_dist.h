@@ -39,9 +39,21 @@ struct p3d_dist {
     /* a process other than 0 has sent all it had: it leaves (does not
      * return) */
     void (*done)(struct p3d_dist *d);
+    /* --local: each process read its own folder, and a rank file is read
+     * by the process that found it (p3d_rank.owner), not by blocks */
+    int local;
 };
 
+/* The run over several processes, NULL in one process. */
 extern struct p3d_dist *p3d_dist_active;
+/* p3d-analyze-mpi's transport, also at -n 1 (NULL in p3d-analyze). */
+extern struct p3d_dist *p3d_dist_mpi;
+
+struct p3d_job;
+/* The process that reads rank file i of job: its folder's (--local), or
+ * by blocks (p3d_dist_owner). */
+int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
+                      int i);
 
 /* The process that reads rank file i of n (blocks of consecutive files,
  * the way they are sorted by rank). */

@@ -67,6 +67,11 @@ struct p3d_rcomm { /* one communicator as one rank saw it */
 
 struct p3d_rank {
     char *path;
+    char *copy;  /* p3d-analyze-mpi --local, process 0: where it keeps a
+                    copy of a file another process read (the hang
+                    analysis and the views read it again); NULL: path */
+    int owner;   /* p3d-analyze-mpi --local: the process whose folder
+                    holds the file (p3d_dist_owner_of) */
     struct p3d_file_hdr hdr;
     int rank; /* global rank; -1 unknown */
     int failed, closed, truncated, corrupt;
@@ -194,15 +199,20 @@ static inline int p3d_hist_bucket(uint64_t bytes)
 
 /* Read every rank file of the job (threads); fills job->ranks[*]. */
 void p3d_job_scan(struct p3d_job *job, int threads);
-/* The same for rank files [lo, hi) only (p3d-analyze-mpi: a process's
- * share); job->threads is set as by p3d_job_scan. */
-void p3d_job_scan_range(struct p3d_job *job, int threads, int lo, int hi);
+/* The same for the m rank files at positions pick[0..m) only
+ * (p3d-analyze-mpi: a process's share); job->threads is set as by
+ * p3d_job_scan. */
+void p3d_job_scan_some(struct p3d_job *job, int threads, const int *pick,
+                       int m);
 /* Scan one rank file.  Returns 0, -1 if unusable (r->err set). */
 int p3d_rank_scan(struct p3d_rank *r);
 struct p3d_reader;
 /* The same over an open reader (rewound first; not closed). */
 int p3d_rank_scan_reader(struct p3d_rank *r, struct p3d_reader *rd);
 void p3d_rank_free(struct p3d_rank *r);
+/* The file to read r from again (after the scan): its copy where there is
+ * one (p3d-analyze-mpi --local), else its path. */
+const char *p3d_rank_file(const struct p3d_rank *r);
 /* Join rank communicators by hash into job->comms. */
 void p3d_comm_join(struct p3d_job *job);
 /* Find the rank struct of a global rank, NULL if no file. */

@@ -321,9 +321,15 @@ int p3d_rank_scan(struct p3d_rank *r)
     return ret;
 }
 
+const char *p3d_rank_file(const struct p3d_rank *r)
+{
+    return r->copy ? r->copy : r->path;
+}
+
 void p3d_rank_free(struct p3d_rank *r)
 {
     free(r->path);
+    free(r->copy);
     free(r->cmdline);
     free(r->comms);
     p3d_map_free(&r->idx);
@@ -342,6 +348,7 @@ void p3d_rank_free(struct p3d_rank *r)
 
 struct p3d_pool {
     struct p3d_job *job;
+    const int *pick; /* the rank files to read, by position */
     int n_lanes;
     int next[P3D_SCAN_LANES], end[P3D_SCAN_LANES];
 };
@@ -372,6 +379,7 @@ static void *p3d_scan_worker(void *arg)
     for (int d = 0; d < p->n_lanes; d++) {
         int k = (l->lane + d) % p->n_lanes, i;
         while ((i = p3d_pool_take(p, k)) >= 0) {
+            i = p->pick[i];
             p3d_rank_scan_with(&p->job->ranks[i], &b);
             __atomic_add_fetch(&p->job->n_read, 1, __ATOMIC_RELAXED);
             if (p->job->on_scanned)
@@ -384,15 +392,21 @@ static void *p3d_scan_worker(void *arg)
 
 void p3d_job_scan(struct p3d_job *job, int threads)
 {
-    p3d_job_scan_range(job, threads, 0, job->n_ranks);
+    int *all = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*all));
+
+    for (int i = 0; i < job->n_ranks; i++)
+        all[i] = i;
+    p3d_job_scan_some(job, threads, all, job->n_ranks);
+    free(all);
 }
 
-void p3d_job_scan_range(struct p3d_job *job, int threads, int lo, int hi)
+void p3d_job_scan_some(struct p3d_job *job, int threads, const int *pick,
+                       int m)
 {
-    struct p3d_pool pool = {.job = job};
+    struct p3d_pool pool = {.job = job, .pick = pick};
     struct p3d_lane lane[P3D_SCAN_LANES];
     pthread_t tid[P3D_SCAN_LANES];
-    int n = 0, m = hi - lo;
+    int n = 0, lo = 0;
 
     job->threads = threads;
     if (threads > P3D_SCAN_LANES)

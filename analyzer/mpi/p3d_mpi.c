@@ -189,7 +189,7 @@ static void p3d_mpi_test_fault(int self)
 int main(int argc, char **argv)
 {
     static struct p3d_dist d = {0, 1, 32767, p3d_mpi_send, p3d_mpi_recv,
-                                p3d_mpi_bcast, p3d_mpi_done};
+                                p3d_mpi_bcast, p3d_mpi_done, 0};
     int *ub, flag = 0, level, ret;
 
     /* Only this thread calls MPI; the scan's threads do not. */
@@ -199,6 +199,7 @@ int main(int argc, char **argv)
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     if (flag)
         d.tag_max = *ub;
+    p3d_dist_mpi = &d;
     if (d.n > 1)
         p3d_dist_active = &d;
     if (d.self != 0)

@@ -232,7 +232,7 @@ static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
 
     p3d_pass_order(p);
     for (int k = 0; k < p->t->n; k++) {
-        int i = p->order[k], from = p3d_dist_owner(d, p->t->n, i);
+        int i = p->order[k], from = p3d_dist_owner_of(d, p->job, i);
         struct p3d_bytes b = {0};
         if (d->self == 0) {
             if (from == 0)
@@ -371,6 +371,6 @@ void p3d_pass_leave(void)
 {
     struct p3d_dist *d = p3d_dist_active;
 
-    if (d && d->self != 0)
+    if (d && d->self != 0 && !d->local) /* --local: p3d_dist_fetch */
         d->done(d);
 }

@@ -33,8 +33,19 @@ int p3d_n_errors;
 int p3d_quiet;
 static pthread_mutex_t p3d_msg_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void (*p3d_msg_to)(void *ctx, const char *kind, const char *text);
+void *p3d_msg_to_ctx;
+
 static void p3d_vmsg(const char *kind, const char *fmt, va_list ap)
 {
+    if (p3d_msg_to) {
+        char text[2048];
+        vsnprintf(text, sizeof(text), fmt, ap);
+        pthread_mutex_lock(&p3d_msg_lock);
+        p3d_msg_to(p3d_msg_to_ctx, kind, text);
+        pthread_mutex_unlock(&p3d_msg_lock);
+        return;
+    }
     pthread_mutex_lock(&p3d_msg_lock);
     fflush(stdout);
     fprintf(stderr, "%s: %s: ", P3D_PROG, kind);

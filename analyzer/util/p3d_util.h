@@ -28,6 +28,11 @@ void p3d_note(const char *fmt, ...) P3D_PRINTF(1, 2);
 extern int p3d_n_errors;
 /* Set to silence notes (tests). */
 extern int p3d_quiet;
+/* When set, messages go here instead of stderr (kind: "error", "warning"
+ * or "note"; p3d_error still counts): a process of p3d-analyze-mpi that
+ * hands its messages to process 0, which prints them. */
+extern void (*p3d_msg_to)(void *ctx, const char *kind, const char *text);
+extern void *p3d_msg_to_ctx;
 
 /* p3d-analyze's allocator settings (at start): big buffers stay in one
  * heap, whose new memory may be backed by huge pages (p3d_util.c). */

@@ -284,7 +284,7 @@ int p3d_vrank_load(const struct p3d_job *job, const struct p3d_rank *r,
 
     memset(v, 0, sizeof(*v));
     v->rank = r->rank;
-    if (r->failed || p3d_reader_open(&rd, r->path) != 0)
+    if (r->failed || p3d_reader_open(&rd, p3d_rank_file(r)) != 0)
         return -1;
     c.shift = p3d_vclock_shift(job, r);
     p3d_reader_walk(&rd, p3d_vrec, &c);

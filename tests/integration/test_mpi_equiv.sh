@@ -5,7 +5,8 @@
 # rank that skipped an op, and a stall), and a job with damaged files
 # (exit 2, the missing ranks named). And no process waits forever: a peer
 # that dies ends the run, and a peer that hangs is aborted at the
-# deadline (P3D_MPI_DEADLINE_S). Skipped where p3d-analyze-mpi or mpirun
+# deadline (P3D_MPI_DEADLINE_S). With --local (each process reads its own
+# folder) the same answers, the hang's and the views' included. Skipped where p3d-analyze-mpi or mpirun
 # is missing (make mpi; scripts/install-deps.sh installs OpenMPI).
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
@@ -67,6 +68,84 @@ same stall "$T/stall"
     > /dev/null
 same bad "$T/bad"
 [ "$(cat "$T/bad.json" | wc -c)" -gt 0 ] || fail "bad: no JSON"
+
+# --local: each process reads its own folder and the answer is
+# p3d-analyze's on all the files. The files are split between folders
+# n0, n1, ... the way nodes hold them, and each process works in its own
+# (cd DEST/n$RANK) on the relative path JOB: one path, each process's own
+# files, as on nodes' local disks; process 0 cannot see the others'.
+split() { # SRC DEST MODE: DEST/n0/JOB, DEST/n1/JOB by blocks of 4 or odd/even
+    job=$(basename "$1")
+    mkdir -p "$2/n0/$job" "$2/n1/$job"
+    for f in "$1"/rank-*.p3d; do
+        r=$(basename "$f" .p3d | sed 's/^rank-0*//')
+        r=${r:-0}
+        if [ "$3" = blocks ]; then k=$((r / 4)); else k=$((r % 2)); fi
+        cp "$f" "$2/n$k/$job/"
+    done
+}
+# on_nodes DEST NPROC ARGS...: mpirun p3d-analyze-mpi --local ARGS, each
+# process in DEST/n$RANK
+on_nodes() {
+    dest=$1 np=$2
+    shift 2
+    timeout 300 mpirun -n "$np" sh -c \
+        'cd "$1/n$OMPI_COMM_WORLD_RANK" 2>/dev/null || cd "$1"; shift; exec "$0" --local "$@"' \
+        "$M" "$dest" "$@"
+}
+# local_same NAME SRC DEST NPROC [ARGS]: on_nodes against p3d-analyze run
+# in SRC's folder (so both name the files JOB/rank-N.p3d)
+local_same() {
+    name=$1 src=$2 dest=$3 np=$4
+    shift 4
+    job=$(basename "$src")
+    (cd "$(dirname "$src")" && "$A" "$@" --json "$T/$name.json" "$job") \
+        > "$T/$name.txt" 2> /dev/null
+    want=$?
+    on_nodes "$dest" "$np" "$@" --json "$T/$name.l.json" "$job" \
+        > "$T/$name.l.txt" 2> "$T/$name.l.err"
+    got=$?
+    [ "$got" = "$want" ] ||
+        { fail "$name --local -n $np: exit $got, p3d-analyze $want"; tail -5 "$T/$name.l.err"; }
+    cmp -s "$T/$name.json" "$T/$name.l.json" ||
+        fail "$name --local -n $np: --json differs from p3d-analyze's"
+    cmp -s "$T/$name.txt" "$T/$name.l.txt" ||
+        fail "$name --local -n $np: the text report differs from p3d-analyze's"
+    echo "$name: --local -n $np compared"
+}
+split "$T/sim3d" "$T/lb" blocks
+local_same sim3d-local "$T/sim3d" "$T/lb" 2
+split "$T/hang" "$T/lh" odd
+# the hang analysis reads every file again: process 0 fetches process 1's
+local_same hang-local "$T/hang" "$T/lh" 2
+grep -q '"root_ranks": \[6\]' "$T/hang-local.l.json" ||
+    fail "hang --local: rank 6 not named as the root"
+# a third process whose node has no such folder: said, and nothing else
+local_same hang-local3 "$T/hang" "$T/lh" 3
+grep -q "1 of 3 processes found no trace files.*2 (.*no such folder)" \
+    "$T/hang-local3.l.err" || fail "--local: the process without a folder is not named"
+# the views read every file again too
+(cd "$T" && "$A" -q --html "$T/r.html" --chrome "$T/r.chrome" sim3d) 2> /dev/null
+on_nodes "$T/lb" 2 -q --html "$T/l.html" --chrome "$T/l.chrome" sim3d \
+    2> /dev/null || fail "views --local: exit $?"
+cmp -s "$T/r.html" "$T/l.html" || fail "views --local: --html differs"
+cmp -s "$T/r.chrome" "$T/l.chrome" || fail "views --local: --chrome differs"
+# every process sees one shared folder: each file counts once
+timeout 300 mpirun -n 3 "$M" --local --json "$T/shared.json" "$T/sim3d" \
+    > "$T/shared.txt" 2> "$T/shared.err" || fail "shared --local: exit $?"
+cmp -s "$T/sim3d.json" "$T/shared.json" || fail "shared --local: --json differs"
+grep -q "two trace files" "$T/shared.err" && fail "shared --local: files counted twice"
+# what another process could not read is said by process 0, with its name
+mkdir -p "$T/lx" && cp -r "$T/lb/n0" "$T/lb/n1" "$T/lx/"
+printf 'not a trace' > "$T/lx/n1/sim3d/junk.p3d"
+on_nodes "$T/lx" 2 sim3d > /dev/null 2> "$T/lx.err"
+rc=$?
+[ "$rc" = 2 ] || fail "--local, a bad file on process 1: exit $rc, want 2"
+grep -q "error: process 1 (.*): 'sim3d/junk.p3d': file too short" "$T/lx.err" ||
+    { fail "--local: process 1's message is missing"; cat "$T/lx.err"; }
+"$A" --local "$T/sim3d" > /dev/null 2> "$T/nolocal.err"
+[ $? = 2 ] && grep -q "is for p3d-analyze-mpi" "$T/nolocal.err" ||
+    fail "p3d-analyze --local: not refused"
 
 # A peer that dies, a peer that hangs: the run ends, not zero.
 for f in exit stall; do

@@ -1,0 +1,182 @@
+/*
+ * p3d_dist_fetch.c - p3d-analyze-mpi --local, after the time passes
+ * (p3d_dist_fetch.h).  The hang analysis of a job that did not end
+ * cleanly, and the --chrome/--html views, read rank files again, on
+ * process 0, which cannot see the other nodes' folders.  So process 0
+ * says which files it needs, their owners send them in pieces, and
+ * process 0 keeps them in a folder of its own under $TMPDIR (removed when
+ * it exits) that p3d_rank_file() then names.  The other processes leave
+ * once they have sent theirs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "p3d_dist_fetch.h"
+#include "p3d_hang.h"
+#include "p3d_util.h"
+
+#define P3D_FETCH_PIECE ((size_t)16 << 20) /* bytes of file per message */
+
+/* What starts each piece of a file (then its bytes). */
+struct p3d_piece {
+    uint64_t size; /* the file's */
+    uint64_t off;  /* of this piece */
+    int32_t err;   /* errno: the owner could not read on; no bytes */
+    int32_t pad;
+};
+
+/* The copies made, removed at exit. */
+static char p3d_fetch_dir[4096];
+static char **p3d_fetch_files;
+static int p3d_fetch_n;
+
+static void p3d_fetch_clean(void)
+{
+    for (int i = 0; i < p3d_fetch_n; i++)
+        unlink(p3d_fetch_files[i]);
+    if (p3d_fetch_dir[0])
+        rmdir(p3d_fetch_dir);
+}
+
+/* A new file for rank file i in process 0's folder, or -1. */
+static int p3d_fetch_create(int i, char **path)
+{
+    const char *tmp = getenv("TMPDIR");
+    char name[4200];
+    int fd;
+
+    if (!p3d_fetch_dir[0]) {
+        snprintf(p3d_fetch_dir, sizeof(p3d_fetch_dir),
+                 "%s/p3d-analyze-mpi.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(p3d_fetch_dir)) {
+            p3d_fetch_dir[0] = 0;
+            return -1;
+        }
+        atexit(p3d_fetch_clean);
+    }
+    snprintf(name, sizeof(name), "%s/rank-file-%d.p3d", p3d_fetch_dir, i);
+    fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    p3d_fetch_files = p3d_xrealloc(p3d_fetch_files, (size_t)p3d_fetch_n + 1,
+                                   sizeof(*p3d_fetch_files));
+    p3d_fetch_files[p3d_fetch_n++] = *path = p3d_xstrdup(name);
+    return fd;
+}
+
+/* An owner: rank file i to process 0, piece by piece (a file that cannot
+ * be read on sends its errno, so process 0 does not wait for it). */
+static void p3d_fetch_send(struct p3d_dist *d, const struct p3d_rank *r,
+                           int i)
+{
+    int fd = open(r->path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    struct p3d_piece h = {0, 0, 0, 0};
+
+    if (fd < 0 || fstat(fd, &st) < 0)
+        h.err = errno ? errno : EIO;
+    else
+        h.size = (uint64_t)st.st_size;
+    do {
+        struct p3d_bytes b = {0};
+        size_t want = h.err ? 0 : h.size - h.off < P3D_FETCH_PIECE
+                                      ? h.size - h.off : P3D_FETCH_PIECE;
+        char *p = p3d_bytes_room(&b, sizeof(h) + want);
+        ssize_t got = 0;
+        if (want &&
+            (got = pread(fd, p + sizeof(h), want, (off_t)h.off)) <= 0) {
+            h.err = got < 0 ? errno : EIO; /* shorter than it was */
+            got = 0;
+        }
+        memcpy(p, &h, sizeof(h));
+        b.n = sizeof(h) + (size_t)got;
+        h.off += (uint64_t)got;
+        d->send(d, i, &b);
+        p3d_bytes_free(&b);
+    } while (!h.err && h.off < h.size);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Process 0: rank file i from its owner into a copy; 0 or -1. */
+static int p3d_fetch_take(struct p3d_dist *d, struct p3d_rank *r, int i,
+                          struct p3d_bytes *msg)
+{
+    char *path = NULL;
+    int fd = p3d_fetch_create(i, &path), ok = fd >= 0;
+    struct p3d_piece h;
+
+    if (!ok)
+        p3d_warning("--local: cannot keep a copy of '%s' from process %d "
+                    "under %s: %s", r->path, r->owner,
+                    p3d_fetch_dir[0] ? p3d_fetch_dir : "$TMPDIR",
+                    strerror(errno));
+    do {
+        int from = r->owner, tag = i;
+        d->recv(d, &from, &tag, msg);
+        if (msg->n < sizeof(h))
+            p3d_die("a piece of rank file %d from process %d arrived "
+                    "damaged", i, from);
+        memcpy(&h, msg->p, sizeof(h));
+        if (ok && msg->n > sizeof(h) &&
+            pwrite(fd, msg->p + sizeof(h), msg->n - sizeof(h),
+                   (off_t)h.off) != (ssize_t)(msg->n - sizeof(h))) {
+            p3d_warning("--local: cannot write the copy '%s': %s", path,
+                        strerror(errno));
+            ok = 0;
+        }
+        h.off += msg->n - sizeof(h);
+    } while (!h.err && h.off < h.size);
+    if (h.err)
+        p3d_warning("--local: process %d could not send '%s': %s", r->owner,
+                    r->path, strerror(h.err));
+    if (fd >= 0)
+        close(fd);
+    if (ok && !h.err)
+        r->copy = p3d_xstrdup(path);
+    return ok && !h.err ? 0 : -1;
+}
+
+/* Process 0's choice: the files of other processes it reads again. */
+static void p3d_fetch_need(const struct p3d_job *job, int views,
+                           struct p3d_bytes *b)
+{
+    int hang = p3d_hang_reads_files(job);
+
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        uint8_t want = r->owner != 0 && !r->failed && (hang || views);
+        p3d_bytes_put(b, &want, 1);
+    }
+}
+
+void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views)
+{
+    struct p3d_bytes need = {0}, msg = {0};
+
+    if (!d->local)
+        return;
+    if (d->self == 0)
+        p3d_fetch_need(job, views, &need);
+    d->bcast(d, &need);
+    if (need.n != (size_t)job->n_ranks)
+        p3d_die("the list of files to fetch arrived damaged");
+    for (int i = 0; i < job->n_ranks; i++) {
+        struct p3d_rank *r = &job->ranks[i];
+        if (!need.p[i])
+            continue;
+        if (d->self == 0)
+            p3d_fetch_take(d, r, i, &msg);
+        else if (r->owner == d->self)
+            p3d_fetch_send(d, r, i);
+    }
+    p3d_bytes_free(&need);
+    p3d_bytes_free(&msg);
+    if (d->self != 0)
+        d->done(d);
+}
