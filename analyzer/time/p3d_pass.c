@@ -47,6 +47,8 @@ struct p3d_pass {
     struct p3d_tload **ready; /* [n]: loaded, waiting to be merged */
     struct p3d_tload **pool;  /* free buffers */
     int n_pool;
+    int *mine, n_mine; /* over several processes: the positions (in
+                          order) of this process's ranks */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -220,38 +222,126 @@ static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
 }
 
 /*
+ * Over several processes, this process's ranks are loaded by threads, in
+ * the merge order, ahead of the thread that calls the transport, which
+ * merges (process 0) or sends them in that order.  A loader takes buffers
+ * before it takes a rank, and ranks in order, so the rank the main
+ * thread waits for always has buffers.
+ */
+static void *p3d_dist_loader(void *arg)
+{
+    struct p3d_pass *p = arg;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        struct p3d_tload *ld;
+        int k;
+        while (!p->n_pool && p->next < p->n_mine)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->next >= p->n_mine)
+            break;
+        ld = p->pool[--p->n_pool];
+        k = p->mine[p->next++];
+        pthread_mutex_unlock(&p->mu);
+        p3d_pass_load(p, ld, k);
+        pthread_mutex_lock(&p->mu);
+        p->ready[k] = ld;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* The main thread: rank order[k], loaded by a loader. */
+static struct p3d_tload *p3d_dist_wait(struct p3d_pass *p, int k)
+{
+    struct p3d_tload *ld;
+
+    pthread_mutex_lock(&p->mu);
+    while (!p->ready[k])
+        pthread_cond_wait(&p->cv, &p->mu);
+    ld = p->ready[k];
+    p->ready[k] = NULL;
+    pthread_mutex_unlock(&p->mu);
+    return ld;
+}
+
+static void p3d_dist_give_back(struct p3d_pass *p, struct p3d_tload *ld)
+{
+    pthread_mutex_lock(&p->mu);
+    p->pool[p->n_pool++] = ld;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* This process's positions in the merge order, and its loaders. */
+static int p3d_dist_start(struct p3d_pass *p, struct p3d_dist *d,
+                          pthread_t *tid, int max)
+{
+    int n = 0, want = p->job->threads - (d->self == 0);
+
+    p->mine = p3d_xcalloc((size_t)p->t->n + 1, sizeof(*p->mine));
+    for (int k = 0; k < p->t->n; k++)
+        if (p3d_dist_owner_of(d, p->job, p->order[k]) == d->self)
+            p->mine[p->n_mine++] = k;
+    want = want < 1 ? 1 : want > max ? max : want;
+    want = want > p->n_mine ? p->n_mine : want;
+    /* spare buffers: the main thread sends or merges one while the
+     * loaders fill the next */
+    p->ready = p3d_xcalloc((size_t)p->t->n + 1, sizeof(*p->ready));
+    p->n_pool = want + P3D_PASS_SPARE;
+    p->pool = p3d_xcalloc((size_t)p->n_pool, sizeof(*p->pool));
+    for (int i = 0; i < p->n_pool; i++)
+        p->pool[i] = p3d_tload_new();
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    for (; n < want; n++)
+        if (pthread_create(&tid[n], NULL, p3d_dist_loader, p))
+            p3d_die("cannot start a reader thread");
+    return n;
+}
+
+/*
  * The pass over several processes (model/p3d_dist.h): each loads and
- * analyses the ranks of its block in the merge order and sends them to
+ * analyses the ranks it reads, in the merge order, and sends them to
  * process 0, which merges every rank in that order, its own loaded
  * there: the same merges, in the same order, as one process makes.
  */
 static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
 {
-    struct p3d_tload *ld = p3d_tload_new();
+    struct p3d_tload *recv_ld = p3d_tload_new();
     struct p3d_bytes msg = {0}; /* process 0: every message, in turn */
+    pthread_t tid[64];
+    int n_tid;
 
     p3d_pass_order(p);
+    n_tid = p3d_dist_start(p, d, tid, 64);
     for (int k = 0; k < p->t->n; k++) {
         int i = p->order[k], from = p3d_dist_owner_of(d, p->job, i);
+        struct p3d_tload *ld = from == d->self ? p3d_dist_wait(p, k) : NULL;
         struct p3d_bytes b = {0};
         if (d->self == 0) {
-            if (from == 0)
-                p3d_pass_load(p, ld, k);
-            else
-                p3d_pass_take(p, d, ld, k, from, &msg);
+            if (!ld)
+                p3d_pass_take(p, d, recv_ld, k, from, &msg);
             if (p->join)
                 p3d_join_rank(p->join, i);
-            p3d_time_unload(&p->t->tl[i], ld);
-        } else if (from == d->self) {
-            p3d_pass_load(p, ld, k);
+            p3d_time_unload(&p->t->tl[i], ld ? ld : recv_ld);
+        } else if (ld) {
             p3d_tl_pack(&p->t->tl[i], p->which == 1, &b);
             d->send(d, i, &b);
             p3d_time_unload(&p->t->tl[i], ld);
         }
+        if (ld)
+            p3d_dist_give_back(p, ld);
     }
-    p3d_tload_free(ld);
+    for (int t = 0; t < n_tid; t++)
+        pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    p3d_pass_free(p);
+    free(p->mine);
+    p3d_tload_free(recv_ld);
     p3d_bytes_free(&msg);
-    free(p->order);
 }
 
 /* Ranks in job->threads threads (the scan's count), group by group. */
