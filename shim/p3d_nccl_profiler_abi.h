@@ -1,16 +1,16 @@
 /*
  * p3d_nccl_profiler_abi.h - the part of NCCL's profiler plugin ABI that
- * p3dtrace uses (v4: NCCL 2.27, v5: NCCL 2.28), declared in our own words
- * because NCCL installs no profiler header and its files are not ours to
- * copy.
+ * p3dtrace uses (v4: NCCL 2.27, v5: NCCL 2.28, v6: NCCL 2.29+), declared
+ * in our own words because NCCL installs no profiler header and its files
+ * are not ours to copy.
  *
- * Source: docs/research/nccl-profiler-abi.md, which read NVIDIA/nccl
- * src/include/plugin/nccl_profiler.h and profiler/profiler_v4.h, _v5.h at
- * tags v2.27.3-1 and v2.28.9-1.  Only the layouts matter; the sizes and
- * the offsets we read are checked below (LP64).  v6 (NCCL 2.29) keeps the
- * v5 function table and descriptor size and only adds copy-engine
- * events, but the local NCCL (2.28.9) cannot load it, so it is not
- * exported: a v6 NCCL loads our v5 table through its v5 adapter.
+ * Sources: docs/research/nccl-profiler-abi.md (v4, v5: NVIDIA/nccl
+ * src/include/plugin/nccl_profiler.h, profiler/profiler_v4.h, _v5.h at
+ * v2.27.3-1 and v2.28.9-1) and docs/nccl-profiler-notes.md section 2 (v6:
+ * profiler_v6.h at v2.29.2-1 .. v2.30.7-1).  Only the layouts matter; the
+ * sizes and the offsets we read are checked below (LP64).  v6 keeps v5's
+ * function table, descriptor head and union members, and adds copy-engine
+ * members that fit in v5's 88-byte union, so one union serves both.
  */
 #ifndef P3D_NCCL_PROFILER_ABI_H
 #define P3D_NCCL_PROFILER_ABI_H
@@ -23,6 +23,8 @@
 #define P3D_NP_COLL 0x2
 #define P3D_NP_P2P 0x4
 #define P3D_NP_KERNEL_CH 0x40
+#define P3D_NP_COLL_API 0x200   /* v5+: the API call, on the caller's thread */
+#define P3D_NP_P2P_API 0x400
 
 /* recordEventState: the KernelCh stop state; its args carry the stop. */
 #define P3D_NP_STATE_KERNEL_CH_STOP 22
@@ -63,11 +65,32 @@ struct p3d_np_kernel_ch {
     uint64_t p_timer;         /* GPU globaltimer ns at the channel's start */
 };
 
+/* v5+ API events; graphCaptured: the call was made under stream capture. */
+struct p3d_np_coll_api {
+    const char *func;
+    size_t count;
+    const char *datatype;
+    int root;
+    void *stream;
+    _Bool graph_captured;
+};
+
+struct p3d_np_p2p_api {
+    const char *func;
+    size_t count;
+    const char *datatype;
+    void *stream;
+    _Bool graph_captured;
+};
+
 union p3d_np_descr_body {
     struct p3d_np_coll coll;
+    struct p3d_np_coll_api coll_api;  /* v5+ only */
+    struct p3d_np_p2p_api p2p_api;    /* v5+ only */
     struct p3d_np_p2p p2p;
     struct p3d_np_kernel_ch kernel_ch;
-    char size_v5[88];         /* v5's coll adds parentGroup at 104 */
+    char size_v5[88];         /* v5's coll adds parentGroup at 104; v6's
+                               * largest (ceColl) is 88 too */
 };
 
 /* v4 event descriptor (uint8_t type). */
@@ -90,6 +113,9 @@ struct p3d_np_descr_v5 {
     int rank;
     union p3d_np_descr_body u;
 };
+
+/* v6 event descriptor: v5's, with copy-engine members in the union. */
+typedef struct p3d_np_descr_v5 p3d_np_descr_v6;
 
 /* State arguments: an 8-byte union; KernelCh stop puts pTimer there. */
 union p3d_np_state_args {
@@ -125,6 +151,19 @@ struct p3d_np_v5 {
     int (*finalize)(void *context);
 };
 
+/* v6: v5's table with the v6 descriptor (same layout). */
+struct p3d_np_v6 {
+    const char *name;
+    int (*init)(void **context, uint64_t comm_id, int *activation_mask,
+                const char *comm_name, int n_nodes, int nranks, int rank,
+                p3d_np_logger_fn logfn);
+    int (*start_event)(void *context, void **handle, p3d_np_descr_v6 *descr);
+    int (*stop_event)(void *handle);
+    int (*record_event_state)(void *handle, int state,
+                              union p3d_np_state_args *args);
+    int (*finalize)(void *context);
+};
+
 _Static_assert(sizeof(struct p3d_np_descr_v4) == 104, "v4 descriptor");
 _Static_assert(sizeof(struct p3d_np_descr_v5) == 112, "v5 descriptor");
 _Static_assert(offsetof(struct p3d_np_descr_v5, u) == 24, "union at 24");
@@ -136,7 +175,12 @@ _Static_assert(offsetof(struct p3d_np_p2p, n_channels) == 60 - 24,
                "p2p.nChannels at 60");
 _Static_assert(offsetof(struct p3d_np_kernel_ch, p_timer) == 32 - 24,
                "kernelCh.pTimer at 32");
+_Static_assert(offsetof(struct p3d_np_coll_api, graph_captured) == 40,
+               "collApi.graphCaptured at 64");
+_Static_assert(offsetof(struct p3d_np_p2p_api, graph_captured) == 32,
+               "p2pApi.graphCaptured at 56");
 _Static_assert(sizeof(union p3d_np_state_args) == 8, "state args");
+_Static_assert(sizeof(struct p3d_np_v6) == 48, "v6 function table");
 _Static_assert(sizeof(struct p3d_np_v5) == 48, "function table");
 
 #endif /* P3D_NCCL_PROFILER_ABI_H */

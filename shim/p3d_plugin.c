@@ -1,12 +1,16 @@
 /*
  * p3d_plugin.c - libp3dtrace.so as NCCL's profiler plugin (issue 24): the
- * exported ncclProfiler_v5 (NCCL 2.28+) and ncclProfiler_v4 (2.27)
- * tables, and what their callbacks do with NCCL's events.
+ * exported ncclProfiler_v6 (NCCL 2.29+), ncclProfiler_v5 (2.28+) and
+ * ncclProfiler_v4 (2.27) tables, and what their callbacks do with NCCL's
+ * events.
  *
  * Per communicator, init asks for Coll, P2p and KernelCh events (NCCL
- * then also sends their ancestors: Group, and the v5 API events, which
- * get no handle).  A Coll/P2p start takes its op id from the join
- * (p3d_plugin_join.c) and claims an op object from a fixed pool; each
+ * then also sends their ancestors: Group, which gets no handle, and with
+ * v5+ the API events, whose handles carry the join).  A Coll/P2p start
+ * takes its op id from the join (p3d_plugin_join.c) and claims an op
+ * object from a fixed pool; a CUDA-graph replay's task (its parent is
+ * the join's "captured" handle) claims one too, to sum its kernel time
+ * for the closing note, and writes no record; each
  * KernelCh child brings its channel's GPU start in the descriptor and its
  * stop in recordEventState(KernelChStop).  When the task was stopped and
  * all its nChannels channels stopped, the op's GPU interval is [earliest
@@ -40,6 +44,9 @@
 #define OP_TRIES 8
 #define CLOCK_EVERY_NS 1000000000ull
 #define MASK (P3D_NP_COLL | P3D_NP_P2P | P3D_NP_KERNEL_CH)
+/* NCCL 2.28+ starts the API events for MASK already (v2.28.9
+ * src/plugin/profiler.cc:267,292); asking says we rely on them. */
+#define MASK_V5 (MASK | P3D_NP_COLL_API | P3D_NP_P2P_API)
 
 enum { OP_FREE, OP_LIVE };
 
@@ -48,6 +55,7 @@ struct plugin_op {
     _Atomic int state;
     _Atomic int task_stopped;
     _Atomic int emitted;
+    int replay;                     /* a graph replay's task: no record */
     uint32_t expected;              /* the task's nChannels (>= 1) */
     _Atomic uint32_t ch_started;
     _Atomic uint32_t ch_stopped;
@@ -72,6 +80,10 @@ static _Atomic int64_t plugin_lag_min = INT64_MAX, plugin_lag_max = INT64_MIN;
 static _Atomic int64_t plugin_off_lo = INT64_MIN, plugin_off_hi = INT64_MAX;
 static _Atomic uint64_t plugin_n_moved;
 static _Atomic int64_t plugin_moved_max;
+/* Graph replays: tasks seen, those whose channels all stopped, their
+ * summed kernel time (earliest channel start to latest stop, GPU ns). */
+static _Atomic uint64_t plugin_n_replays, plugin_n_replays_timed;
+static _Atomic uint64_t plugin_replay_ns;
 static _Atomic int64_t plugin_offset;         /* host = gpu + offset */
 static _Atomic uint64_t plugin_clock_at;      /* 0 = never paired */
 static _Atomic int plugin_clock_busy;
@@ -169,12 +181,27 @@ static int64_t plugin_causal(int64_t off, int64_t lo, int64_t hi)
     return use;
 }
 
+static void plugin_replay_done(struct plugin_op *o)
+{
+    uint64_t rs = atomic_load(&o->start), re = atomic_load(&o->stop);
+
+    atomic_fetch_add_explicit(&plugin_n_replays_timed, 1,
+                              memory_order_relaxed);
+    if (rs != UINT64_MAX && re >= rs)
+        atomic_fetch_add_explicit(&plugin_replay_ns, re - rs,
+                                  memory_order_relaxed);
+}
+
 static void plugin_emit(struct plugin_op *o)
 {
     uint64_t now = p3d_now();
     int64_t off, rs, re;
     uint64_t s, e;
 
+    if (o->replay) {
+        plugin_replay_done(o);
+        return;
+    }
     plugin_clock_update(now);
     off = atomic_load(&plugin_offset);
     rs = (int64_t)atomic_load(&o->start);
@@ -224,6 +251,7 @@ static struct plugin_op *plugin_op_claim(const void *ctx, uint64_t op_id,
         if (!atomic_compare_exchange_strong(&o->state, &st, OP_LIVE))
             continue;
         o->op_id = op_id;
+        o->replay = 0;
         o->t_claim = t_call;
         o->ctx = ctx;
         o->expected = channels ? channels : 1;
@@ -284,8 +312,9 @@ static int plugin_init(void **context, uint64_t comm, int *mask, int abi)
         return P3D_NP_SUCCESS;      /* NCCL goes on without us */
     c->comm = comm;
     if (mask)
-        *mask = MASK;
+        *mask = abi >= 5 ? MASK_V5 : MASK;
     atomic_store(&plugin_abi, abi);
+    p3d_plugin_join_use_api(abi >= 5);
     plugin_clock_update(p3d_now());
     atomic_fetch_add(&plugin_n_inits, 1);
     return P3D_NP_SUCCESS;
@@ -306,16 +335,53 @@ static void plugin_start_task(struct plugin_ctx *c, void **h, int kind,
     *h = plugin_op_claim(c, id, channels, t_call);
 }
 
-static void plugin_start_coll(struct plugin_ctx *c, void **h,
+/*
+ * v5+: the task's parent is its API event's handle (p3d_plugin_join.c):
+ * an eager op of ours, a graph replay, or nothing of ours.
+ */
+static void plugin_start_by_parent(struct plugin_ctx *c, void **h, int kind,
+                                   const void *parent, uint32_t channels)
+{
+    uint64_t t_call = 0;
+    int replay;
+    uint64_t id = p3d_plugin_join_parent(parent, (uint8_t)kind, &t_call,
+                                         &replay);
+
+    if (replay) {
+        atomic_fetch_add_explicit(&plugin_n_replays, 1,
+                                  memory_order_relaxed);
+        *h = plugin_op_claim(c, 0, channels, 0);
+        if (*h)
+            ((struct plugin_op *)*h)->replay = 1;
+        return;
+    }
+    if (id == 0) {
+        atomic_fetch_add_explicit(&plugin_n_unjoined, 1,
+                                  memory_order_relaxed);
+        return;
+    }
+    *h = plugin_op_claim(c, id, channels, t_call);
+}
+
+static int plugin_by_api(void)
+{
+    return atomic_load_explicit(&plugin_abi, memory_order_relaxed) >= 5;
+}
+
+static void plugin_start_coll(struct plugin_ctx *c, void **h, void *parent,
                               const struct p3d_np_coll *d)
 {
     int kind = plugin_func(d->func);
 
-    if (kind >= 0 && kind != P3D_OP_SEND && kind != P3D_OP_RECV)
+    if (kind < 0 || kind == P3D_OP_SEND || kind == P3D_OP_RECV)
+        return;
+    if (plugin_by_api())
+        plugin_start_by_parent(c, h, kind, parent, d->n_channels);
+    else
         plugin_start_task(c, h, kind, -1, d->seq_number, d->n_channels);
 }
 
-static void plugin_start_p2p(struct plugin_ctx *c, void **h,
+static void plugin_start_p2p(struct plugin_ctx *c, void **h, void *parent,
                              const struct p3d_np_p2p *d)
 {
     int kind = plugin_func(d->func);
@@ -323,6 +389,10 @@ static void plugin_start_p2p(struct plugin_ctx *c, void **h,
 
     if (kind != P3D_OP_SEND && kind != P3D_OP_RECV)
         return;
+    if (plugin_by_api()) {
+        plugin_start_by_parent(c, h, kind, parent, d->n_channels);
+        return;
+    }
     ord = p3d_plugin_join_p2p_next(c->comm, (uint8_t)kind, d->peer);
     if (ord != UINT64_MAX)
         plugin_start_task(c, h, kind, d->peer, ord, d->n_channels);
@@ -354,9 +424,17 @@ static void plugin_start(void *context, void **h, uint64_t type,
     if (c == NULL)
         return;
     if (type == P3D_NP_COLL)
-        plugin_start_coll(c, h, &u->coll);
+        plugin_start_coll(c, h, parent, &u->coll);
     else if (type == P3D_NP_P2P)
-        plugin_start_p2p(c, h, &u->p2p);
+        plugin_start_p2p(c, h, parent, &u->p2p);
+    else if (type == P3D_NP_COLL_API && plugin_by_api())
+        *h = p3d_plugin_join_api(c->comm,
+                                 (uint8_t)plugin_func(u->coll_api.func),
+                                 u->coll_api.graph_captured);
+    else if (type == P3D_NP_P2P_API && plugin_by_api())
+        *h = p3d_plugin_join_api(c->comm,
+                                 (uint8_t)plugin_func(u->p2p_api.func),
+                                 u->p2p_api.graph_captured);
     else if (type == P3D_NP_KERNEL_CH)
         plugin_start_channel(h, parent, &u->kernel_ch);
 }
@@ -430,7 +508,8 @@ void p3d_plugin_note(void)
              "communicators): %llu ops timed of %llu registered, %llu "
              "events not joined, %llu lost; kernel end to callback "
              "%.1f..%.1f us by the paired clocks; %llu ops moved onto "
-             "causal bounds, by up to %.1f us",
+             "causal bounds, by up to %.1f us; %llu graph-captured calls, "
+             "%llu replayed tasks (%llu with kernel times, %.1f us in all)",
              p3d_plugin_version(), p3d_plugin_inits(),
              (unsigned long long)atomic_load(&plugin_n_ops),
              (unsigned long long)put,
@@ -438,7 +517,11 @@ void p3d_plugin_note(void)
              (unsigned long long)(lost + atomic_load(&plugin_n_full)),
              (double)lo / 1e3, (double)hi / 1e3,
              (unsigned long long)atomic_load(&plugin_n_moved),
-             (double)atomic_load(&plugin_moved_max) / 1e3);
+             (double)atomic_load(&plugin_moved_max) / 1e3,
+             (unsigned long long)p3d_plugin_join_captured(),
+             (unsigned long long)atomic_load(&plugin_n_replays),
+             (unsigned long long)atomic_load(&plugin_n_replays_timed),
+             (double)atomic_load(&plugin_replay_ns) / 1e3);
 }
 
 /* ---- the exported tables ---------------------------------------------- */
@@ -459,6 +542,14 @@ static int plugin_start_v5(void *context, void **h,
     return P3D_NP_SUCCESS;
 }
 
+static int plugin_init_v6(void **context, uint64_t comm_id, int *mask,
+                          const char *name, int n_nodes, int nranks,
+                          int rank, p3d_np_logger_fn log)
+{
+    (void)name, (void)n_nodes, (void)nranks, (void)rank, (void)log;
+    return plugin_init(context, comm_id, mask, 6);
+}
+
 static int plugin_init_v4(void **context, int *mask, const char *name,
                           uint64_t comm_hash, int n_nodes, int nranks,
                           int rank, p3d_np_logger_fn log)
@@ -476,6 +567,13 @@ static int plugin_start_v4(void *context, void **h,
                      (const union p3d_np_descr_body *)(void *)&d->u);
     return P3D_NP_SUCCESS;
 }
+
+/* v6's descriptor is v5's with copy-engine members we never read (their
+ * event types are not in our mask): the v5 start callback serves it. */
+P3D_EXPORT struct p3d_np_v6 ncclProfiler_v6 = {
+    "p3dtrace", plugin_init_v6, plugin_start_v5, plugin_stop, plugin_record,
+    plugin_finalize,
+};
 
 P3D_EXPORT struct p3d_np_v5 ncclProfiler_v5 = {
     "p3dtrace", plugin_init_v5, plugin_start_v5, plugin_stop, plugin_record,

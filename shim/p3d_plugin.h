@@ -7,11 +7,13 @@
  * Three parts:
  *   p3d_plugin_env.c   before NCCL starts: NCCL_PROFILER_PLUGIN = us,
  *                      unless the user set it;
- *   p3d_plugin_join.c  the op wrapper registers each op under the key the
- *                      plugin will see (communicator, NCCL function,
+ *   p3d_plugin_join.c  the op wrapper registers each op where the plugin
+ *                      will find it: v5+, on its thread for the op's API
+ *                      event, whose handle comes back as the task's
+ *                      parent; v4, under (communicator, NCCL function,
  *                      NCCL's per-function seqNumber, or peer and ordinal
  *                      for p2p); the plugin takes the op id back;
- *   p3d_plugin.c       the exported ncclProfiler_v4/_v5 tables, the op
+ *   p3d_plugin.c       the exported ncclProfiler_v4/_v5/_v6 tables, the op
  *                      objects that gather their channels' timestamps,
  *                      the clock mapping and the record.
  *
@@ -50,6 +52,29 @@ void p3d_plugin_join_op(const struct p3d_op_ctx *op, uint64_t t_enter);
  */
 uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
                                  uint64_t seq, uint64_t *t_put);
+/*
+ * v5+ (p3d_plugin_join_use_api(1)): an op is joined through the handle
+ * the plugin gives its CollApi/P2pApi event, which NCCL starts on the
+ * calling thread inside the call (our wrapper registered the op there
+ * just before) and hands back as the Coll/P2p event's parentObj, also at
+ * every CUDA-graph replay (docs/nccl-profiler-notes.md section 1).
+ *
+ * p3d_plugin_join_api: the API event of (comm, op) began on this thread;
+ * returns the handle to give it: one naming the op registered here, the
+ * one "captured" handle if graph_captured (that op is not joined), or
+ * NULL (no op of ours: NCCL's own inner calls, AlltoAll's sends).
+ */
+void p3d_plugin_join_use_api(int on);
+void *p3d_plugin_join_api(uint64_t comm, uint8_t op, int graph_captured);
+/*
+ * The op id a Coll/P2p event's parentObj names (once; 0: none, or not of
+ * kind `op`), *t_put as for p3d_plugin_join_take.  *replay: 1 if the
+ * parent is the "captured" handle, i.e. the event is a graph replay.
+ */
+uint64_t p3d_plugin_join_parent(const void *parent, uint8_t op,
+                                uint64_t *t_put, int *replay);
+/* Graph-captured calls seen by p3d_plugin_join_api (closing note). */
+uint64_t p3d_plugin_join_captured(void);
 /* Plugin side: next ordinal of a P2p event of (comm, op, peer). */
 uint64_t p3d_plugin_join_p2p_next(uint64_t comm, uint8_t op, int32_t peer);
 /* Ops registered, and ops lost to a full table (for the closing note). */
@@ -59,7 +84,7 @@ void p3d_plugin_join_counts(uint64_t *put, uint64_t *lost);
 
 /* Communicators NCCL initialised the plugin for (0: never loaded). */
 int p3d_plugin_inits(void);
-/* The ABI version NCCL loaded (4 or 5), 0 if none. */
+/* The ABI version NCCL loaded (4, 5 or 6), 0 if none. */
 int p3d_plugin_version(void);
 /* The trace's closing note about the plugin path (any thread, no CUDA). */
 void p3d_plugin_note(void);

@@ -15,6 +15,18 @@
  * takes it when NCCL starts the task's event, later or on another thread.
  * Both tables are fixed, open-addressed with short probes; a full probe
  * overwrites (join) or gives up (counters), counted.
+ *
+ * That numbering breaks under CUDA graphs: a captured call is one of our
+ * ops but gets no Coll event and no number at capture, and each replay
+ * sends a Coll event carrying either the next eager op's number (NULL
+ * Group/API handles) or a fresh one (docs/nccl-profiler-notes.md section
+ * 1; NCCL v2.28.9 src/plugin/profiler.cc:419-427).  So with v5+ the join
+ * goes through the API events instead (p3d_plugin_join_api): the op is
+ * handed to its CollApi/P2pApi event on the calling thread, that event's
+ * handle names it, and NCCL gives the handle back as the task's parentObj
+ * (v2.28.9 src/enqueue.cc:2488, src/plugin/profiler.cc:403,438), also at
+ * each replay, where it is the capture-time handle.  The v4 ABI has no
+ * API events, so v4 keeps the numbers (and their graph limitation).
  */
 #include <stdatomic.h>
 
@@ -37,6 +49,41 @@ struct ctr_slot {
     _Atomic uint64_t key;
     _Atomic uint64_t n;
 };
+
+/*
+ * API handles: a ring of tickets, overwritten after API_SLOTS newer
+ * calls (a Coll event that late is not joined, counted by the plugin).
+ * A handle is API_TAG | ticket, not an address (NCCL only passes it
+ * back); ticket 0 is the one "captured" handle.  x86-64 and AArch64
+ * user pointers never have these top bits, so a handle is never mistaken
+ * for one of the plugin's op objects.  Each slot is a small seqlock: the
+ * writer zeroes the ticket before the fields, the reader claims it back
+ * from its ticket only after reading them.
+ */
+#define API_SLOTS 16384u
+#define API_TAG 0xa5c0000000000000ull
+#define API_TAG_MASK 0xfff0000000000000ull
+
+struct api_slot {
+    _Atomic uint64_t ticket;
+    _Atomic uint64_t op_id;
+    _Atomic uint64_t t_put;
+    _Atomic uint8_t op;
+};
+
+/* The op our wrapper is about to hand to NCCL on this thread. */
+struct join_inflight {
+    uint64_t op_id;
+    uint64_t t_enter;
+    uint64_t comm;
+    uint8_t op;
+    uint8_t set;
+};
+
+static struct api_slot api_tab[API_SLOTS];
+static _Atomic uint64_t api_cursor, api_captured;
+static _Atomic int join_by_api;
+static __thread struct join_inflight join_tls;
 
 static struct join_slot join_tab[JOIN_SLOTS];
 static struct ctr_slot ctr_app[CTR_SLOTS];    /* the shim's ops */
@@ -156,8 +203,105 @@ static void join_split(const struct p3d_op_ctx *op)
         ctr_next(ctr_app, join_class(op->comm_hash, P3D_OP_RECV, op->peer));
 }
 
+/* Whether NCCL makes exactly one task of `op`, with a Coll/P2p event. */
+static int join_one_task(const struct p3d_op_ctx *op)
+{
+    if (op->op == P3D_OP_SEND || op->op == P3D_OP_RECV)
+        return 1;
+    return op->count != 0 && op->comm_nranks != 1 &&
+           op->op != P3D_OP_ALLTOALL && op->op != P3D_OP_GATHER &&
+           op->op != P3D_OP_SCATTER;
+}
+
+/* v5+: keep the op for the API event NCCL starts inside this call. */
+static void join_op_api(const struct p3d_op_ctx *op, uint64_t t_enter)
+{
+    join_tls.set = 0;
+    if (!join_one_task(op))
+        return;
+    join_tls.op_id = op->op_id;
+    join_tls.t_enter = t_enter;
+    join_tls.comm = op->comm_hash;
+    join_tls.op = op->op;
+    join_tls.set = 1;
+    atomic_fetch_add_explicit(&join_put, 1, memory_order_relaxed);
+}
+
+void p3d_plugin_join_use_api(int on)
+{
+    atomic_store(&join_by_api, on);
+}
+
+static void *api_slot_put(const struct join_inflight *in)
+{
+    uint64_t t = atomic_fetch_add(&api_cursor, 1) + 1;
+    struct api_slot *s = &api_tab[t % API_SLOTS];
+
+    atomic_store_explicit(&s->ticket, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&s->op_id, in->op_id, memory_order_relaxed);
+    atomic_store_explicit(&s->t_put, in->t_enter, memory_order_relaxed);
+    atomic_store_explicit(&s->op, in->op, memory_order_relaxed);
+    atomic_store_explicit(&s->ticket, t, memory_order_release);
+    return (void *)(uintptr_t)(API_TAG | (t & ~API_TAG_MASK));
+}
+
+void *p3d_plugin_join_api(uint64_t comm, uint8_t op, int graph_captured)
+{
+    int mine = join_tls.set && join_tls.comm == comm && join_tls.op == op;
+
+    if (graph_captured) {
+        /* captured now, run at replays: never an eager op's time */
+        join_tls.set = 0;
+        atomic_fetch_add_explicit(&api_captured, 1, memory_order_relaxed);
+        return (void *)(uintptr_t)API_TAG;
+    }
+    if (!mine)
+        return NULL;
+    join_tls.set = 0;   /* one API event per call: inner calls get none */
+    return api_slot_put(&join_tls);
+}
+
+uint64_t p3d_plugin_join_parent(const void *parent, uint8_t op,
+                                uint64_t *t_put, int *replay)
+{
+    uint64_t h = (uint64_t)(uintptr_t)parent, t, id, tp;
+    struct api_slot *s;
+
+    *replay = 0;
+    if ((h & API_TAG_MASK) != API_TAG)
+        return 0;
+    t = h & ~API_TAG_MASK;
+    if (t == 0) {
+        *replay = 1;
+        return 0;
+    }
+    s = &api_tab[t % API_SLOTS];
+    if (atomic_load_explicit(&s->ticket, memory_order_acquire) != t)
+        return 0;
+    id = atomic_load_explicit(&s->op_id, memory_order_relaxed);
+    tp = atomic_load_explicit(&s->t_put, memory_order_relaxed);
+    if (atomic_load_explicit(&s->op, memory_order_relaxed) != op)
+        return 0;
+    atomic_thread_fence(memory_order_acquire);
+    if (!atomic_compare_exchange_strong(&s->ticket, &t, 0))
+        return 0;       /* overwritten meanwhile, or taken */
+    if (t_put)
+        *t_put = tp;
+    return id;
+}
+
+uint64_t p3d_plugin_join_captured(void)
+{
+    return atomic_load(&api_captured);
+}
+
 void p3d_plugin_join_op(const struct p3d_op_ctx *op, uint64_t t_enter)
 {
+    if (atomic_load_explicit(&join_by_api, memory_order_relaxed)) {
+        join_op_api(op, t_enter);
+        return;
+    }
     if (op->op == P3D_OP_SEND || op->op == P3D_OP_RECV) {
         join_put_op(op->comm_hash, op->op, op->peer, op->op_id, t_enter);
         return;

@@ -126,6 +126,7 @@ struct fake_op {
     int finished;
     ncclResult_t ret;
     uint64_t t_end;
+    void *prof_api;             /* its profiler API event's handle */
 };
 
 struct fake_redop {
@@ -841,35 +842,44 @@ static void fake_streams_done(const struct fake_op *ops, size_t n)
 
 /* The kernel-level tasks NCCL 2.28's taskAppend makes of one op (ncclFunc_t
  * values: AllGather 2, Send 6, Recv 7, ...), told to the plugin. */
-static void fake_prof_op(const struct fake_op *o, uint64_t t0)
+static int fake_prof_func(enum fake_kind k)
 {
     static const int func[] = { 4, 3, 2, 0, 1, 8, 10, 9, 6, 7 };
+
+    return func[k];
+}
+
+static void fake_prof_op(const struct fake_op *o, uint64_t t0)
+{
     struct fake_prof_comm *pc = &o->comm->prof;
     int n = o->comm->nranks, me = o->comm->rank, r;
+    void *api = o->prof_api;
 
     if (o->kind == FK_SEND || o->kind == FK_RECV) {
-        fake_prof_task(pc, func[o->kind], o->peer, o->count, t0, o->t_end);
+        fake_prof_task(pc, fake_prof_func(o->kind), o->peer, o->count, t0,
+                       o->t_end, api);
         return;
     }
     if (o->count == 0 || n == 1)   /* no task: no event, no seqNumber */
         return;
     if (o->kind == FK_GATHER)
-        fake_prof_task(pc, 6, o->peer, o->count, t0, o->t_end);
+        fake_prof_task(pc, 6, o->peer, o->count, t0, o->t_end, NULL);
     if (o->kind == FK_ALLTOALL || o->kind == FK_GATHER ||
         o->kind == FK_SCATTER) {
         for (r = 0; r < n; r++) {
             if (o->kind == FK_ALLTOALL || (o->kind == FK_SCATTER &&
                                            me == o->peer))
-                fake_prof_task(pc, 6, r, o->count, t0, o->t_end);
+                fake_prof_task(pc, 6, r, o->count, t0, o->t_end, NULL);
             if (o->kind == FK_ALLTOALL || (o->kind == FK_GATHER &&
                                            me == o->peer))
-                fake_prof_task(pc, 7, r, o->count, t0, o->t_end);
+                fake_prof_task(pc, 7, r, o->count, t0, o->t_end, NULL);
         }
         if (o->kind == FK_SCATTER)
-            fake_prof_task(pc, 7, o->peer, o->count, t0, o->t_end);
+            fake_prof_task(pc, 7, o->peer, o->count, t0, o->t_end, NULL);
         return;
     }
-    fake_prof_task(pc, func[o->kind], -1, o->count, t0, o->t_end);
+    fake_prof_task(pc, fake_prof_func(o->kind), -1, o->count, t0, o->t_end,
+                   api);
 }
 
 static void fake_prof_report(const struct fake_op *ops, size_t n,
@@ -1006,6 +1016,27 @@ static ncclResult_t fake_check(ncclComm_t c, ncclDataType_t dt, int peer)
     return ncclSuccess;
 }
 
+/*
+ * The profiler's API event of the call (NCCL's collTaskAppend, on the
+ * caller's thread; AlltoAll/Gather/Scatter's inner sends get none here),
+ * then the call is queued/run, or kept in the fake CUDA graph.
+ */
+static ncclResult_t fake_op_api(struct fake_op *o)
+{
+    struct fake_prof_comm *pc = &o->comm->prof;
+    int func = fake_prof_func(o->kind);
+    int captured = fake_prof_capturing(pc, func, o->count, fake_depth > 0);
+
+    if (o->kind != FK_ALLTOALL && o->kind != FK_GATHER &&
+        o->kind != FK_SCATTER)
+        o->prof_api = fake_prof_api(pc, func, o->count, captured);
+    if (captured) {
+        fake_prof_capture(pc, func, o->count, o->prof_api);
+        return ncclSuccess;
+    }
+    return fake_submit(o);
+}
+
 static ncclResult_t fake_op(enum fake_kind k, const void *s, void *r,
                             size_t count, ncclDataType_t dt, ncclRedOp_t op,
                             int peer, ncclComm_t c, cudaStream_t st)
@@ -1019,7 +1050,7 @@ static ncclResult_t fake_op(enum fake_kind k, const void *s, void *r,
         return ret;
     if ((int)op < 0 || ((int)op >= (int)ncclNumOps && !fake_is_premul(op)))
         return fake_err(ncclInvalidArgument, "invalid reduction op %d", op);
-    return fake_submit(&o);
+    return fake_op_api(&o);
 }
 
 /* ---- collectives and p2p ---- */

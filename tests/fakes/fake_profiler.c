@@ -7,9 +7,14 @@
  * "none" -> no plugin; else dlopen(value, RTLD_NOW | RTLD_LOCAL), then
  * "libnccl-profiler-<value>.so" for a bare name; symbols ncclProfiler_v5,
  * then _v4.  Test knobs: P3D_FAKE_NO_PROFILER=1 loads nothing (an NCCL
- * without plugin support); P3D_FAKE_PROFILER_V4=1 looks up _v4 only.
+ * without plugin support); P3D_FAKE_PROFILER_V4=1 looks up _v4 only;
+ * P3D_FAKE_PROFILER_V6=1 looks up _v6 first, as NCCL 2.29+ does (v2.30.7
+ * src/plugin/profiler.cc:73-75); P3D_FAKE_GRAPH: fake_profiler.h.
  *
- * Events per launch, as NCCL 2.28 sends them: a Group, then per task a
+ * With v5/v6, each API call first sends its CollApi/P2pApi event on the
+ * caller's thread (fake_prof_api); its handle is the parent of the
+ * call's task event.  Events per launch, as NCCL 2.28 sends them: a
+ * Group, then per task a
  * Coll (seqNumber per communicator and function) or a P2p, started and
  * stopped at once (NCCL stops them at enqueue), then per task its
  * KernelCh children: start with the channel's GPU start in pTimer,
@@ -20,7 +25,9 @@
  * earliest start and the latest stop on channels other than the first.
  * With P3D_FAKE_PROFILER_LOG=FILE, each task sent appends a line
  * "pid comm func peer seq nch start stop": the earliest start and latest
- * stop it sent, back on CLOCK_MONOTONIC.
+ * stop it sent, back on CLOCK_MONOTONIC; a replayed task's line ends in
+ * " replay", and each captured call writes "pid comm func -1 - 0 0 0
+ * captured" when it is made.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -37,7 +44,8 @@
 #define FAKE_PROF_CHANNELS 4
 
 static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
-static struct p3d_np_v5 *prof_v5;
+static struct p3d_np_v5 *prof_v5; /* the v5 or (same layout) v6 table */
+static int prof_abi;
 static struct p3d_np_v4 *prof_v4;
 static int prof_mask;             /* NCCL's one global activation mask */
 static FILE *prof_log;
@@ -70,6 +78,7 @@ static void prof_load(void)
 {
     const char *off = getenv("P3D_FAKE_NO_PROFILER");
     const char *v4 = getenv("P3D_FAKE_PROFILER_V4");
+    const char *v6 = getenv("P3D_FAKE_PROFILER_V6");
     const char *log = getenv("P3D_FAKE_PROFILER_LOG");
     void *h;
 
@@ -78,8 +87,14 @@ static void prof_load(void)
     h = prof_open(getenv("NCCL_PROFILER_PLUGIN"));
     if (h == NULL)
         return;
-    if (v4 == NULL || strcmp(v4, "1") != 0)
+    if (v6 != NULL && strcmp(v6, "1") == 0) {
+        prof_v5 = dlsym(h, "ncclProfiler_v6");
+        prof_abi = prof_v5 ? 6 : 0;
+    }
+    if (prof_v5 == NULL && (v4 == NULL || strcmp(v4, "1") != 0)) {
         prof_v5 = dlsym(h, "ncclProfiler_v5");
+        prof_abi = prof_v5 ? 5 : 0;
+    }
     if (prof_v5 == NULL)
         prof_v4 = dlsym(h, "ncclProfiler_v4");
     if (log != NULL && *log != '\0' && (prof_v5 || prof_v4)) {
@@ -248,12 +263,16 @@ static void prof_channels(struct fake_prof_comm *pc, void *task, int nch,
     }
 }
 
-void fake_prof_task(struct fake_prof_comm *pc, int func, int peer,
-                    size_t count, uint64_t t0, uint64_t t_end)
+/* One task's events; replay: a persistent plan's (a graph replay). */
+static void prof_task(struct fake_prof_comm *pc, int func, int peer,
+                      size_t count, uint64_t t0, uint64_t t_end, void *api,
+                      int replay)
 {
     int p2p = func == 6 || func == 7;
     int nch = p2p ? 2 : FAKE_PROF_CHANNELS;
-    uint64_t seq = p2p ? 0 : atomic_fetch_add(&pc->seq[func], 1);
+    int bump = !replay || prof_group != NULL || api != NULL;
+    uint64_t seq = p2p ? 0 : bump ? atomic_fetch_add(&pc->seq[func], 1)
+                                  : atomic_load(&pc->seq[func]);
     union p3d_np_descr_body u;
     uint64_t lo, hi;
     void *task;
@@ -273,14 +292,126 @@ void fake_prof_task(struct fake_prof_comm *pc, int func, int peer,
         u.coll.count = count;
         u.coll.n_channels = (uint8_t)nch;
     }
-    task = prof_start(pc, p2p ? P3D_NP_P2P : P3D_NP_COLL, prof_group, &u);
+    /* v5+: the parent is the call's API event (v2.28.9
+     * src/plugin/profiler.cc:403,438); v4 has none: the Group */
+    task = prof_start(pc, p2p ? P3D_NP_P2P : P3D_NP_COLL,
+                      prof_v5 != NULL ? api : prof_group, &u);
     prof_stop(task);      /* NCCL: once the proxy ops are posted */
     if (!(prof_mask & P3D_NP_KERNEL_CH))
         return;
     prof_channels(pc, task, nch, t0, t_end, &lo, &hi);
     if (prof_log != NULL)
-        fprintf(prof_log, "%d %016llx %s %d %llu %d %llu %llu\n",
+        fprintf(prof_log, "%d %016llx %s %d %llu %d %llu %llu%s\n",
                 (int)getpid(), (unsigned long long)pc->hash,
                 prof_func_names[func], peer, (unsigned long long)seq, nch,
-                (unsigned long long)lo, (unsigned long long)hi);
+                (unsigned long long)lo, (unsigned long long)hi,
+                replay ? " replay" : "");
+}
+
+void fake_prof_task(struct fake_prof_comm *pc, int func, int peer,
+                    size_t count, uint64_t t0, uint64_t t_end, void *api)
+{
+    prof_task(pc, func, peer, count, t0, t_end, api, 0);
+}
+
+void *fake_prof_api(struct fake_prof_comm *pc, int func, size_t count,
+                    int captured)
+{
+    int p2p = func == 6 || func == 7;
+    union p3d_np_descr_body u;
+    void *h;
+
+    if (!prof_on(pc) || prof_v5 == NULL)
+        return NULL;
+    memset(&u, 0, sizeof(u));
+    if (p2p) {
+        u.p2p_api.func = prof_func_names[func];
+        u.p2p_api.count = count;
+        u.p2p_api.graph_captured = captured != 0;
+    } else {
+        u.coll_api.func = prof_func_names[func];
+        u.coll_api.count = count;
+        u.coll_api.graph_captured = captured != 0;
+    }
+    h = prof_start(pc, p2p ? P3D_NP_P2P_API : P3D_NP_COLL_API, NULL, &u);
+    prof_stop(h);        /* NCCL: at the end of collTaskAppend */
+    return h;
+}
+
+/* P3D_FAKE_GRAPH's three numbers; 0 if unset or malformed. */
+static int prof_graph_knob(uint64_t *first, uint64_t *len, uint64_t *reps)
+{
+    const char *e = getenv("P3D_FAKE_GRAPH");
+    unsigned long long a, b, c;
+
+    if (e == NULL || sscanf(e, "%llu:%llu:%llu", &a, &b, &c) != 3 ||
+        b == 0 || b > FAKE_PROF_GRAPH_MAX)
+        return 0;
+    *first = a;
+    *len = b;
+    *reps = c;
+    return 1;
+}
+
+int fake_prof_capturing(struct fake_prof_comm *pc, int func, size_t count,
+                        int in_group)
+{
+    uint64_t first, len, reps, n;
+
+    if (func > 4 || count == 0 || in_group || pc->nranks < 2 ||
+        !prof_graph_knob(&first, &len, &reps))
+        return 0;
+    n = pc->n_calls++;
+    return n >= first && n < first + len;
+}
+
+struct prof_replay_job {
+    struct fake_prof_comm *pc;
+    uint64_t n;
+};
+
+/* The graph's host node at each replay: what hostStreamPlanTask sends. */
+static void *prof_replay_thread(void *arg)
+{
+    struct prof_replay_job *j = arg;
+    struct timespec ts;
+
+    for (uint64_t r = 0; r < j->n; r++) {
+        fake_prof_launch_begin(j->pc);
+        for (int i = 0; i < j->pc->n_graph; i++) {
+            struct fake_prof_captured *g = &j->pc->graph[i];
+            uint64_t t0;
+
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            t0 = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+            prof_task(j->pc, g->func, -1, g->count, t0,
+                      t0 + 40000 + 1000 * (uint64_t)i, g->api, 1);
+        }
+        fake_prof_launch_end();
+    }
+    return NULL;
+}
+
+void fake_prof_capture(struct fake_prof_comm *pc, int func, size_t count,
+                       void *api)
+{
+    uint64_t first, len, reps;
+    struct prof_replay_job j = { pc, 0 };
+    pthread_t t;
+
+    if (!prof_graph_knob(&first, &len, &reps) ||
+        pc->n_graph >= FAKE_PROF_GRAPH_MAX)
+        return;
+    pc->graph[pc->n_graph].func = func;
+    pc->graph[pc->n_graph].count = count;
+    pc->graph[pc->n_graph++].api = api;
+    if (prof_log != NULL)
+        fprintf(prof_log, "%d %016llx %s -1 - 0 0 0 captured\n",
+                (int)getpid(), (unsigned long long)pc->hash,
+                prof_func_names[func]);
+    if ((uint64_t)pc->n_graph != len || !prof_on(pc))
+        return;
+    j.n = reps;
+    if (pthread_create(&t, NULL, prof_replay_thread, &j) == 0)
+        pthread_join(t, NULL);
 }
