@@ -508,8 +508,7 @@ void p3d_plugin_note(void)
              "communicators): %llu ops timed of %llu registered, %llu "
              "events not joined, %llu lost; kernel end to callback "
              "%.1f..%.1f us by the paired clocks; %llu ops moved onto "
-             "causal bounds, by up to %.1f us; %llu graph-captured calls, "
-             "%llu replayed tasks (%llu with kernel times, %.1f us in all)",
+             "causal bounds, by up to %.1f us",
              p3d_plugin_version(), p3d_plugin_inits(),
              (unsigned long long)atomic_load(&plugin_n_ops),
              (unsigned long long)put,
@@ -517,7 +516,11 @@ void p3d_plugin_note(void)
              (unsigned long long)(lost + atomic_load(&plugin_n_full)),
              (double)lo / 1e3, (double)hi / 1e3,
              (unsigned long long)atomic_load(&plugin_n_moved),
-             (double)atomic_load(&plugin_moved_max) / 1e3,
+             (double)atomic_load(&plugin_moved_max) / 1e3);
+    /* a second line: a note holds 255 bytes, the first is near that */
+    p3d_note("plugin graphs: %llu graph-captured calls, %llu replayed tasks "
+             "(%llu with kernel times, %.1f us in all), none attached to "
+             "an op",
              (unsigned long long)p3d_plugin_join_captured(),
              (unsigned long long)atomic_load(&plugin_n_replays),
              (unsigned long long)atomic_load(&plugin_n_replays_timed),
