@@ -2,7 +2,8 @@
  * test_plugin_join.c - the join of NCCL profiler-plugin events to op
  * records (shim/p3d_plugin_join.c): collectives by (comm, function,
  * NCCL's per-function number), p2p by (comm, direction, peer, ordinal),
- * ops NCCL makes no task of, AlltoAll's hidden Send/Recv tasks.
+ * ops NCCL makes no task of, AlltoAll's hidden Send/Recv tasks; and the
+ * v5+ join through API-event handles, graph-captured calls and replays.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,12 +108,124 @@ static void test_plugin_join_bounded(void **state)
                      1000 + 99999);
 }
 
+/* v5+: put an op, then the API event NCCL starts inside the call. */
+static void *api_call(uint64_t id, uint64_t comm, uint8_t kind,
+                      int captured)
+{
+    put(id, comm, kind, kind == P3D_OP_SEND ? 1 : -1, 8);
+    return p3d_plugin_join_api(comm, kind, captured);
+}
+
+/* The op comes back once from its task's parent, with its t_enter. */
+static void test_plugin_join_api_handle(void **state)
+{
+    uint64_t t = 0;
+    int replay = 1;
+    void *a, *b;
+
+    (void)state;
+    p3d_plugin_join_use_api(1);
+    a = api_call(31, 0xd1, P3D_OP_ALLREDUCE, 0);
+    b = api_call(32, 0xd1, P3D_OP_SEND, 0);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_ptr_not_equal(a, b);
+    /* a wrong kind does not consume it */
+    assert_int_equal(p3d_plugin_join_parent(a, P3D_OP_SEND, &t, &replay), 0);
+    assert_int_equal(p3d_plugin_join_parent(b, P3D_OP_SEND, &t, &replay), 32);
+    assert_int_equal(t, 32000);
+    assert_int_equal(replay, 0);
+    assert_int_equal(p3d_plugin_join_parent(a, P3D_OP_ALLREDUCE, &t,
+                                            &replay), 31);
+    assert_int_equal(p3d_plugin_join_parent(a, P3D_OP_ALLREDUCE, &t,
+                                            &replay), 0);
+    /* not a handle of ours (NULL, an address) */
+    assert_int_equal(p3d_plugin_join_parent(NULL, P3D_OP_ALLREDUCE, &t,
+                                            &replay), 0);
+    assert_int_equal(p3d_plugin_join_parent(&t, P3D_OP_ALLREDUCE, &t,
+                                            &replay), 0);
+    assert_int_equal(replay, 0);
+    p3d_plugin_join_use_api(0);
+}
+
+/* One API event per call: NCCL's inner calls, other comms, AlltoAll's
+ * sends and a call with no op of ours get NULL (another comm's event
+ * leaves the op for its own). */
+static void test_plugin_join_api_only_its_call(void **state)
+{
+    (void)state;
+    p3d_plugin_join_use_api(1);
+    assert_non_null(api_call(41, 0xd2, P3D_OP_BROADCAST, 0));
+    assert_null(p3d_plugin_join_api(0xd2, P3D_OP_BROADCAST, 0));
+    put(42, 0xd2, P3D_OP_ALLGATHER, -1, 8);
+    assert_null(p3d_plugin_join_api(0xd3, P3D_OP_ALLGATHER, 0));
+    assert_non_null(p3d_plugin_join_api(0xd2, P3D_OP_ALLGATHER, 0));
+    assert_null(p3d_plugin_join_api(0xd2, P3D_OP_ALLGATHER, 0));
+    put(43, 0xd2, P3D_OP_ALLTOALL, -1, 8);
+    assert_null(p3d_plugin_join_api(0xd2, P3D_OP_SEND, 0));
+    put(44, 0xd2, P3D_OP_ALLREDUCE, -1, 0);   /* empty: no task */
+    assert_null(p3d_plugin_join_api(0xd2, P3D_OP_ALLREDUCE, 0));
+    p3d_plugin_join_use_api(0);
+}
+
+/* A captured call is not joined; every replay names the captured
+ * handle; the eager ops around it still come back. */
+static void test_plugin_join_api_graph(void **state)
+{
+    uint64_t t, c0 = p3d_plugin_join_captured();
+    int replay = 0, r;
+    void *before, *cap, *after;
+
+    (void)state;
+    p3d_plugin_join_use_api(1);
+    before = api_call(51, 0xd4, P3D_OP_ALLREDUCE, 0);
+    cap = api_call(52, 0xd4, P3D_OP_ALLREDUCE, 1);
+    after = api_call(53, 0xd4, P3D_OP_ALLREDUCE, 0);
+    assert_int_equal(p3d_plugin_join_captured() - c0, 1);
+    assert_non_null(cap);
+    for (r = 0; r < 3; r++) {
+        replay = 0;
+        assert_int_equal(p3d_plugin_join_parent(cap, P3D_OP_ALLREDUCE, &t,
+                                                &replay), 0);
+        assert_int_equal(replay, 1);
+    }
+    assert_int_equal(p3d_plugin_join_parent(after, P3D_OP_ALLREDUCE, &t,
+                                            &replay), 53);
+    assert_int_equal(replay, 0);
+    assert_int_equal(p3d_plugin_join_parent(before, P3D_OP_ALLREDUCE, &t,
+                                            &replay), 51);
+    p3d_plugin_join_use_api(0);
+}
+
+/* Handles are a fixed ring: one far older than the ring is not joined. */
+static void test_plugin_join_api_bounded(void **state)
+{
+    uint64_t t, i;
+    int replay;
+    void *old, *last = NULL;
+
+    (void)state;
+    p3d_plugin_join_use_api(1);
+    old = api_call(61, 0xd5, P3D_OP_REDUCE, 0);
+    for (i = 0; i < 100000; i++)
+        last = api_call(100 + i, 0xd5, P3D_OP_REDUCE, 0);
+    assert_int_equal(p3d_plugin_join_parent(old, P3D_OP_REDUCE, &t,
+                                            &replay), 0);
+    assert_int_equal(p3d_plugin_join_parent(last, P3D_OP_REDUCE, &t,
+                                            &replay), 100 + 99999);
+    p3d_plugin_join_use_api(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plugin_join_coll_per_function),
         cmocka_unit_test(test_plugin_join_p2p_after_alltoall),
         cmocka_unit_test(test_plugin_join_bounded),
+        cmocka_unit_test(test_plugin_join_api_handle),
+        cmocka_unit_test(test_plugin_join_api_only_its_call),
+        cmocka_unit_test(test_plugin_join_api_graph),
+        cmocka_unit_test(test_plugin_join_api_bounded),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
