@@ -52,3 +52,26 @@ bench: bench-shim bench-icount bench-probe bench-volume bench-analyzer
 
 bench-icount: $(LIB) $(BENCH_NULL)/shim_bench
 	$(Q)BUILD=$(abspath $(BUILD)) sh bench/icount.sh
+
+# Host cost per op of each P3D_GPU_TIMING setting, plugin included
+# (bench/plugin_host_cost.sh): a null NCCL that drives the plugin.
+BENCH_PLUGIN := $(BENCH)/plugin
+$(BENCH_PLUGIN)/libnccl.so.2: bench/null_nccl_plugin.c shim/p3d_commhash.c
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(BENCH_CFLAGS) -Ishim -fPIC -shared \
+		-Wl,-soname,libnccl.so.2 -o $@ $^ $(P3D_LDFLAGS) -ldl
+
+$(BENCH_PLUGIN)/libcudart.so.13: bench/null_cudart.c
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(CC) $(BENCH_CFLAGS) -fPIC -shared \
+		-Wl,-soname,libcudart.so.13 -o $@ $< $(P3D_LDFLAGS)
+
+$(BENCH_PLUGIN)/plugin_host_cost: bench/plugin_host_cost.c \
+		$(BENCH_PLUGIN)/libnccl.so.2 $(BENCH_PLUGIN)/libcudart.so.13
+	$(QUIET_LINK)$(CC) $(BENCH_CFLAGS) -o $@ $< -L$(BENCH_PLUGIN) \
+		-Wl,--no-as-needed -l:libnccl.so.2 -l:libcudart.so.13 \
+		-Wl,--as-needed -Wl,-rpath,'$$ORIGIN' $(P3D_LDFLAGS)
+
+.PHONY: bench-plugin
+bench-plugin: $(LIB) $(BENCH_PLUGIN)/plugin_host_cost
+	$(Q)BUILD=$(abspath $(BUILD)) sh bench/plugin_host_cost.sh
