@@ -12,7 +12,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:?set OUT to a folder for the results}
 mkdir -p "$OUT"
 [ -f "$here/build/libp3dtrace.so" ] && [ -x "$here/build/p3d-analyze" ] ||
-    { echo "build first (make)"; exit 1; }
+    make -C "$here" -j16 all > "$OUT/build.log" 2>&1 ||
+    { tail "$OUT/build.log"; exit 1; }
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export NVSHMEM_DISABLE_NVLS=1 NCCL_SOCKET_IFNAME=lo
 cd "$here"

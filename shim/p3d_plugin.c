@@ -181,15 +181,18 @@ static int64_t plugin_causal(int64_t off, int64_t lo, int64_t hi)
     return use;
 }
 
+/* A replay counts as timed only with stamps NCCL filled in: NCCL 2.28.9
+ * on the H200 sent every replay's KernelCh events with zero timers. */
 static void plugin_replay_done(struct plugin_op *o)
 {
     uint64_t rs = atomic_load(&o->start), re = atomic_load(&o->stop);
 
+    if (rs == 0 || rs == UINT64_MAX || re <= rs)
+        return;
     atomic_fetch_add_explicit(&plugin_n_replays_timed, 1,
                               memory_order_relaxed);
-    if (rs != UINT64_MAX && re >= rs)
-        atomic_fetch_add_explicit(&plugin_replay_ns, re - rs,
-                                  memory_order_relaxed);
+    atomic_fetch_add_explicit(&plugin_replay_ns, re - rs,
+                              memory_order_relaxed);
 }
 
 static void plugin_emit(struct plugin_op *o)
