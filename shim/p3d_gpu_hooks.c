@@ -21,6 +21,7 @@
 
 #include "p3d_env.h"
 #include "p3d_gpu.h"
+#include "p3d_gpu_cuda.h"
 #include "p3d_inflight.h"
 #include "p3d_mem.h"
 #include "p3d_plugin.h"
@@ -277,6 +278,26 @@ void p3d_hook_op_entered(const struct p3d_op_ctx *op, uint64_t t_enter)
 {
     if (gpu_mode_get() == P3D_GPU_PLUGIN)
         p3d_plugin_join_op(op, t_enter);
+}
+
+/*
+ * Asked after the call, which does not end a capture: the same answer as
+ * before it.  The legacy default stream is not asked: querying it while
+ * another stream captures in global mode is an error that can invalidate
+ * that capture, and NCCL ops under capture run on streams of their own.
+ */
+uint8_t p3d_hook_op_flags(const struct p3d_op_ctx *op)
+{
+    const struct p3d_cuda_api *c;
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+
+    if (op->stream == NULL || gpu_mode_get() == P3D_GPU_OFF)
+        return 0;
+    c = p3d_cuda_api();
+    if (c == NULL || !c->StreamIsCapturing ||
+        c->StreamIsCapturing((cudaStream_t)op->stream, &st) != cudaSuccess)
+        return 0;
+    return st == cudaStreamCaptureStatusNone ? 0 : P3D_OPF_CAPTURING;
 }
 
 void p3d_hook_op_after(const struct p3d_op_ctx *op, int ret)

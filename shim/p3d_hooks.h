@@ -43,6 +43,10 @@ void p3d_hook_op_before(const struct p3d_op_ctx *op);
 /* Later, its op record written at host time t_enter: the last thing
  * before the real call (no kernel of the op starts earlier). */
 void p3d_hook_op_entered(const struct p3d_op_ctx *op, uint64_t t_enter);
+/* Once the real call returned, before its record is completed: flags
+ * to add to the record (P3D_OPF_CAPTURING: the op was graph-captured, so
+ * it ran nothing yet; its kernels run at the graph's replays). */
+uint8_t p3d_hook_op_flags(const struct p3d_op_ctx *op);
 /* After it returned `ret` (ncclResult_t). */
 void p3d_hook_op_after(const struct p3d_op_ctx *op, int ret);
 /* Around the outermost ncclGroupEnd, where grouped kernels launch. */

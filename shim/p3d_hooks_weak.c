@@ -19,6 +19,12 @@ __attribute__((weak)) void p3d_hook_op_entered(const struct p3d_op_ctx *op,
     (void)t_enter;
 }
 
+__attribute__((weak)) uint8_t p3d_hook_op_flags(const struct p3d_op_ctx *op)
+{
+    (void)op;
+    return 0;
+}
+
 __attribute__((weak)) void p3d_hook_op_after(const struct p3d_op_ctx *op,
                                              int ret)
 {

@@ -186,6 +186,8 @@ p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
 
     if (r != NULL) {
         r->ret = ret;
+        if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+            r->flags |= p3d_hook_op_flags(&oc->ctx);
         __atomic_store_n(&r->t_exit, t_exit ? t_exit : 1, __ATOMIC_RELEASE);
         p3d_rec_unpin();
     }

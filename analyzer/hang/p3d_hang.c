@@ -228,6 +228,12 @@ static int p3d_hang_gpu_trusted(const struct p3d_hrank *h)
     return h->closed || h->term || h->n_hang > 0;
 }
 
+/*
+ * A call made under CUDA-graph capture (P3D_OPF_CAPTURING) enqueued
+ * nothing: its kernels run at the graph's replays, which no record of
+ * ours shows, so no GPU completion is to be had for it.  Once the call
+ * returned it waits on nothing.
+ */
 static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
 {
     const struct p3d_rec_op *o = h->ops[i];
@@ -235,6 +241,8 @@ static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
 
     if (o->t_exit == 0)
         return 1;
+    if (o->flags & P3D_OPF_CAPTURING)
+        return 0;
     if (o->flags & P3D_OPF_IN_GROUP) {
         g = p3d_hang_group_state(h, o->group_id);
         if (g == 0)

@@ -316,12 +316,23 @@ FAKE_API cudaError_t cudaStreamQuery(cudaStream_t s)
     return q && !fake_queue_idle(q) ? cudaErrorNotReady : cudaSuccess;
 }
 
+/* The stream fake NCCL's last call on this thread kept in its fake CUDA
+ * graph (P3D_FAKE_GRAPH), NULL if it ran: that stream reads as capturing
+ * until the thread's next NCCL call, which is when the shim asks. */
+static __thread void *fake_captured_stream;
+
+void p3dfake_mark_captured(void *stream, int captured)
+{
+    fake_captured_stream = captured ? stream : NULL;
+}
+
 FAKE_API cudaError_t cudaStreamIsCapturing(cudaStream_t s,
                                            enum cudaStreamCaptureStatus *st)
 {
     if (!st || !fake_stream_ok(s))
         return fake_ret(cudaErrorInvalidValue);
-    *st = cudaStreamCaptureStatusNone;
+    *st = s && s == fake_captured_stream ? cudaStreamCaptureStatusActive
+                                         : cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
 

@@ -1030,6 +1030,7 @@ static ncclResult_t fake_op_api(struct fake_op *o)
     if (o->kind != FK_ALLTOALL && o->kind != FK_GATHER &&
         o->kind != FK_SCATTER)
         o->prof_api = fake_prof_api(pc, func, o->count, captured);
+    p3dfake_mark_captured(o->stream, captured);
     if (captured) {
         fake_prof_capture(pc, func, o->count, o->prof_api);
         return ncclSuccess;

@@ -89,6 +89,9 @@ void p3dfake_report_call(uint64_t start_ns, uint64_t end_ns);
 
 /* Exported by libcudart.so.13 (fake): 1 in asynchronous mode. */
 int p3dfake_async(void);
+/* Fake NCCL, per call: whether it kept the call on `stream` in its fake
+ * CUDA graph (cudaStreamIsCapturing then says so, on this thread). */
+void p3dfake_mark_captured(void *stream, int captured);
 
 /*
  * Exported by libcudart.so.13 (fake): run fn(arg) on the stream's worker

@@ -17,6 +17,10 @@
  *                    all-reduce that never returns, and notes SIGTERM:
  *                    all members arrived, none completed (an NCCL or
  *                    network stall, no desync)
+ *   --captured       before the --stall op (or at the end), every rank
+ *                    captures one world all-reduce into a CUDA graph: it
+ *                    returns, flagged capturing, with no gpu_op record
+ *                    (its kernels run at replays no record shows)
  *   --skip R         rank R never issues its last DP-CP op (the last
  *                    step's parameter all-gather) while its peers do, and
  *                    every rank exits cleanly: host records of a job whose
@@ -50,16 +54,17 @@ static const char *const fam_label[F_N] = {
     "WORLD", "TP", "PP", "EMB", "DP-CP", "MP", "WORLD", "CP", "EP", "P2P"};
 
 static int g_stalling; /* the op being written never returns */
+static int g_capturing; /* the op being written is graph-captured */
 
 static struct {
     int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops, stall;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
     int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
-    int skip;
+    int skip, captured;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
-       -1, -1, -1, -1, 0, -1, "genjob", "", NULL, NULL, NULL, 1800000000ull};
+       -1, -1, -1, -1, 0, -1, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 #define GEN_MAX_WORLD 16384 /* issue 23's scale sets: 16,384 ranks */
 
@@ -315,8 +320,9 @@ static void put_op(struct wr *w, struct comm *c, int op, int dtype, int redop,
     r.peer = peer;
     r.tid = 4242;
     r.comm_rank = c->rank;
+    r.flags |= g_capturing ? P3D_OPF_CAPTURING : 0;
     put(w, &r, sizeof(r));
-    if (g.gpu && !g_stalling)
+    if (g.gpu && !g_stalling && !g_capturing)
         put_gpu(w, &r);
 }
 
@@ -548,6 +554,11 @@ static void body(struct rank_ctx *x)
         put_unknown(&x->w, 0x0077);
     for (int s = 0; s < steps; s++)
         step(x, s);
+    if (g.captured) {
+        g_capturing = 1;
+        coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 4096, -1);
+        g_capturing = 0;
+    }
     if (g.stall) {
         static const char term[] = "SIGTERM received";
 
@@ -705,6 +716,7 @@ static void parse(int argc, char **argv)
         if (!strcmp(o, "--gpu")) { g.gpu = 1; continue; }
         if (!strcmp(o, "--no-comms")) { g.no_comms = 1; continue; }
         if (!strcmp(o, "--stall")) { g.stall = 1; continue; }
+        if (!strcmp(o, "--captured")) { g.captured = 1; continue; }
         if (o[0] != '-') { g.out = o; continue; }
         if (!v) {
             fprintf(stderr, "p3d-gen: '%s' needs a value\n", o);

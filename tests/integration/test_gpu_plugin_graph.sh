@@ -13,7 +13,9 @@
 # every eager op the plugin can time, before and after the replays, has
 # one plugin GPU_OP equal to the channels the fake sent for it (duration
 # within 10 us, place within 2 ms); captured calls get none (a replay is
-# never attached to an op record); the closing plugin note counts the
+# never attached to an op record) and are flagged capturing, no other op
+# is (the stream reads as capturing, cudaStreamIsCapturing, right after a
+# call the fake kept in its graph); the closing plugin note counts the
 # captured calls, the replayed tasks and their summed kernel time the
 # fake sent, the ops timed, and the ABI version NCCL loaded.
 set -eu
@@ -93,6 +95,10 @@ def check_rank(job, abi, rank, t, tasks, reps):
     for o, e in entries(t, tasks):
         i, g = o["op_id"], gpu.get(o["op_id"], [])
         what = "%s rank %d op %d (%s)" % (job, rank, i, o["op_name"])
+        flagged = "capturing" in o["flag_names"]
+        if flagged != (e is not None and e[0] == "captured"):
+            fail.append("%s: capturing flag %s, want %s" %
+                        (what, flagged, not flagged))
         if e is None or e[0] == "captured":
             captured += e is not None
             if g:

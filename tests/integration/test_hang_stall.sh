@@ -19,4 +19,19 @@ PY
     grep -q "HUNG: no root (all arrived, none completed" "$T/j.txt" ||
         fail "seed row ${gpu:-host}"
 done
-echo "stall: no root named, NCCL/network pointed at, with and without GPU records"
+# A CUDA-graph capture just before the stall (p3d-gen --captured: a world
+# all-reduce that returned, flagged capturing, no GPU completion, since
+# its kernels run at replays): it waits on nothing, so the ranks still
+# wait in the stalled all-reduce, the op after it (seq 2, not 1).
+"$G" --tp 2 --pp 2 --dp 2 --gpu --stall --captured "$T/c" > /dev/null ||
+    fail "p3d-gen --captured"
+"$A" --json "$T/c.json" "$T/c" > "$T/c.txt" 2>&1
+python3 - "$T/c.json" <<'PY' || fail "captured: $(grep -m1 'waits in' "$T/c.txt")"
+import json, sys
+h = json.load(open(sys.argv[1]))["hang"]
+assert h["detected"] and h["stall"] and h["root_ranks"] == [], h
+seqs = {w["seq"] for w in h["chain"]}
+assert seqs == {2}, h["chain"]
+PY
+echo "stall: no root named, NCCL/network pointed at, with and without GPU records, and past a graph-captured op"
+
