@@ -137,18 +137,19 @@ def show_graph_trace(a, info):
     by = {}
     for o, what in zip(ops, info["order"]):
         g = gpu.get(o["op_id"])
-        d = by.setdefault(what, [0, 0, []])
+        d = by.setdefault(what, [0, 0, [], 0])
         d[0] += 1
+        d[3] += o["flags"] & 16 != 0   # P3D_OPF_CAPTURING
         if g and g["gpu_end"]:
             d[1] += 1
             d[2].append((g["gpu_end"] - g["gpu_start"]) / 1e3)
     for what in ("eager-before", "captured", "eager-between", "eager-after",
                  "barrier"):
-        n, timed, us = by.get(what, [0, 0, []])
+        n, timed, us, capt = by.get(what, [0, 0, [], 0])
         us.sort()
-        print("graph rank 0 %-14s %3d ops, %3d with plugin GPU times%s" %
-              (what, n, timed, ", median %.1f us" % us[len(us) // 2]
-               if us else ""))
+        print("graph rank 0 %-14s %3d ops, %3d with GPU times, %d flagged "
+              "capturing%s" % (what, n, timed, capt, ", median %.1f us" %
+                               us[len(us) // 2] if us else ""))
     for r in t.records:
         if r["type"] == "note" and (r["text"].startswith("plugin") or
                                     r["text"].startswith("gpu timing")):
@@ -156,7 +157,7 @@ def show_graph_trace(a, info):
 
 
 def graph_part(a):
-    info = launch(a, "graph", "graph", 2, "plugin", 29611,
+    info = launch(a, "graph", "graph", 2, a.graph_timing, 29611,
                   {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV"})
     for r in range(2):
         for line in open(os.path.join(a.out, "graph-%d.log" % r)):
@@ -197,6 +198,10 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--budget", type=float, default=420)
+    p.add_argument("--graph-timing", default="plugin",
+                   help="P3D_GPU_TIMING of the graph part")
+    p.add_argument("--skip-host", action="store_true")
+    p.add_argument("--skip-graph", action="store_true")
     p.add_argument("--worker")
     p.add_argument("--res")
     a = p.parse_args()
@@ -206,8 +211,10 @@ def main():
         return host_worker(a.res, a.calls)
     os.makedirs(os.path.join(a.out, "traces"), exist_ok=True)
     t_start = time.time()
-    graph_part(a)
-    host_part(a, t_start)
+    if not a.skip_graph:
+        graph_part(a)
+    if not a.skip_host:
+        host_part(a, t_start)
 
 
 if __name__ == "__main__":
