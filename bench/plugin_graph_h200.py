@@ -16,6 +16,12 @@ bench/plugin_graph_h200.sh, which says what it prints).
    (time.thread_time) per op, for untraced, off, events, plugin; one
    process per setting and round, the order rotated each round; median
    and p99 over rounds.  Stops starting rounds past --budget seconds.
+3. loop (--loop): the host-bound training-loop step of
+   bench/gpu_overhead.py's host loop (64 pairs of a tiny matmul and a
+   1-rank all_reduce), thread CPU time per step, median of --steps steps
+   per process, for untraced, off, events, plugin and the defaults
+   (kernel windows on), rounds rotated: the launching thread's CPU is a
+   host-bound step's time, without the descheduling noise of wall time.
 Figures only, no pass/fail.
 """
 import argparse
@@ -84,6 +90,59 @@ def host_worker(res, calls):
         json.dump({"ns_per_op": (t1 - t0) / calls * 1e9}, f)
 
 
+def loop_worker(res, steps):
+    """The host-bound step: 64 pairs of a tiny matmul and a 1-rank
+    all_reduce (NCCL launches no kernel for it: the launch path); thread
+    CPU time per step, median over the steps after 50 warm-up ones."""
+    import torch
+    import torch.distributed as dist
+    torch.cuda.set_device(0)
+    dist.init_process_group(backend="nccl",
+                            device_id=torch.device("cuda", 0))
+    w = torch.randn(64, 64, device="cuda")
+    x = torch.ones(64, 64, device="cuda")
+    per = []
+    for i in range(50 + steps):
+        t0 = time.thread_time()
+        for _ in range(64):
+            x = torch.mm(x, w)
+            dist.all_reduce(x)
+        if i >= 50:
+            per.append(time.thread_time() - t0)
+    torch.cuda.synchronize()
+    per.sort()
+    with open(res, "w") as f:
+        json.dump({"us_per_step": per[len(per) // 2] * 1e6}, f)
+
+
+def loop_part(a, t_start):
+    settings = [("untraced", None, None), ("off", "off", None),
+                ("events", "events", None), ("plugin", "plugin", None),
+                ("defaults", "auto", {"P3D_GPU_WINDOW": None})]
+    got = {n: [] for n, _, _ in settings}
+    for rnd in range(a.rounds):
+        if time.time() - t_start > a.budget:
+            print("loop: stopped after %d rounds (budget)" % rnd)
+            break
+        for n, timing, extra in settings:
+            res = launch(a, "loop", "loop-%s-%d" % (n, rnd), 1, timing,
+                         29661 + rnd, extra)
+            if res:
+                got[n].append(res["us_per_step"])
+        settings = settings[1:] + settings[:1]
+    base = sorted(got["untraced"])
+    base = base[len(base) // 2] if base else 0
+    print("loop: thread CPU us per host-bound step (64 matmul + 1-rank "
+          "all_reduce), median of %d steps per process" % a.steps)
+    for n in ("untraced", "off", "events", "plugin", "defaults"):
+        v = sorted(got[n])
+        if v:
+            m = v[len(v) // 2]
+            print("loop %-9s median %8.1f  %+6.2f%%  rounds %s" %
+                  (n, m, 100 * (m - base) / base if base else 0,
+                   " ".join("%.1f" % x for x in got[n])))
+
+
 def launch(a, kind, name, nproc, timing, port, extra=None):
     """Run nproc worker processes; timing None: untraced."""
     res = os.path.join(a.out, name + ".json")
@@ -95,17 +154,19 @@ def launch(a, kind, name, nproc, timing, port, extra=None):
                    TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
                    NVSHMEM_DISABLE_NVLS="1", NCCL_SOCKET_IFNAME="lo",
                    NCCL_HOSTID="p3dgraph-host-%d" % r)
-        env.update(extra or {})
         if timing is not None:
             env.update(LD_PRELOAD=os.path.join(ROOT, "build",
                                                "libp3dtrace.so"),
                        P3D_TRACE_DIR=os.path.join(a.out, "traces"),
                        P3D_JOB_ID=name, P3D_GPU_TIMING=timing,
                        P3D_GPU_WINDOW="off", P3D_STACKS="0")
+        env.update(extra or {})   # may undo the above (the defaults)
+        env = {k: v for k, v in env.items() if v is not None}
         log = open(os.path.join(a.out, "%s-%d.log" % (name, r)), "w")
         procs.append(subprocess.Popen(
             [sys.executable, __file__, "--worker", kind, "--res", res,
-             "--replays", str(a.replays), "--calls", str(a.calls)],
+             "--replays", str(a.replays), "--calls", str(a.calls),
+             "--steps", str(a.steps)],
             env=env, stdout=log, stderr=subprocess.STDOUT))
     ok = True
     for p in procs:
@@ -202,6 +263,9 @@ def main():
                    help="P3D_GPU_TIMING of the graph part")
     p.add_argument("--skip-host", action="store_true")
     p.add_argument("--skip-graph", action="store_true")
+    p.add_argument("--loop", action="store_true",
+                   help="the host-bound training-loop step, per setting")
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--worker")
     p.add_argument("--res")
     a = p.parse_args()
@@ -209,12 +273,16 @@ def main():
         return graph_worker(a.res, a.replays)
     if a.worker == "host":
         return host_worker(a.res, a.calls)
+    if a.worker == "loop":
+        return loop_worker(a.res, a.steps)
     os.makedirs(os.path.join(a.out, "traces"), exist_ok=True)
     t_start = time.time()
     if not a.skip_graph:
         graph_part(a)
     if not a.skip_host:
         host_part(a, t_start)
+    if a.loop:
+        loop_part(a, t_start)
 
 
 if __name__ == "__main__":
