@@ -443,33 +443,49 @@ static char *p3d_get_str(struct p3d_bytes_in *in)
     return NULL;
 }
 
+/* One found file (p3d_found_pack's order), added to f; -1 when damaged. */
+static int p3d_get_cand(struct p3d_found *f, struct p3d_bytes_in *in,
+                        int owner)
+{
+    struct p3d_cand c = {.owner = owner};
+
+    p3d_bytes_get(in, &c.hdr, sizeof(c.hdr));
+    if (!(c.path = p3d_get_str(in)))
+        return -1;
+    f->cap = p3d_grow((void **)&f->c, f->cap, f->n, sizeof(*f->c));
+    f->c[f->n++] = c;
+    return 0;
+}
+
+static int p3d_get_bad(struct p3d_found *f, struct p3d_bytes_in *in,
+                       int owner)
+{
+    struct p3d_bad b = {.owner = owner};
+
+    p3d_bytes_get(in, &b.rank, sizeof(b.rank));
+    b.path = p3d_get_str(in);
+    b.msg = b.path ? p3d_get_str(in) : NULL;
+    if (!b.msg) { /* either missing: in->bad is set */
+        free(b.path);
+        return -1;
+    }
+    f->cap_bad = p3d_grow((void **)&f->bad, f->cap_bad, f->n_bad,
+                          sizeof(*f->bad));
+    f->bad[f->n_bad++] = b;
+    return 0;
+}
+
 int p3d_found_add(struct p3d_found *f, struct p3d_bytes_in *in, int owner)
 {
-    uint64_t n = 0;
+    static int (*const get[])(struct p3d_found *, struct p3d_bytes_in *,
+                              int) = {p3d_get_cand, p3d_get_bad};
 
-    p3d_bytes_get(in, &n, sizeof(n));
-    for (uint64_t i = 0; i < n && !in->bad; i++) {
-        struct p3d_cand c = {.owner = owner};
-        p3d_bytes_get(in, &c.hdr, sizeof(c.hdr));
-        if (!(c.path = p3d_get_str(in)))
-            break;
-        f->cap = p3d_grow((void **)&f->c, f->cap, f->n, sizeof(*f->c));
-        f->c[f->n++] = c;
-    }
-    n = 0;
-    p3d_bytes_get(in, &n, sizeof(n));
-    for (uint64_t i = 0; i < n && !in->bad; i++) {
-        struct p3d_bad b = {.owner = owner};
-        p3d_bytes_get(in, &b.rank, sizeof(b.rank));
-        if (!(b.path = p3d_get_str(in)))
-            break;
-        if (!(b.msg = p3d_get_str(in))) {
-            free(b.path);
-            break;
-        }
-        f->cap_bad = p3d_grow((void **)&f->bad, f->cap_bad, f->n_bad,
-                              sizeof(*f->bad));
-        f->bad[f->n_bad++] = b;
+    for (int list = 0; list < 2; list++) { /* files, then unreadable ones */
+        uint64_t n = 0;
+        p3d_bytes_get(in, &n, sizeof(n));
+        for (uint64_t i = 0; i < n && !in->bad; i++)
+            if (get[list](f, in, owner) < 0)
+                break;
     }
     return in->bad ? -1 : 0;
 }

@@ -105,25 +105,37 @@ static void p3d_pass_merge(struct p3d_pass *p)
     p->merging = 0;
 }
 
+/*
+ * The next position (in order) to load, with a buffer for it (p->mu held;
+ * waits for a buffer): of every rank, or of this process's (p->mine);
+ * -1 once all are taken.
+ */
+static int p3d_pass_next(struct p3d_pass *p, struct p3d_tload **ld)
+{
+    while (!p->n_pool && p->next < p->n_mine)
+        pthread_cond_wait(&p->cv, &p->mu);
+    if (p->next >= p->n_mine)
+        return -1;
+    *ld = p->pool[--p->n_pool];
+    return p->mine ? p->mine[p->next++] : p->next++;
+}
+
 static void *p3d_pass_worker(void *arg)
 {
     struct p3d_pass *p = arg;
+    struct p3d_tload *ld;
+    int k;
 
     pthread_mutex_lock(&p->mu);
-    for (;;) {
-        struct p3d_tload *ld;
-        int k;
-        while (!p->n_pool && p->next < p->t->n)
-            pthread_cond_wait(&p->cv, &p->mu);
-        if (p->next >= p->t->n)
-            break;
-        ld = p->pool[--p->n_pool];
-        k = p->next++;
+    while ((k = p3d_pass_next(p, &ld)) >= 0) {
         pthread_mutex_unlock(&p->mu);
         p3d_pass_load(p, ld, k);
         pthread_mutex_lock(&p->mu);
         p->ready[k] = ld;
-        p3d_pass_merge(p);
+        if (p->mine) /* over several processes: the main thread merges */
+            pthread_cond_broadcast(&p->cv);
+        else
+            p3d_pass_merge(p);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -222,36 +234,12 @@ static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
 }
 
 /*
- * Over several processes, this process's ranks are loaded by threads, in
- * the merge order, ahead of the thread that calls the transport, which
- * merges (process 0) or sends them in that order.  A loader takes buffers
- * before it takes a rank, and ranks in order, so the rank the main
- * thread waits for always has buffers.
+ * Over several processes, this process's ranks are loaded by threads
+ * (p3d_pass_worker over p->mine), in the merge order, ahead of the thread
+ * that calls the transport, which merges (process 0) or sends them in
+ * that order.  A loader takes buffers before it takes a rank, and ranks in
+ * order, so the rank the main thread waits for always has buffers.
  */
-static void *p3d_dist_loader(void *arg)
-{
-    struct p3d_pass *p = arg;
-
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        struct p3d_tload *ld;
-        int k;
-        while (!p->n_pool && p->next < p->n_mine)
-            pthread_cond_wait(&p->cv, &p->mu);
-        if (p->next >= p->n_mine)
-            break;
-        ld = p->pool[--p->n_pool];
-        k = p->mine[p->next++];
-        pthread_mutex_unlock(&p->mu);
-        p3d_pass_load(p, ld, k);
-        pthread_mutex_lock(&p->mu);
-        p->ready[k] = ld;
-        pthread_cond_broadcast(&p->cv);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
 /* The main thread: rank order[k], loaded by a loader. */
 static struct p3d_tload *p3d_dist_wait(struct p3d_pass *p, int k)
 {
@@ -296,7 +284,7 @@ static int p3d_dist_start(struct p3d_pass *p, struct p3d_dist *d,
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (; n < want; n++)
-        if (pthread_create(&tid[n], NULL, p3d_dist_loader, p))
+        if (pthread_create(&tid[n], NULL, p3d_pass_worker, p))
             p3d_die("cannot start a reader thread");
     return n;
 }
@@ -352,6 +340,7 @@ static void p3d_pass_run(struct p3d_pass *p)
 
     want = want < 1 ? 1 : want;
     p3d_pass_order(p);
+    p->n_mine = p->t->n; /* every rank, in order (p->mine NULL) */
     p3d_pass_alloc(p, want);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
