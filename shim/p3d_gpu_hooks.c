@@ -282,16 +282,18 @@ void p3d_hook_op_entered(const struct p3d_op_ctx *op, uint64_t t_enter)
 
 /*
  * Asked after the call, which does not end a capture: the same answer as
- * before it.  The legacy default stream is not asked: querying it while
- * another stream captures in global mode is an error that can invalidate
- * that capture, and NCCL ops under capture run on streams of their own.
+ * before it.  The legacy default stream (NULL, cudaStreamLegacy) is not
+ * asked: querying it while another stream captures in global mode is an
+ * error that can invalidate that capture, and NCCL ops under capture run
+ * on streams of their own.
  */
 uint8_t p3d_hook_op_flags(const struct p3d_op_ctx *op)
 {
     const struct p3d_cuda_api *c;
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
 
-    if (op->stream == NULL || gpu_mode_get() == P3D_GPU_OFF)
+    if ((uintptr_t)op->stream <= 1 /* NULL or cudaStreamLegacy */ ||
+        gpu_mode_get() == P3D_GPU_OFF)
         return 0;
     c = p3d_cuda_api();
     if (c == NULL || !c->StreamIsCapturing ||
