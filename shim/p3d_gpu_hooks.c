@@ -306,6 +306,8 @@ void p3d_hook_op_after(const struct p3d_op_ctx *op, int ret)
 {
     int mode = gpu_mode_get();
 
+    if (mode == P3D_GPU_PLUGIN)
+        p3d_plugin_join_call_done();
     if (mode == P3D_GPU_CUPTI) {
         if (!op->in_group && gpu_tls_pushed) {
             p3d_cupti_pop();

@@ -36,6 +36,7 @@ struct p3d_opcall {
     int32_t comm_rank;
     int if_slot;             /* its in-flight slot, -1 none */
     uint8_t flags;
+    uint8_t captured;        /* graph-captured: runs at replays only */
 };
 
 /* Per-thread group state, mirroring NCCL's own group depth. */
@@ -45,6 +46,7 @@ static P3D_TLS uint32_t p3d_group_ops;
 static P3D_TLS uint32_t p3d_group_ntrack;
 static P3D_TLS uint64_t p3d_group_track[P3D_GROUP_TRACK];
 static P3D_TLS int16_t p3d_group_slot[P3D_GROUP_TRACK]; /* in-flight slots */
+static P3D_TLS uint8_t p3d_group_capt[P3D_GROUP_TRACK]; /* graph-captured */
 _Static_assert(P3D_INFLIGHT_SLOTS < 16384, "slots fit p3d_group_slot");
 static uint32_t p3d_group_ids;
 
@@ -163,17 +165,31 @@ p3d_op_enqueue(struct p3d_opcall *oc, size_t count,
         p3d_hook_op_entered(&oc->ctx, t_enter);
 }
 
+/*
+ * The call returned (or, in a group, its outermost GroupEnd did): issued,
+ * or done for a graph-captured one, whose completion never comes (its
+ * kernels run at replays), so the watchdog does not wait for it.
+ */
+static void p3d_op_settle(int slot, uint64_t op_id, int captured)
+{
+    if (captured)
+        p3d_inflight_done(op_id);
+    else
+        p3d_inflight_issued_at(slot, op_id);
+}
+
 /* An op inside a group is issued when the outermost GroupEnd returns. */
 static void p3d_op_issued(const struct p3d_opcall *oc)
 {
     uint32_t n = p3d_group_ntrack;
 
     if (!oc->ctx.in_group || n >= P3D_GROUP_TRACK) {
-        p3d_inflight_issued_at(oc->if_slot, oc->ctx.op_id);
+        p3d_op_settle(oc->if_slot, oc->ctx.op_id, oc->captured);
         return;
     }
     p3d_group_track[n] = oc->ctx.op_id;
     p3d_group_slot[n] = (int16_t)oc->if_slot;
+    p3d_group_capt[n] = oc->captured;
     p3d_group_ntrack = n + 1;
 }
 
@@ -183,11 +199,17 @@ p3d_op_end(struct p3d_opcall *oc, ncclResult_t ret)
 {
     uint64_t t_exit = p3d_now();
     struct p3d_rec_op *r = oc->rec;
+    uint8_t more = 0;
 
+    /* a call NCCL refused never touched its stream (the handle may be
+     * bad): the capture check asks only after one it took */
+    if ((ret == ncclSuccess || ret == ncclInProgress) &&
+        !__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
+        more = p3d_hook_op_flags(&oc->ctx);
+    oc->captured = (more & P3D_OPF_CAPTURING) != 0;
     if (r != NULL) {
         r->ret = ret;
-        if (!__atomic_load_n(&p3d_hook_ops_idle, __ATOMIC_RELAXED))
-            r->flags |= p3d_hook_op_flags(&oc->ctx);
+        r->flags |= more;
         __atomic_store_n(&r->t_exit, t_exit ? t_exit : 1, __ATOMIC_RELEASE);
         p3d_rec_unpin();
     }
@@ -394,7 +416,8 @@ static void p3d_group_end_close(struct p3d_rec_group *g, ncclResult_t ret)
 static void p3d_group_issued(void)
 {
     for (uint32_t i = 0; i < p3d_group_ntrack; i++)
-        p3d_inflight_issued_at(p3d_group_slot[i], p3d_group_track[i]);
+        p3d_op_settle(p3d_group_slot[i], p3d_group_track[i],
+                      p3d_group_capt[i]);
     p3d_group_ntrack = 0;
 }
 

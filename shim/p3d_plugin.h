@@ -75,6 +75,10 @@ uint64_t p3d_plugin_join_parent(const void *parent, uint8_t op,
                                 uint64_t *t_put, int *replay);
 /* Graph-captured calls seen by p3d_plugin_join_api (closing note). */
 uint64_t p3d_plugin_join_captured(void);
+/* App thread, once the real call returned: forget the op it registered
+ * (a call NCCL refused, or made no API event for, must not lend its op
+ * to the thread's next API event). */
+void p3d_plugin_join_call_done(void);
 /* Plugin side: next ordinal of a P2p event of (comm, op, peer). */
 uint64_t p3d_plugin_join_p2p_next(uint64_t comm, uint8_t op, int32_t peer);
 /* Ops registered, and ops lost to a full table (for the closing note). */

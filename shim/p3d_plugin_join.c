@@ -227,6 +227,11 @@ static void join_op_api(const struct p3d_op_ctx *op, uint64_t t_enter)
     atomic_fetch_add_explicit(&join_put, 1, memory_order_relaxed);
 }
 
+void p3d_plugin_join_call_done(void)
+{
+    join_tls.set = 0; /* NCCL started no API event for it: not the next's */
+}
+
 void p3d_plugin_join_use_api(int on)
 {
     atomic_store(&join_by_api, on);
@@ -251,9 +256,13 @@ void *p3d_plugin_join_api(uint64_t comm, uint8_t op, int graph_captured)
     int mine = join_tls.set && join_tls.comm == comm && join_tls.op == op;
 
     if (graph_captured) {
-        /* captured now, run at replays: never an eager op's time */
+        /* captured now, run at replays: never an eager op's time.
+         * Counted only as the call's own event: a captured AlltoAll's
+         * inner sends and receives each bring one too. */
         join_tls.set = 0;
-        atomic_fetch_add_explicit(&api_captured, 1, memory_order_relaxed);
+        if (mine)
+            atomic_fetch_add_explicit(&api_captured, 1,
+                                      memory_order_relaxed);
         return (void *)(uintptr_t)API_TAG;
     }
     if (!mine)
