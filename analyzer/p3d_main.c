@@ -290,6 +290,30 @@ static int p3d_check_outs(const struct p3d_opts *o)
     return bad ? -1 : 0;
 }
 
+/*
+ * Only process 0 writes the outputs, so only it checks them (the others
+ * may run where it cannot write), and it tells the others the answer:
+ * a process that went on alone would wait for the rest until the
+ * deadline.
+ */
+static int p3d_outs_writable(const struct p3d_opts *o)
+{
+    struct p3d_dist *d = p3d_dist_active;
+    struct p3d_bytes b = {0};
+    char ok;
+
+    if (!d)
+        return p3d_check_outs(o);
+    if (d->self == 0) {
+        ok = p3d_check_outs(o) == 0;
+        p3d_bytes_put(&b, &ok, 1);
+    }
+    d->bcast(d, &b);
+    ok = b.n == 1 && b.p[0];
+    p3d_bytes_free(&b);
+    return ok ? 0 : -1;
+}
+
 /* The pipeline's options from the command line's. */
 static struct p3d_analyse_opts p3d_pipeline_opts(const struct p3d_opts *o)
 {
@@ -532,9 +556,7 @@ int main(int argc, char **argv)
     }
     if (p3d_dist_active)
         p3d_dist_active->local = o.local;
-    /* only process 0 writes them (the others may run where it cannot) */
-    if ((!p3d_dist_active || p3d_dist_active->self == 0) &&
-        p3d_check_outs(&o) < 0)
+    if (p3d_outs_writable(&o) < 0)
         return P3D_EXIT_BAD;
     if (o.compare && p3d_dist_active) {
         p3d_error("--compare runs one process (p3d-analyze, or mpirun -n "

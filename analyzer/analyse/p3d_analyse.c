@@ -55,10 +55,13 @@ static void p3d_print_rank_msgs(struct p3d_job *job)
 
     for (int i = 0; i < job->n_ranks; i++) {
         struct p3d_rank *r = &job->ranks[i];
+        char who[32] = ""; /* --local: the process whose folder it is in */
+        if (p3d_dist_active && p3d_dist_active->local && r->owner > 0)
+            snprintf(who, sizeof(who), "process %d: ", r->owner);
         if (r->err[0])
-            p3d_error("%s", r->err);
+            p3d_error("%s%s", who, r->err);
         if (r->warn[0])
-            p3d_warning("%s", r->warn);
+            p3d_warning("%s%s", who, r->warn);
         if (r->hdr.flags & P3D_F_DROPPED)
             p3d_warning("'%s': %llu records were dropped while recording",
                         r->path, (unsigned long long)r->hdr.dropped_records);

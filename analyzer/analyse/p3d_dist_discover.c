@@ -8,15 +8,47 @@
  * several processes found (a folder they share) counts once, as the
  * lowest one's.  What the others would have printed while walking (a
  * file they cannot open, say) travels with their list: process 0 prints
- * it, naming the process and its host, and an error there counts as one.
+ * it, naming the process and its host (a message a lower process already
+ * gave, in a folder they share, once), and an error there counts as one.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "p3d_dist_discover.h"
+#include "p3d_map.h"
 #include "p3d_strbuf.h"
 #include "p3d_util.h"
+
+static uint64_t p3d_dd_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* A kept message again, as the kind it was ('e', 'w' or 'n'). */
+static void p3d_dd_emit(char kind, const char *fmt, ...) P3D_PRINTF(2, 3);
+
+static void p3d_dd_emit(char kind, const char *fmt, ...)
+{
+    char text[2300];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (kind == 'e')
+        p3d_error("%s", text);
+    else if (kind == 'w')
+        p3d_warning("%s", text);
+    else
+        p3d_note("%s", text);
+}
 
 /* A message of this process, kept for process 0: its kind's first letter,
  * then the text, one per line (messages are one line each). */
@@ -26,8 +58,8 @@ static void p3d_dd_keep(void *ctx, const char *kind, const char *text)
 }
 
 /* This process's walk as one message: host, messages, counts, files. */
-static void p3d_dd_walk(const struct p3d_dist *d, char **paths, int n,
-                        struct p3d_found **f, struct p3d_bytes *b)
+static void p3d_dd_walk(char **paths, int n, struct p3d_found **f,
+                        struct p3d_bytes *b)
 {
     struct p3d_sb heard = P3D_SB_INIT;
     char host[256] = "";
@@ -35,10 +67,8 @@ static void p3d_dd_walk(const struct p3d_dist *d, char **paths, int n,
     int ret;
 
     gethostname(host, sizeof(host) - 1);
-    if (d->self != 0) { /* process 0 prints its own as it goes */
-        p3d_msg_to = p3d_dd_keep;
-        p3d_msg_to_ctx = &heard;
-    }
+    p3d_msg_to = p3d_dd_keep; /* process 0's too: printed once, first */
+    p3d_msg_to_ctx = &heard;
     *f = p3d_found_walk(paths, n, 1, &ret);
     p3d_msg_to = NULL;
     counts[0] = p3d_found_files(*f);
@@ -50,18 +80,27 @@ static void p3d_dd_walk(const struct p3d_dist *d, char **paths, int n,
     p3d_sb_free(&heard);
 }
 
-/* Print process p's kept messages on process 0, with who said them. */
-static void p3d_dd_say(int p, const char *host, const char *heard)
+/*
+ * Print process p's kept messages on process 0, with who said them; a
+ * message a lower process already gave (a folder they share) once.
+ */
+static void p3d_dd_say(int p, const char *host, const char *heard,
+                       struct p3d_map *said)
 {
     while (*heard) {
         const char *end = strchr(heard, '\n');
         int len = (int)(end ? end - heard : (long)strlen(heard));
-        if (heard[0] == 'e')
-            p3d_error("process %d (%s): %.*s", p, host, len - 1, heard + 1);
-        else if (heard[0] == 'w')
-            p3d_warning("process %d (%s): %.*s", p, host, len - 1, heard + 1);
+        uint64_t key = p3d_dd_hash(heard, (size_t)len);
+        if (p3d_map_get(said, key) >= 0) {
+            heard += end ? len + 1 : len;
+            continue;
+        }
+        p3d_map_put(said, key, p);
+        if (p == 0) /* its own: printed as p3d-analyze prints them */
+            p3d_dd_emit(heard[0], "%.*s", len - 1, heard + 1);
         else
-            p3d_note("process %d (%s): %.*s", p, host, len - 1, heard + 1);
+            p3d_dd_emit(heard[0], "process %d (%s): %.*s", p, host, len - 1,
+                        heard + 1);
         heard += end ? len + 1 : len;
     }
 }
@@ -84,6 +123,7 @@ static void p3d_dd_gather(struct p3d_dist *d, struct p3d_found *f,
 {
     struct p3d_bytes b = {0};
     struct p3d_sb who = P3D_SB_INIT;
+    struct p3d_map said = {0};
     int n_who = 0;
 
     for (int p = 0; p < d->n; p++) {
@@ -102,8 +142,7 @@ static void p3d_dd_gather(struct p3d_dist *d, struct p3d_found *f,
         if (in.bad || !host || !heard || (p > 0 && p3d_found_add(f, &in, p)))
             p3d_die("the list of trace files from process %d arrived "
                     "damaged", p);
-        if (p > 0)
-            p3d_dd_say(p, host, heard);
+        p3d_dd_say(p, host, heard, &said);
         p3d_dd_empty(&who, &n_who, p, host, counts);
     }
     if (n_who)
@@ -111,6 +150,7 @@ static void p3d_dd_gather(struct p3d_dist *d, struct p3d_found *f,
                     "their folders: %s%s", n_who, d->n, p3d_sb_str(&who),
                     n_who > 8 ? ", ..." : "");
     p3d_sb_free(&who);
+    p3d_map_free(&said);
     p3d_bytes_free(&b);
 }
 
@@ -160,7 +200,7 @@ int p3d_dist_discover(struct p3d_dist *d, char **paths, int n,
     struct p3d_found *f;
     struct p3d_bytes_in in;
 
-    p3d_dd_walk(d, paths, n, &f, &mine);
+    p3d_dd_walk(paths, n, &f, &mine);
     if (d->self != 0) {
         d->send(d, 0, &mine); /* tag 0: the scan's messages come later */
         p3d_found_free(f);

@@ -18,6 +18,7 @@
 
 #include "p3d_dist_fetch.h"
 #include "p3d_hang.h"
+#include "p3d_strbuf.h"
 #include "p3d_util.h"
 
 #define P3D_FETCH_PIECE ((size_t)16 << 20) /* bytes of file per message */
@@ -35,7 +36,7 @@ static char p3d_fetch_dir[4096];
 static char **p3d_fetch_files;
 static int p3d_fetch_n;
 
-static void p3d_fetch_clean(void)
+void p3d_dist_fetch_clean(void)
 {
     for (int i = 0; i < p3d_fetch_n; i++)
         unlink(p3d_fetch_files[i]);
@@ -57,7 +58,7 @@ static int p3d_fetch_create(int i, char **path)
             p3d_fetch_dir[0] = 0;
             return -1;
         }
-        atexit(p3d_fetch_clean);
+        atexit(p3d_dist_fetch_clean);
     }
     snprintf(name, sizeof(name), "%s/rank-file-%d.p3d", p3d_fetch_dir, i);
     fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -103,19 +104,26 @@ static void p3d_fetch_send(struct p3d_dist *d, const struct p3d_rank *r,
         close(fd);
 }
 
-/* Process 0: rank file i from its owner into a copy; 0 or -1. */
-static int p3d_fetch_take(struct p3d_dist *d, struct p3d_rank *r, int i,
-                          struct p3d_bytes *msg)
+/*
+ * Process 0: rank file i from its owner into a copy.  Without one (no
+ * room under $TMPDIR, the owner could not read it) the rank's copy is ""
+ * so that nothing reads r->path, a file on another node (or an unrelated
+ * one of the same name here): the hang analysis and the views then have
+ * no file for it.  Returns NULL, or why not (static text).
+ */
+static const char *p3d_fetch_take(struct p3d_dist *d, struct p3d_rank *r,
+                                  int i, struct p3d_bytes *msg)
 {
+    static char why[512];
     char *path = NULL;
     int fd = p3d_fetch_create(i, &path), ok = fd >= 0;
     struct p3d_piece h;
 
+    why[0] = 0;
     if (!ok)
-        p3d_warning("--local: cannot keep a copy of '%s' from process %d "
-                    "under %s: %s", r->path, r->owner,
-                    p3d_fetch_dir[0] ? p3d_fetch_dir : "$TMPDIR",
-                    strerror(errno));
+        snprintf(why, sizeof(why), "cannot create a file under %s: %s",
+                 p3d_fetch_dir[0] ? p3d_fetch_dir : "$TMPDIR",
+                 strerror(errno));
     do {
         int from = r->owner, tag = i;
         d->recv(d, &from, &tag, msg);
@@ -126,20 +134,32 @@ static int p3d_fetch_take(struct p3d_dist *d, struct p3d_rank *r, int i,
         if (ok && msg->n > sizeof(h) &&
             pwrite(fd, msg->p + sizeof(h), msg->n - sizeof(h),
                    (off_t)h.off) != (ssize_t)(msg->n - sizeof(h))) {
-            p3d_warning("--local: cannot write the copy '%s': %s", path,
-                        strerror(errno));
+            snprintf(why, sizeof(why), "cannot write '%s': %s", path,
+                     strerror(errno));
             ok = 0;
         }
         h.off += msg->n - sizeof(h);
     } while (!h.err && h.off < h.size);
-    if (h.err)
-        p3d_warning("--local: process %d could not send '%s': %s", r->owner,
-                    r->path, strerror(h.err));
+    if (h.err && ok)
+        snprintf(why, sizeof(why), "process %d could not read '%s': %s",
+                 r->owner, r->path, strerror(h.err));
     if (fd >= 0)
         close(fd);
-    if (ok && !h.err)
-        r->copy = p3d_xstrdup(path);
-    return ok && !h.err ? 0 : -1;
+    free(r->copy);
+    r->copy = p3d_xstrdup(ok && !h.err ? path : "");
+    return ok && !h.err ? NULL : why;
+}
+
+/* Once, after the fetch: the ranks process 0 has no copy of, and why
+ * (the first reason). */
+static void p3d_fetch_say(const struct p3d_sb *failed, int n,
+                          const char *why)
+{
+    if (!n)
+        return;
+    p3d_error("--local: process 0 has no copy of the rank files of %d "
+              "rank(s) (%s): %s; the hang analysis and the views go "
+              "without them", n, p3d_sb_str(failed), why);
 }
 
 /* Process 0's choice: the files of other processes it reads again. */
@@ -158,6 +178,9 @@ static void p3d_fetch_need(const struct p3d_job *job, int views,
 void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views)
 {
     struct p3d_bytes need = {0}, msg = {0};
+    struct p3d_sb failed = P3D_SB_INIT;
+    char first[512] = "";
+    int n_failed = 0;
 
     if (!d->local)
         return;
@@ -170,11 +193,21 @@ void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views)
         struct p3d_rank *r = &job->ranks[i];
         if (!need.p[i])
             continue;
-        if (d->self == 0)
-            p3d_fetch_take(d, r, i, &msg);
-        else if (r->owner == d->self)
+        if (d->self == 0) {
+            const char *why = p3d_fetch_take(d, r, i, &msg);
+            if (why && n_failed++ < 16)
+                p3d_sb_addf(&failed, "%s%d", n_failed > 1 ? "," : "",
+                            r->rank);
+            if (why && !first[0])
+                snprintf(first, sizeof(first), "%s", why);
+        } else if (r->owner == d->self) {
             p3d_fetch_send(d, r, i);
+        }
     }
+    if (n_failed > 16)
+        p3d_sb_add(&failed, ",...");
+    p3d_fetch_say(&failed, n_failed, first);
+    p3d_sb_free(&failed);
     p3d_bytes_free(&need);
     p3d_bytes_free(&msg);
     if (d->self != 0)

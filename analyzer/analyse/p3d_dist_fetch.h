@@ -13,5 +13,8 @@
  * d->local); views: --chrome or --html will read the files.  Processes
  * other than 0 do not return. */
 void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views);
+/* Remove process 0's copies (at exit; also before an abort, which skips
+ * atexit). */
+void p3d_dist_fetch_clean(void);
 
 #endif /* P3D_DIST_FETCH_H */

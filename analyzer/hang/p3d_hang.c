@@ -232,7 +232,7 @@ static int p3d_hang_gpu_trusted(const struct p3d_hrank *h)
  * A call made under CUDA-graph capture (P3D_OPF_CAPTURING) enqueued
  * nothing: its kernels run at the graph's replays, which no record of
  * ours shows, so no GPU completion is to be had for it.  Once the call
- * returned it waits on nothing.
+ * (and its group's GroupEnd) returned it waits on nothing.
  */
 static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
 {
@@ -241,15 +241,15 @@ static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
 
     if (o->t_exit == 0)
         return 1;
-    if (o->flags & P3D_OPF_CAPTURING)
-        return 0;
     if (o->flags & P3D_OPF_IN_GROUP) {
         g = p3d_hang_group_state(h, o->group_id);
         if (g == 0)
-            return 1;
+            return 1;  /* its GroupEnd never returned (captured or not) */
         if (g < 0)
             return 0;           /* GroupEnd never called: not submitted */
     }
+    if (o->flags & P3D_OPF_CAPTURING)
+        return 0;
     return h->have_gpu && !h->done[i] && p3d_hang_gpu_trusted(h);
 }
 

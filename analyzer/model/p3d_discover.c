@@ -352,7 +352,10 @@ static void p3d_attach_bad(struct p3d_found *w, struct p3d_jobset *set)
         if (p3d_bad_seen(w, i)) {
             free(b->path);
         } else if (!j) {
-            p3d_error("%s", b->msg);
+            if (b->owner > 0) /* p3d-analyze-mpi --local: another's file */
+                p3d_error("process %d: %s", b->owner, b->msg);
+            else
+                p3d_error("%s", b->msg);
             free(b->path);
         } else {
             j->ranks = p3d_xrealloc(j->ranks, (size_t)j->n_ranks + 1,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "p3d_dist.h"
+#include "p3d_dist_fetch.h"
 
 int p3d_cli_main(int argc, char **argv); /* p3d_main.c's main */
 
@@ -140,6 +141,7 @@ static void *p3d_mpi_deadline(void *arg)
     dprintf(p3d_mpi_err, "p3d-analyze-mpi: error: still running after "
             "P3D_MPI_DEADLINE_S=%u s (a process waits on a peer that "
             "stopped?); aborting\n", *(unsigned *)arg);
+    p3d_dist_fetch_clean(); /* MPI_Abort skips atexit */
     MPI_Abort(MPI_COMM_WORLD, 2);
     return NULL;
 }

@@ -138,11 +138,29 @@ grep -q "two trace files" "$T/shared.err" && fail "shared --local: files counted
 # what another process could not read is said by process 0, with its name
 mkdir -p "$T/lx" && cp -r "$T/lb/n0" "$T/lb/n1" "$T/lx/"
 printf 'not a trace' > "$T/lx/n1/sim3d/junk.p3d"
+printf 'not a trace either' > "$T/lx/n1/sim3d/rank-00005.p3d"
 on_nodes "$T/lx" 2 sim3d > /dev/null 2> "$T/lx.err"
 rc=$?
 [ "$rc" = 2 ] || fail "--local, a bad file on process 1: exit $rc, want 2"
 grep -q "error: process 1 (.*): 'sim3d/junk.p3d': file too short" "$T/lx.err" ||
     { fail "--local: process 1's message is missing"; cat "$T/lx.err"; }
+grep -q "error: process 1: 'sim3d/rank-00005.p3d': file too short" "$T/lx.err" ||
+    { fail "--local: process 1's unreadable rank file is not named as its"; cat "$T/lx.err"; }
+# process 0 cannot keep the copies it needs for the hang analysis: an
+# error naming the ranks, exit 2, and no file of another node read instead
+timeout 300 mpirun -n 2 sh -c \
+    'cd "$1/n$OMPI_COMM_WORLD_RANK"; shift; TMPDIR=/nonexistent exec "$0" --local "$@"' \
+    "$M" "$T/lh" hang > /dev/null 2> "$T/lnc.err"
+rc=$?
+[ "$rc" = 2 ] || fail "--local, no room for the copies: exit $rc, want 2"
+grep -q "has no copy of the rank files of 4 rank(s) (1,3,5,7): cannot create" "$T/lnc.err" ||
+    { fail "--local: the missing copies are not said"; cat "$T/lnc.err"; }
+# process 0 cannot write an output: every process stops, none waits for
+# the deadline
+P3D_MPI_DEADLINE_S=120 timeout 100 mpirun -n 2 "$M" --json /nonexistent/x.json \
+    "$T/sim3d" > /dev/null 2> "$T/nout.err"
+rc=$?
+[ "$rc" = 2 ] || { fail "-n 2, an output that cannot be written: exit $rc, want 2"; tail -3 "$T/nout.err"; }
 "$A" --local "$T/sim3d" > /dev/null 2> "$T/nolocal.err"
 [ $? = 2 ] && grep -q "is for p3d-analyze-mpi" "$T/nolocal.err" ||
     fail "p3d-analyze --local: not refused"
