@@ -13,6 +13,8 @@
  *                       With $P3D_GPU_DRIVER_MIXED=1, each rank then
  *                       issues one of each other collective, an
  *                       AlltoAll and a grouped send/recv with its peer.
+ *                       With $P3D_GPU_DRIVER_LINGER_MS = MS, each rank
+ *                       waits MS ms after the first all-reduces.
  *                       With $P3D_GPU_DRIVER_STEPS = N, each rank then
  *                       runs N training-like steps of 20 ms: 4 compute
  *                       kernels of 2 ms and an all-reduce, then sleeps
@@ -118,6 +120,17 @@ static void steps(ncclComm_t comm, cudaStream_t s, cudaStream_t cs,
     }
 }
 
+/* $P3D_GPU_DRIVER_LINGER_MS: wait that long after the first all-reduces,
+ * before anything else runs on their stream (the watchdog's view of a
+ * last op that never completes: test_gpu_plugin_graph.sh). */
+static void linger(void)
+{
+    const char *e = getenv("P3D_GPU_DRIVER_LINGER_MS");
+
+    if (e && *e)
+        sleep_ms(atoi(e));
+}
+
 /* P3D_GPU_DRIVER_MIXED=1: every op kind the plugin path joins. */
 static void mixed(ncclComm_t comm, cudaStream_t s, float *buf, int rank,
                   int n)
@@ -176,6 +189,7 @@ static int rank_main(int rank, int n, const char *idfile)
               ncclSuccess);
         returned();
     }
+    linger();
     compute(cs, 100, 20000);
     if (rank == 1)
         sleep_ms(5);

@@ -17,7 +17,8 @@
 # is (the stream reads as capturing, cudaStreamIsCapturing, right after a
 # call the fake kept in its graph); the closing plugin note counts the
 # captured calls, the replayed tasks and their summed kernel time the
-# fake sent, the ops timed, and the ABI version NCCL loaded.
+# fake sent, the ops timed, and the ABI version NCCL loaded; and the
+# live watchdog does not report a captured call as a hang.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
@@ -33,6 +34,16 @@ run() {   # job, then env assignments
 }
 run graph
 run graph6 P3D_FAKE_PROFILER_V6=1
+# The watchdog: a captured call that is its stream's last op for a while
+# (the 5th all-reduce captured, then 3 s with nothing on that stream)
+# waits on nothing, so no "HANG?" may name it (seq 4) after the 1 s
+# timeout; before the fix both ranks reported it.
+run linger P3D_FAKE_GRAPH=4:1:0 P3D_GPU_DRIVER_MIXED=0 P3D_HANG_TIMEOUT=1 \
+    P3D_GPU_DRIVER_LINGER_MS=3000
+if grep "HANG?.*AllReduce seq 4 " "$tmp/linger.err"; then
+    echo "FAIL: the watchdog reported the captured call as a hang"
+    exit 1
+fi
 python3 - "$tmp" "$P3D_SRC/tests/tools" <<'PY'
 import re
 import sys
