@@ -273,6 +273,9 @@ def judge(p, c, an, truth):
     return "wrong (%s): %s" % (L["confidence"], "; ".join(why[:3]))
 
 
+LSAN_DIED = "LeakSanitizer has encountered a fatal error"
+
+
 def run_one(build, tmp, p, c, cmd, verbose):
     gf = os.path.join(tmp, "groups.txt")
     with open(gf, "w") as f:
@@ -285,6 +288,17 @@ def run_one(build, tmp, p, c, cmd, verbose):
     if cmd:
         argv += ["--"] + job_cmdline(p, c)
     r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0 and LSAN_DIED in r.stderr:
+        # Under ASan (tests/integration/rel_check.sh) LeakSanitizer's own
+        # tracer can fail to stop a rank's threads at exit ("Tracer caught
+        # signal 11", once in CI in a 24-rank job, not seen again in 48
+        # runs under load): then no leak check ran and nothing was found.
+        # The run is repeated once; a leak found is another message
+        # ("detected memory leaks") and fails as before.
+        shutil.rmtree(out, ignore_errors=True)
+        print("note: a sim run repeated: the leak checker's own tracer "
+              "failed in it (no leak check ran)", flush=True)
+        r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         return "sim failed (rc %d): %s" % (r.returncode, r.stderr[-300:])
     truth = json.load(open(os.path.join(out, "j", "truth.json")))
