@@ -23,13 +23,16 @@ J=${REL_JOBS:--j2}
 # GCC 12's ASan allocator survives: a child forked while another thread
 # held a size-class lock blocks in its first malloc (gdb: child in
 # SizeClassAllocator64::GetFromAllocator, from fake_nccl's TLS; ~1 run
-# in 150).  It runs uninstrumented in make test.
+# in 150).  It runs uninstrumented in make test.  test_shim_fork: the
+# same under load (a forked child of the driver hangs until the 30 s
+# timeout: 6 of 40 runs with two busy loops, 4 of 40 with b449553's
+# build too, and once in CI on 2026-12-02); uninstrumented in make test.
 # test_mpi_equiv: not run under ASan (OpenMPI's MPI_Init allocations are
 # never freed, which LeakSanitizer would report; not tried); it runs
 # uninstrumented in make test.
 REL_ASAN_SKIP=${REL_ASAN_SKIP:-"test_time_bubble test_time_skew test_time_straggler 
     test_time_verdict test_sim_faults test_hang_matrix test_rel_forkmid
-    test_mpi_equiv"}
+    test_shim_fork test_mpi_equiv"}
 failed=""
 
 say() { printf 'rel_check: %s\n' "$*"; }
