@@ -25,6 +25,16 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
+# agree NAME SUFFIX WHAT WANT GOT: run SUFFIX of NAME (its exit GOT) gave
+# p3d-analyze's exit WANT, JSON and text; WHAT names the run in messages
+agree() {
+    [ "$5" = "$4" ] ||
+        { fail "$1 $3: exit $5, p3d-analyze $4"; tail -5 "$T/$1.$2.err"; }
+    cmp -s "$T/$1.json" "$T/$1.$2.json" ||
+        fail "$1 $3: --json differs from p3d-analyze's"
+    cmp -s "$T/$1.txt" "$T/$1.$2.txt" ||
+        fail "$1 $3: the text report differs from p3d-analyze's"
+}
 # same NAME DIR [ARGS]: p3d-analyze and p3d-analyze-mpi -n 1, 2, 4 agree
 same() {
     name=$1 dir=$2
@@ -34,13 +44,7 @@ same() {
     for n in 1 2 4; do
         timeout 300 mpirun -n "$n" "$M" "$@" --json "$T/$name.$n.json" \
             "$dir" > "$T/$name.$n.txt" 2> "$T/$name.$n.err"
-        got=$?
-        [ "$got" = "$want" ] ||
-            { fail "$name -n $n: exit $got, p3d-analyze $want"; tail -5 "$T/$name.$n.err"; }
-        cmp -s "$T/$name.json" "$T/$name.$n.json" ||
-            fail "$name -n $n: --json differs from p3d-analyze's"
-        cmp -s "$T/$name.txt" "$T/$name.$n.txt" ||
-            fail "$name -n $n: the text report differs from p3d-analyze's"
+        agree "$name" "$n" "-n $n" "$want" $?
     done
     echo "$name: p3d-analyze exit $want; -n 1, 2, 4 compared"
 }
@@ -104,13 +108,7 @@ local_same() {
     want=$?
     on_nodes "$dest" "$np" "$@" --json "$T/$name.l.json" "$job" \
         > "$T/$name.l.txt" 2> "$T/$name.l.err"
-    got=$?
-    [ "$got" = "$want" ] ||
-        { fail "$name --local -n $np: exit $got, p3d-analyze $want"; tail -5 "$T/$name.l.err"; }
-    cmp -s "$T/$name.json" "$T/$name.l.json" ||
-        fail "$name --local -n $np: --json differs from p3d-analyze's"
-    cmp -s "$T/$name.txt" "$T/$name.l.txt" ||
-        fail "$name --local -n $np: the text report differs from p3d-analyze's"
+    agree "$name" l "--local -n $np" "$want" $?
     echo "$name: --local -n $np compared"
 }
 split "$T/sim3d" "$T/lb" blocks
