@@ -62,7 +62,8 @@ uint64_t p3d_plugin_join_take(uint64_t comm, uint8_t op, int32_t peer,
  * p3d_plugin_join_api: the API event of (comm, op) began on this thread;
  * returns the handle to give it: one naming the op registered here, the
  * one "captured" handle if graph_captured (that op is not joined), or
- * NULL (no op of ours: NCCL's own inner calls, AlltoAll's sends).
+ * NULL (no op of ours: NCCL's own inner calls, AlltoAll's sends; or its
+ * slot of the ring is being written by a call API_SLOTS older).
  */
 void p3d_plugin_join_use_api(int on);
 void *p3d_plugin_join_api(uint64_t comm, uint8_t op, int graph_captured);
@@ -73,6 +74,8 @@ void *p3d_plugin_join_api(uint64_t comm, uint8_t op, int graph_captured);
  */
 uint64_t p3d_plugin_join_parent(const void *parent, uint8_t op,
                                 uint64_t *t_put, int *replay);
+/* Tests only: called while a handle's slot is half written (NULL). */
+extern void (*p3d_plugin_join_midwrite)(void);
 /* Graph-captured calls seen by p3d_plugin_join_api (closing note). */
 uint64_t p3d_plugin_join_captured(void);
 /* App thread, once the real call returned: forget the op it registered

@@ -57,12 +57,18 @@ struct ctr_slot {
  * back); ticket 0 is the one "captured" handle.  x86-64 and AArch64
  * user pointers never have these top bits, so a handle is never mistaken
  * for one of the plugin's op objects.  Each slot is a small seqlock: the
- * writer zeroes the ticket before the fields, the reader claims it back
- * from its ticket only after reading them.
+ * writer claims it (ticket -> API_BUSY) before the fields, the reader
+ * claims it back from its ticket only after reading them.  The writer's
+ * claim is a compare-and-swap that gives way to a slot held by another
+ * writer or holding a newer ticket: two calls API_SLOTS tickets apart
+ * (one preempted mid-write) would otherwise mix one slot's fields, and
+ * an op would get another's GPU time.  A call that gives way gets no
+ * handle: its task is not joined, as one overwritten would not be.
  */
 #define API_SLOTS 16384u
 #define API_TAG 0xa5c0000000000000ull
 #define API_TAG_MASK 0xfff0000000000000ull
+#define API_BUSY UINT64_MAX    /* a writer is filling the slot */
 
 struct api_slot {
     _Atomic uint64_t ticket;
@@ -237,16 +243,35 @@ void p3d_plugin_join_use_api(int on)
     atomic_store(&join_by_api, on);
 }
 
-static void *api_slot_put(const struct join_inflight *in)
+/* Take slot s for ticket t, or give way (0): see API_BUSY. */
+static int api_slot_claim(struct api_slot *s, uint64_t t)
+{
+    uint64_t cur = atomic_load_explicit(&s->ticket, memory_order_relaxed);
+
+    do {
+        if (cur == API_BUSY || cur > t)
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &s->ticket, &cur, API_BUSY, memory_order_acquire,
+        memory_order_relaxed));
+    return 1;
+}
+
+void (*p3d_plugin_join_midwrite)(void);
+
+static void *api_slot_put(struct join_inflight in)
 {
     uint64_t t = atomic_fetch_add(&api_cursor, 1) + 1;
     struct api_slot *s = &api_tab[t % API_SLOTS];
 
-    atomic_store_explicit(&s->ticket, 0, memory_order_relaxed);
+    if (!api_slot_claim(s, t))
+        return NULL;
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&s->op_id, in->op_id, memory_order_relaxed);
-    atomic_store_explicit(&s->t_put, in->t_enter, memory_order_relaxed);
-    atomic_store_explicit(&s->op, in->op, memory_order_relaxed);
+    atomic_store_explicit(&s->op_id, in.op_id, memory_order_relaxed);
+    if (p3d_plugin_join_midwrite)
+        p3d_plugin_join_midwrite(); /* tests: preempted here */
+    atomic_store_explicit(&s->t_put, in.t_enter, memory_order_relaxed);
+    atomic_store_explicit(&s->op, in.op, memory_order_relaxed);
     atomic_store_explicit(&s->ticket, t, memory_order_release);
     return (void *)(uintptr_t)(API_TAG | (t & ~API_TAG_MASK));
 }
@@ -268,7 +293,7 @@ void *p3d_plugin_join_api(uint64_t comm, uint8_t op, int graph_captured)
     if (!mine)
         return NULL;
     join_tls.set = 0;   /* one API event per call: inner calls get none */
-    return api_slot_put(&join_tls);
+    return api_slot_put(join_tls);
 }
 
 uint64_t p3d_plugin_join_parent(const void *parent, uint8_t op,

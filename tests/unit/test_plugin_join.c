@@ -216,6 +216,44 @@ static void test_plugin_join_api_bounded(void **state)
     p3d_plugin_join_use_api(0);
 }
 
+/*
+ * A call preempted while it writes its handle's slot, and meanwhile the
+ * call 16,384 handles later (the same slot): each handle gives back its
+ * own op and t_enter, or nothing, never one's id with the other's time
+ * (before the writers' claim, the older handle named the newer op).
+ */
+static void *race_old, *race_new;
+static uint64_t race_n;
+
+static void race_midwrite(void)
+{
+    p3d_plugin_join_midwrite = NULL;   /* once, and not in the calls below */
+    for (uint64_t i = 1; i <= 16384; i++)
+        race_new = api_call(90000 + i, 0xd6, P3D_OP_BROADCAST, 0);
+    race_n = 16384;
+}
+
+static void test_plugin_join_api_midwrite(void **state)
+{
+    uint64_t t = 0, id;
+    int replay;
+
+    (void)state;
+    p3d_plugin_join_use_api(1);
+    p3d_plugin_join_midwrite = race_midwrite;
+    race_old = api_call(71, 0xd6, P3D_OP_BROADCAST, 0);
+    assert_int_equal(race_n, 16384);
+    assert_non_null(race_old);
+    assert_int_equal(p3d_plugin_join_parent(race_old, P3D_OP_BROADCAST, &t,
+                                            &replay), 71);
+    assert_int_equal(t, 71000);
+    /* the later call gave way: no handle, so its task is not joined */
+    assert_null(race_new);
+    id = p3d_plugin_join_parent(race_new, P3D_OP_BROADCAST, &t, &replay);
+    assert_int_equal(id, 0);
+    p3d_plugin_join_use_api(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_plugin_join_api_only_its_call),
         cmocka_unit_test(test_plugin_join_api_graph),
         cmocka_unit_test(test_plugin_join_api_bounded),
+        cmocka_unit_test(test_plugin_join_api_midwrite),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
