@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +33,12 @@ struct p3d_piece {
     int32_t pad;
 };
 
-/* The copies made, removed at exit. */
+/* The copies made, removed at exit or on a signal: the list is sized
+ * before the first copy (never moved) and an entry counts once it is
+ * written, so a signal handler may walk it. */
 static char p3d_fetch_dir[4096];
 static char **p3d_fetch_files;
-static int p3d_fetch_n;
+static volatile sig_atomic_t p3d_fetch_n;
 
 void p3d_dist_fetch_clean(void)
 {
@@ -42,6 +46,23 @@ void p3d_dist_fetch_clean(void)
         unlink(p3d_fetch_files[i]);
     if (p3d_fetch_dir[0])
         rmdir(p3d_fetch_dir);
+}
+
+/* Room in the list for n more copies, with signals held while it moves
+ * (one job after another each make room for theirs). */
+static void p3d_fetch_room(int n)
+{
+    sigset_t all, was;
+    char **grown = p3d_xcalloc((size_t)p3d_fetch_n + (size_t)n + 1,
+                               sizeof(*grown)), **old = p3d_fetch_files;
+
+    if (p3d_fetch_n)
+        memcpy(grown, old, (size_t)p3d_fetch_n * sizeof(*grown));
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &was);
+    p3d_fetch_files = grown;
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
+    free(old);
 }
 
 /* A new file for rank file i in process 0's folder, or -1. */
@@ -64,9 +85,8 @@ static int p3d_fetch_create(int i, char **path)
     fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    p3d_fetch_files = p3d_xrealloc(p3d_fetch_files, (size_t)p3d_fetch_n + 1,
-                                   sizeof(*p3d_fetch_files));
-    p3d_fetch_files[p3d_fetch_n++] = *path = p3d_xstrdup(name);
+    p3d_fetch_files[p3d_fetch_n] = *path = p3d_xstrdup(name);
+    p3d_fetch_n = p3d_fetch_n + 1;
     return fd;
 }
 
@@ -184,8 +204,10 @@ void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views)
 
     if (!d->local)
         return;
-    if (d->self == 0)
+    if (d->self == 0) {
         p3d_fetch_need(job, views, &need);
+        p3d_fetch_room(job->n_ranks);
+    }
     d->bcast(d, &need);
     if (need.n != (size_t)job->n_ranks)
         p3d_die("the list of files to fetch arrived damaged");
@@ -212,4 +234,6 @@ void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views)
     p3d_bytes_free(&msg);
     if (d->self != 0)
         d->done(d);
+    if (d->fetched)
+        d->fetched(d);
 }

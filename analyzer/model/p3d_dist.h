@@ -42,6 +42,9 @@ struct p3d_dist {
     /* --local: each process read its own folder, and a rank file is read
      * by the process that found it (p3d_rank.owner), not by blocks */
     int local;
+    /* process 0, once it holds its copies of other processes' files
+     * (--local); NULL: nothing to do */
+    void (*fetched)(struct p3d_dist *d);
 };
 
 /* The run over several processes, NULL in one process. */

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,12 +174,47 @@ static void p3d_mpi_silence(void)
     }
 }
 
-/* Test hook (tests/integration/test_mpi_equiv.sh): P3D_MPI_TEST_PEER=exit
- * or stall makes process 1 die or hang before it reads a file. */
-static void p3d_mpi_test_fault(int self)
+/*
+ * mpirun ends the other processes with SIGTERM when one fails, and a
+ * user's Ctrl-C reaches them as SIGINT or SIGTERM: process 0 removes
+ * its copies of other nodes' files first (atexit does not run), then
+ * dies of the signal as it would have.
+ */
+static void p3d_mpi_on_signal(int sig)
+{
+    p3d_dist_fetch_clean();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void p3d_mpi_clean_on_signals(void)
+{
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = p3d_mpi_on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+static void p3d_mpi_test_term(struct p3d_dist *d)
+{
+    (void)d;
+    raise(SIGTERM);
+}
+
+/* Test hooks (tests/integration/test_mpi_equiv.sh): P3D_MPI_TEST_PEER=exit
+ * or stall makes process 1 die or hang before it reads a file; =term0
+ * sends process 0 SIGTERM once it holds its --local copies. */
+static void p3d_mpi_test_fault(struct p3d_dist *d)
 {
     const char *t = getenv("P3D_MPI_TEST_PEER");
+    int self = d->self;
 
+    if (t && self == 0 && !strcmp(t, "term0"))
+        d->fetched = p3d_mpi_test_term;
     if (!t || self != 1)
         return;
     if (!strcmp(t, "exit"))
@@ -191,7 +227,7 @@ static void p3d_mpi_test_fault(int self)
 int main(int argc, char **argv)
 {
     static struct p3d_dist d = {0, 1, 32767, p3d_mpi_send, p3d_mpi_recv,
-                                p3d_mpi_bcast, p3d_mpi_done, 0};
+                                p3d_mpi_bcast, p3d_mpi_done, 0, NULL};
     int *ub, flag = 0, level, ret;
 
     /* Only this thread calls MPI; the scan's threads do not. */
@@ -207,7 +243,9 @@ int main(int argc, char **argv)
     if (d.self != 0)
         p3d_mpi_silence();
     p3d_mpi_start_deadline();
-    p3d_mpi_test_fault(d.self);
+    if (d.self == 0)
+        p3d_mpi_clean_on_signals();
+    p3d_mpi_test_fault(&d);
     ret = p3d_cli_main(argc, argv);
     p3d_mpi_flush();
     MPI_Finalize();

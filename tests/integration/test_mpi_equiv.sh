@@ -153,6 +153,16 @@ rc=$?
 [ "$rc" = 2 ] || fail "--local, no room for the copies: exit $rc, want 2"
 grep -q "has no copy of the rank files of 4 rank(s) (1,3,5,7): cannot create" "$T/lnc.err" ||
     { fail "--local: the missing copies are not said"; cat "$T/lnc.err"; }
+# process 0 killed (SIGTERM, as mpirun ends it when a peer fails) once it
+# holds its copies: it removes them, and still dies of the signal
+mkdir -p "$T/ltmp"
+P3D_MPI_TEST_PEER=term0 P3D_MPI_DEADLINE_S=60 timeout 100 mpirun -n 2 sh -c \
+    'cd "$1/n$OMPI_COMM_WORLD_RANK"; shift; TMPDIR="$0" exec "$@"' \
+    "$T/ltmp" "$T/lh" "$M" --local hang > /dev/null 2> "$T/lterm.err"
+rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "--local, process 0 killed: exit $rc"
+left=$(find "$T/ltmp" -mindepth 1 | head -3)
+[ -z "$left" ] || fail "--local, process 0 killed: its copies are left: $left"
 # process 0 cannot write an output: every process stops, none waits for
 # the deadline
 P3D_MPI_DEADLINE_S=120 timeout 100 mpirun -n 2 "$M" --json /nonexistent/x.json \
