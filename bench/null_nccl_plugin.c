@@ -160,34 +160,6 @@ NULL_API ncclResult_t ncclCommInitRank(ncclComm_t *c, int n, ncclUniqueId id,
     return ncclSuccess;
 }
 
-NULL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *e)
-{
-    (void)c;
-    *e = ncclSuccess;
-    return ncclSuccess;
-}
-
-NULL_API ncclResult_t ncclCommCount(const ncclComm_t c, int *n)
-{
-    (void)c;
-    *n = 2; /* 2 ranks: NCCL makes a task (and plugin events) per op */
-    return ncclSuccess;
-}
-
-NULL_API ncclResult_t ncclCommUserRank(const ncclComm_t c, int *r)
-{
-    (void)c;
-    *r = 0;
-    return ncclSuccess;
-}
-
-NULL_API ncclResult_t ncclCommCuDevice(const ncclComm_t c, int *d)
-{
-    (void)c;
-    *d = 0;
-    return ncclSuccess;
-}
-
 NULL_API ncclResult_t ncclCommDestroy(ncclComm_t c)
 {
     (void)c;

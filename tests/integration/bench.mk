@@ -11,10 +11,10 @@ BENCH := $(BUILD)/bench
 BENCH_NULL := $(BENCH)/null
 BENCH_CFLAGS = $(CPPFLAGS_ALL) $(P3D_CFLAGS)
 
-$(BENCH_NULL)/libnccl.so.2: bench/null_nccl.c
+$(BENCH_NULL)/libnccl.so.2: bench/null_nccl.c bench/null_nccl_comm.c
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(BENCH_CFLAGS) -fPIC -shared \
-		-Wl,-soname,libnccl.so.2 -o $@ $< $(P3D_LDFLAGS)
+		-Wl,-soname,libnccl.so.2 -o $@ $^ $(P3D_LDFLAGS)
 
 $(BENCH_NULL)/libcudart.so.13: bench/null_cudart.c
 	@mkdir -p $(dir $@)
@@ -56,7 +56,8 @@ bench-icount: $(LIB) $(BENCH_NULL)/shim_bench
 # Host cost per op of each P3D_GPU_TIMING setting, plugin included
 # (bench/plugin_host_cost.sh): a null NCCL that drives the plugin.
 BENCH_PLUGIN := $(BENCH)/plugin
-$(BENCH_PLUGIN)/libnccl.so.2: bench/null_nccl_plugin.c shim/p3d_commhash.c
+$(BENCH_PLUGIN)/libnccl.so.2: bench/null_nccl_plugin.c bench/null_nccl_comm.c \
+		shim/p3d_commhash.c
 	@mkdir -p $(dir $@)
 	$(QUIET_LINK)$(CC) $(BENCH_CFLAGS) -Ishim -fPIC -shared \
 		-Wl,-soname,libnccl.so.2 -o $@ $^ $(P3D_LDFLAGS) -ldl
