@@ -19,3 +19,17 @@ expect_warnings() {
         cat "$tmp/err"; echo "$1: unexpected warning"; exit 1
     fi
 }
+
+# run_plugin_job JOB [ENV=VALUE ...]: the 2-rank gpu_driver nccl job over
+# the fakes with the plugin tests' settings (mixed ops spread over
+# streams, no kernel window), its fake's truth in $tmp/JOB.truth, its
+# stderr in $tmp/JOB.err; the assignments come last, so they win.
+run_plugin_job() {
+    job=$1; shift
+    env P3D_FAKE_SHM_DIR="$tmp" P3D_TRACE_DIR="$tmp" P3D_JOB_ID="$job" \
+        P3D_FAKE_PROFILER_LOG="$tmp/$job.truth" P3D_GPU_DRIVER_MIXED=1 \
+        P3D_GPU_DRIVER_SPREAD=1 P3D_GPU_WINDOW=off \
+        LD_LIBRARY_PATH="$P3D_BUILD/fakes" \
+        LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" "$@" \
+        timeout 60 "$drv" nccl 2 2> "$tmp/$job.err"
+}

@@ -24,13 +24,7 @@ set -eu
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
 run() {   # job, then env assignments
     job=$1; shift
-    env P3D_FAKE_SHM_DIR="$tmp" P3D_TRACE_DIR="$tmp" P3D_JOB_ID="$job" \
-        P3D_FAKE_PROFILER_LOG="$tmp/$job.truth" P3D_GPU_DRIVER_MIXED=1 \
-        P3D_GPU_DRIVER_SPREAD=1 P3D_GPU_WINDOW=off \
-        P3D_GPU_TIMING=plugin P3D_FAKE_GRAPH=2:2:3 \
-        LD_LIBRARY_PATH="$P3D_BUILD/fakes" \
-        LD_PRELOAD="$P3D_BUILD/libp3dtrace.so" "$@" \
-        timeout 60 "$drv" nccl 2 2> "$tmp/$job.err"
+    run_plugin_job "$job" P3D_GPU_TIMING=plugin P3D_FAKE_GRAPH=2:2:3 "$@"
 }
 run graph
 run graph6 P3D_FAKE_PROFILER_V6=1
