@@ -22,6 +22,7 @@ bench/plugin_graph_h200.sh, which says what it prints).
    per process, for untraced, off, events, plugin and the defaults
    (kernel windows on), rounds rotated: the launching thread's CPU is a
    host-bound step's time, without the descheduling noise of wall time.
+   --pin puts the launching thread alone on one CPU (pin_threads).
 Figures only, no pass/fail.
 """
 import argparse
@@ -90,10 +91,47 @@ def host_worker(res, calls):
         json.dump({"ns_per_op": (t1 - t0) / calls * 1e9}, f)
 
 
-def loop_worker(res, steps):
+def cpu_siblings(c):
+    """CPU c and its hyperthread siblings (a set)."""
+    path = "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % c
+    out = {c}
+    try:
+        for part in open(path).read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+    except OSError:
+        pass
+    return out
+
+
+def pin_threads():
+    """--pin: the launching thread alone on one CPU (its hyperthread
+    siblings left idle), every other thread of the process (NCCL's proxy
+    and the process group's watchdog among them) on the rest.  Without
+    it, whether a busy helper thread shared the launching thread's core
+    was decided per process, a suspect for rounds falling in two groups.
+    Returns what was done, for the result file."""
+    import threading
+    cpus = sorted(os.sched_getaffinity(0))
+    main = cpus[len(cpus) // 2]
+    keep = cpu_siblings(main)
+    rest = set(cpus) - keep or set(cpus)
+    me = threading.get_native_id()
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    for t in tids:
+        try:
+            os.sched_setaffinity(t, {main} if t == me else rest)
+        except OSError:
+            pass
+    return {"cpu": main, "idle_siblings": sorted(keep - {main}),
+            "threads": len(tids)}
+
+
+def loop_worker(res, steps, pin):
     """The host-bound step: 64 pairs of a tiny matmul and a 1-rank
     all_reduce (NCCL launches no kernel for it: the launch path); thread
-    CPU time per step, median over the steps after 50 warm-up ones."""
+    CPU time per step, median and 10th percentile over the steps after
+    50 warm-up ones (threads pinned after 20 with --pin)."""
     import torch
     import torch.distributed as dist
     torch.cuda.set_device(0)
@@ -101,18 +139,26 @@ def loop_worker(res, steps):
                             device_id=torch.device("cuda", 0))
     w = torch.randn(64, 64, device="cuda")
     x = torch.ones(64, 64, device="cuda")
-    per = []
+    per, wall, pinned = [], [], None
     for i in range(50 + steps):
-        t0 = time.thread_time()
+        if pin and i == 20:
+            torch.cuda.synchronize()
+            pinned = pin_threads()
+        t0, w0 = time.thread_time(), time.perf_counter()
         for _ in range(64):
             x = torch.mm(x, w)
             dist.all_reduce(x)
         if i >= 50:
             per.append(time.thread_time() - t0)
+            wall.append(time.perf_counter() - w0)
     torch.cuda.synchronize()
     per.sort()
+    wall.sort()
     with open(res, "w") as f:
-        json.dump({"us_per_step": per[len(per) // 2] * 1e6}, f)
+        json.dump({"us_per_step": per[len(per) // 2] * 1e6,
+                   "us_p10": per[len(per) // 10] * 1e6,
+                   "wall_us": wall[len(wall) // 2] * 1e6,
+                   "pinned": pinned}, f)
 
 
 def loop_part(a, t_start):
@@ -120,6 +166,8 @@ def loop_part(a, t_start):
                 ("events", "events", None), ("plugin", "plugin", None),
                 ("defaults", "auto", {"P3D_GPU_WINDOW": None})]
     got = {n: [] for n, _, _ in settings}
+    p10 = {n: [] for n, _, _ in settings}
+    pins = []
     for rnd in range(a.rounds):
         if time.time() - t_start > a.budget:
             print("loop: stopped after %d rounds (budget)" % rnd)
@@ -129,7 +177,12 @@ def loop_part(a, t_start):
                          29661 + rnd, extra)
             if res:
                 got[n].append(res["us_per_step"])
+                p10[n].append(res.get("us_p10", 0))
+                if res.get("pinned") and not pins:
+                    pins.append(res["pinned"])
         settings = settings[1:] + settings[:1]
+    if pins:
+        print("loop: pinned: %s" % json.dumps(pins[0]))
     base = sorted(got["untraced"])
     base = base[len(base) // 2] if base else 0
     print("loop: thread CPU us per host-bound step (64 matmul + 1-rank "
@@ -141,6 +194,8 @@ def loop_part(a, t_start):
             print("loop %-9s median %8.1f  %+6.2f%%  rounds %s" %
                   (n, m, 100 * (m - base) / base if base else 0,
                    " ".join("%.1f" % x for x in got[n])))
+            print("loop %-9s p10s %s" % (n, " ".join("%.1f" % x
+                                                    for x in p10[n])))
 
 
 def launch(a, kind, name, nproc, timing, port, extra=None):
@@ -166,7 +221,7 @@ def launch(a, kind, name, nproc, timing, port, extra=None):
         procs.append(subprocess.Popen(
             [sys.executable, __file__, "--worker", kind, "--res", res,
              "--replays", str(a.replays), "--calls", str(a.calls),
-             "--steps", str(a.steps)],
+             "--steps", str(a.steps)] + (["--pin"] if a.pin else []),
             env=env, stdout=log, stderr=subprocess.STDOUT))
     ok = True
     for p in procs:
@@ -266,6 +321,8 @@ def main():
     p.add_argument("--loop", action="store_true",
                    help="the host-bound training-loop step, per setting")
     p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--pin", action="store_true",
+                   help="--loop: the launching thread alone on a CPU")
     p.add_argument("--worker")
     p.add_argument("--res")
     a = p.parse_args()
@@ -274,7 +331,7 @@ def main():
     if a.worker == "host":
         return host_worker(a.res, a.calls)
     if a.worker == "loop":
-        return loop_worker(a.res, a.steps)
+        return loop_worker(a.res, a.steps, a.pin)
     os.makedirs(os.path.join(a.out, "traces"), exist_ok=True)
     t_start = time.time()
     if not a.skip_graph:
