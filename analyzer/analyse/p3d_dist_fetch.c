@@ -33,9 +33,10 @@ struct p3d_piece {
     int32_t pad;
 };
 
-/* The copies made, removed at exit or on a signal: the list is sized
- * before the first copy (never moved) and an entry counts once it is
- * written, so a signal handler may walk it. */
+/* The copies made, removed at exit or on a signal: the list has room
+ * before a job's first copy and moves only with signals held
+ * (p3d_fetch_room), and an entry counts once it is written, so a signal
+ * handler may walk it. */
 static char p3d_fetch_dir[4096];
 static char **p3d_fetch_files;
 static volatile sig_atomic_t p3d_fetch_n;
