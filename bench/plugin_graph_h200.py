@@ -139,25 +139,22 @@ def loop_worker(res, steps, pin):
                             device_id=torch.device("cuda", 0))
     w = torch.randn(64, 64, device="cuda")
     x = torch.ones(64, 64, device="cuda")
-    per, wall, pinned = [], [], None
+    per, pinned = [], None
     for i in range(50 + steps):
         if pin and i == 20:
             torch.cuda.synchronize()
             pinned = pin_threads()
-        t0, w0 = time.thread_time(), time.perf_counter()
+        t0 = time.thread_time()
         for _ in range(64):
             x = torch.mm(x, w)
             dist.all_reduce(x)
         if i >= 50:
             per.append(time.thread_time() - t0)
-            wall.append(time.perf_counter() - w0)
     torch.cuda.synchronize()
     per.sort()
-    wall.sort()
     with open(res, "w") as f:
         json.dump({"us_per_step": per[len(per) // 2] * 1e6,
                    "us_p10": per[len(per) // 10] * 1e6,
-                   "wall_us": wall[len(wall) // 2] * 1e6,
                    "pinned": pinned}, f)
 
 
@@ -167,7 +164,7 @@ def loop_part(a, t_start):
                 ("defaults", "auto", {"P3D_GPU_WINDOW": None})]
     got = {n: [] for n, _, _ in settings}
     p10 = {n: [] for n, _, _ in settings}
-    pins = []
+    pinned = None   # what the first pinned process reported
     for rnd in range(a.rounds):
         if time.time() - t_start > a.budget:
             print("loop: stopped after %d rounds (budget)" % rnd)
@@ -178,11 +175,10 @@ def loop_part(a, t_start):
             if res:
                 got[n].append(res["us_per_step"])
                 p10[n].append(res.get("us_p10", 0))
-                if res.get("pinned") and not pins:
-                    pins.append(res["pinned"])
+                pinned = pinned or res.get("pinned")
         settings = settings[1:] + settings[:1]
-    if pins:
-        print("loop: pinned: %s" % json.dumps(pins[0]))
+    if pinned:
+        print("loop: pinned: %s" % json.dumps(pinned))
     base = sorted(got["untraced"])
     base = base[len(base) // 2] if base else 0
     print("loop: thread CPU us per host-bound step (64 matmul + 1-rank "
