@@ -7,7 +7,8 @@ CUDA events, on the GPU machine (issue 24).  One command, interleaved:
 
 1. small: us per all-reduce of 256 floats (2000 timed after 200 warm-up,
    torch.cuda.synchronize around the loop), 2 ranks, for untraced,
-   P3D_GPU_TIMING=events and =plugin, in --rounds interleaved rounds; and
+   P3D_GPU_TIMING=events and =plugin and the defaults, in --rounds
+   interleaved rounds; and
    one round with 1 rank (NCCL makes no kernel of a 1-rank all-reduce:
    the plugin gets no event there).
 2. sizes: all-reduce of 1 MiB .. 1 GiB, 10 timed calls per size, each
@@ -129,8 +130,11 @@ def trace_gpu_ms(outdir, name):
             early, n)
 
 
+# "default": no P3D_GPU_TIMING, what a user gets (auto: the plugin on
+# NCCL 2.28, CUPTI kernel records in the first window).
 TRACED = [("events", {"P3D_GPU_TIMING": "events"}),
-          ("plugin", {"P3D_GPU_TIMING": "plugin"})]
+          ("plugin", {"P3D_GPU_TIMING": "plugin"}),
+          ("default", {})]
 
 
 def interleaved(a, settings, prefix, nproc, port):
@@ -184,13 +188,7 @@ def main():
         host_cost(a)
         return
     if a.sizes_only:
-        for name, env in TRACED:
-            launch("sizes", "sizes-" + name, 2,
-                   dict(env, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV"),
-                   a.out, 29700 + len(name))
-            med, notes, early, n = trace_gpu_ms(a.out, "sizes-" + name)
-            print("%s: %d of %d GPU starts before the op's entry; notes %s"
-                  % (name, early, n, notes[-1:]))
+        sizes_part(a, 29700)
         return
     settings = [("untraced", None)] + TRACED
     port = 29600 + 2 * a.rounds * len(settings)
@@ -203,33 +201,40 @@ def main():
     for name, v in small.items():
         print("small 2 ranks %s: median %.2f us/op (runs %s)" %
               (name, statistics.median(v), " ".join("%.2f" % x for x in v)))
+    sizes_part(a, port)
+
+
+def sizes_part(a, port):
+    """Each traced setting's 1 MiB..1 GiB run: its trace's per-op GPU time
+    against the script's own events, and against the events path."""
     sizes = {}
-    for name, env in settings[1:]:
+    for name, env in TRACED:
         port += 1
         env = dict(env, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,ENV")
         sizes[name] = launch("sizes", "sizes-" + name, 2, env, a.out, port)
-    for name in ("events", "plugin"):
-        med, notes, early, n = trace_gpu_ms(a.out, "sizes-" + name)
+    med = {}
+    for name, _ in TRACED:
+        med[name], notes, early, n = trace_gpu_ms(a.out, "sizes-" + name)
         print("sizes %s: notes %s" % (name, notes))
         print("sizes %s: %d of %d GPU starts before the op's entry" %
               (name, early, n))
         for mb in SIZES_MB:
             own = sizes[name][str(mb)]
-            tr = med.get(mb << 20)
+            tr = med[name].get(mb << 20)
             print("sizes %s %5d MiB: trace %.4f ms, own events %.4f ms "
                   "(%+.2f%%)" % (name, mb, tr or 0, own,
                                  100 * ((tr or 0) - own) / own))
-    ev, _, _, _ = trace_gpu_ms(a.out, "sizes-events")
-    pl, _, _, _ = trace_gpu_ms(a.out, "sizes-plugin")
-    for mb in SIZES_MB:
-        e, p = ev.get(mb << 20), pl.get(mb << 20)
-        if e and p:
-            print("sizes %5d MiB: plugin %.4f ms vs events %.4f ms (%+.2f%%)"
-                  % (mb, p, e, 100 * (p - e) / e))
-    log = open(os.path.join(a.out, "sizes-plugin-0.log")).read().splitlines()
-    for line in log:
-        if "rofiler" in line or "PROFILER" in line:
-            print("nccl:", line)
+    for name, _ in TRACED[1:]:
+        for mb in SIZES_MB:
+            e, p = med["events"].get(mb << 20), med[name].get(mb << 20)
+            if e and p:
+                print("sizes %5d MiB: %s %.4f ms vs events %.4f ms (%+.2f%%)"
+                      % (mb, name, p, e, 100 * (p - e) / e))
+    for name in ("plugin", "default"):
+        log = open(os.path.join(a.out, "sizes-%s-0.log" % name)).read()
+        for line in log.splitlines():
+            if "rofiler" in line or "PROFILER" in line:
+                print("nccl %s:" % name, line)
 
 
 if __name__ == "__main__":

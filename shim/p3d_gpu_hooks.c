@@ -118,19 +118,26 @@ static int gpu_process_uses_cuda(void)
 
 /*
  * plugin: NCCL loaded us as its profiler plugin (its init ran for the
- * communicator of this first op), else the events path of auto, warned:
- * the user runs another plugin, or NCCL never loaded us (older than
- * 2.27, or plugins off).
+ * communicator of this first op), else the events path of auto: noted
+ * only when "auto" declined an NCCL version it was not measured on
+ * (p3d_plugin_env.c), warned when the user runs another plugin or NCCL
+ * never loaded us (older than 2.27, or plugins off).
  */
 static int gpu_start_plugin(void)
 {
     const char *other = p3d_plugin_env_other();
+    int declined = p3d_plugin_declined();
 
     if (other == NULL && p3d_plugin_inits() > 0) {
         gpu_start_windows();
         return P3D_GPU_PLUGIN;
     }
-    if (other != NULL)
+    if (other == NULL && declined != 0)
+        p3d_note("gpu timing: NCCL %d: the profiler plugin times NCCL ops "
+                 "by default on NCCL 2.28 only, where it was measured; CUDA "
+                 "events instead (P3D_GPU_TIMING=plugin takes the plugin)",
+                 declined);
+    else if (other != NULL)
         p3d_warn_once("gpu_plugin_other", "%s=%s is another profiler "
                       "plugin: NCCL op GPU times from CUDA events instead",
                       P3D_ENV_NCCL_PROFILER_PLUGIN, other);

@@ -38,6 +38,17 @@ int p3d_plugin_env_wanted(void);
 const char *p3d_plugin_env_other(void);
 /* Whether "auto" takes the plugin for NCCL ops (see p3d_plugin_env.c). */
 int p3d_plugin_auto_default(void);
+/* Whether the plugin, once NCCL loaded it, times ops under this NCCL
+ * version (ncclGetVersion's code; 0 unknown): always when asked for by
+ * name ("plugin"), under "auto" on the measured versions only. */
+int p3d_plugin_env_takes(int nccl_version);
+/* 1 if the process's NCCL calls reach this library's wrappers (we were
+ * preloaded), 0 if NCCL loaded us as its plugin only. */
+int p3d_plugin_env_interposes(void);
+/* ---- p3d_plugin.c ---------------------------------------------------- */
+/* The NCCL version whose inits the plugin declined under "auto" (not a
+ * measured version), 0 if none did. */
+int p3d_plugin_declined(void);
 
 /* ---- p3d_plugin_join.c ----------------------------------------------- */
 

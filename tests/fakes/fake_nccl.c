@@ -1498,7 +1498,10 @@ NCCL_API(ncclResult_t, ncclGetVersion, int *version)
 {
     if (!version)
         return fake_err(ncclInvalidArgument, "version is NULL");
-    *version = FAKE_VERSION;
+    /* P3D_FAKE_NCCL_VERSION: another NCCL_VERSION_CODE (22907 for
+     * 2.29.7), for the shim's version gates */
+    *version = getenv("P3D_FAKE_NCCL_VERSION")
+                   ? atoi(getenv("P3D_FAKE_NCCL_VERSION")) : FAKE_VERSION;
     return ncclSuccess;
 }
 

@@ -10,8 +10,11 @@
 #                          with asynchronous fake streams (events complete
 #                          after the call returned) the times of one
 #                          stream's ops follow each other without overlap;
-#   CUPTI held by another tool (fake cuptiSubscribe fails): auto falls
-#                          back to events and warns once per process;
+#   CUPTI held by another tool (fake cuptiSubscribe fails): auto warns
+#                          once per process and still times every op: on
+#                          NCCL 2.29 (busy) by events, as auto does on any
+#                          version but 2.28, saying why in a note and not on
+#                          stderr; on 2.28 (busyplugin) by the plugin;
 #   P3D_GPU_TIMING=off     no GPU_OP/GPU_SPAN/CLOCK_SYNC at all.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
@@ -27,7 +30,9 @@ run() {   # job, then env assignments
 }
 run events P3D_GPU_TIMING=events
 run evasync P3D_GPU_TIMING=events P3D_FAKE_ASYNC=1
-run busy P3D_FAKE_CUPTI_BUSY=1
+run busy P3D_FAKE_CUPTI_BUSY=1 P3D_FAKE_NCCL_VERSION=22907 \
+    P3D_FAKE_PROFILER_V6=1
+run busyplugin P3D_FAKE_CUPTI_BUSY=1
 run off P3D_GPU_TIMING=off
 python3 - "$tmp" "$P3D_SRC/tests/tools" <<'PY'
 import sys
@@ -39,7 +44,7 @@ def returns(job, rank):
     """When gpu_driver saw its NCCL calls return (CLOCK_MONOTONIC ns)."""
     with open("%s/%s.ret/returns-%d" % (d, job, rank)) as f:
         return [int(v) for v in f.read().split()]
-def events_ok(job):
+def events_ok(job, want=2):
     for rank, t in sorted(p3d_trace.read_dir(d + "/" + job).items()):
         recs = t.records
         rets = returns(job, rank)
@@ -52,8 +57,9 @@ def events_ok(job):
             continue
         for i, o in ops.items():
             g = gpu[i]
-            if g["source"] != 2:
-                fail.append("%s: source %d, want events" % (job, g["source"]))
+            if g["source"] != want:
+                fail.append("%s: source %d, want %d" % (job, g["source"],
+                                                        want))
             # the call returned to the app at the first logged return
             # after the shim's exit time (of the group for grouped ops)
             ex = ends[o["group_id"]]["t_exit"] if o["group_id"] else \
@@ -70,10 +76,15 @@ def events_ok(job):
                                         g["gpu_end"], lo, hi))
         if any(r["type"] == "gpu_span" for r in recs):
             fail.append("%s: spans without CUPTI" % job)
-        print("%s rank %d: %d ops, all with event times" %
-              (job, rank, len(ops)))
+        notes = [r["text"] for r in recs if r["type"] == "note"]
+        gate = [n for n in notes if "by default on NCCL 2.28 only" in n]
+        if (job == "busy") != bool(gate):
+            fail.append("%s rank %d: version note %s" % (job, rank, gate))
+        print("%s rank %d: %d ops, all with %s times" %
+              (job, rank, len(ops), "plugin" if want == 3 else "event"))
 events_ok("events")
 events_ok("busy")
+events_ok("busyplugin", 3)
 for rank, t in sorted(p3d_trace.read_dir(d + "/evasync").items()):
     ops = {r["op_id"]: r for r in t.records if r["type"] == "op"}
     gpu = {r["op_id"]: r for r in t.records if r["type"] == "gpu_op"}
@@ -92,11 +103,13 @@ for rank, t in sorted(p3d_trace.read_dir(d + "/evasync").items()):
                         % (rank, i))
         prev_end, prev_g = g["gpu_end"], grp
     print("evasync rank %d: %d ops in stream order" % (rank, len(ops)))
-err = open(d + "/busy.err").read()
-n = err.count("CUPTI is in use by another tool")
-print("busy: %d warnings for 2 processes" % n)
-if n != 2:
-    fail.append("busy: %d CUPTI warnings, want one per process" % n)
+for job in ("busy", "busyplugin"):
+    err = open(d + "/" + job + ".err").read()
+    n = err.count("CUPTI is in use by another tool")
+    print("%s: %d warnings for 2 processes" % (job, n))
+    if n != 2 or err.count("p3dtrace: warning") != 2:
+        fail.append("%s: %d CUPTI warnings, want one per process, and no "
+                    "other: %s" % (job, n, err))
 if open(d + "/events.err").read().count("p3dtrace: warning"):
     fail.append("events: unexpected warning")
 for rank, t in sorted(p3d_trace.read_dir(d + "/off").items()):
