@@ -3,12 +3,13 @@
  * (p3d_hooks.h): choose the GPU timing backend once and route each op to
  * it.
  *
- * P3D_GPU_TIMING=auto (default) times NCCL ops with CUDA events and
- * records kernels with CUPTI in windows (gpu_start_auto); "cupti" asks
- * for CUPTI for both, all the run (still falling back to events, warned),
- * "events" for events alone; "plugin" for NCCL's profiler plugin
- * (p3d_plugin.h) with kernel windows as auto, falling back to auto's
- * events, warned; "off" records no GPU times.  With CUPTI an ungrouped
+ * P3D_GPU_TIMING=auto (default) times NCCL ops with NCCL's profiler
+ * plugin (p3d_plugin.h) on the NCCL versions p3d_plugin_env.c names,
+ * else with CUDA events, and records kernels with CUPTI in windows
+ * (gpu_start_plugin, gpu_start_auto); "plugin" takes the plugin on any
+ * NCCL that loads it, falling back to events, warned; "cupti" asks for
+ * CUPTI for both, all the run (still falling back to events, warned),
+ * "events" for events alone; "off" records no GPU times.  With CUPTI an ungrouped
  * op is bracketed by an external correlation id = its op_id; the ops of a group are
  * remembered on the thread and published at the outermost ncclGroupEnd,
  * which is bracketed by a group key (P3D_GPU_GROUP_KEY | sequence),
@@ -76,10 +77,7 @@ static void gpu_atexit(void)
     p3d_cupti_fini();      /* no-op unless CUPTI runs (maybe in windows) */
 }
 
-/*
- * auto: CUDA events time the NCCL ops, CUPTI records kernels in windows
- * (p3d_gpu_window.c); without CUDA events, CUPTI for everything.
- */
+/* CUPTI records kernels in windows (p3d_gpu_window.c). */
 static void gpu_start_windows(void)
 {
     if (p3d_gpu_window_config() && p3d_cupti_start_windowed() == 0) {
@@ -88,6 +86,8 @@ static void gpu_start_windows(void)
     }
 }
 
+/* CUDA events time the NCCL ops, with kernel windows; without CUDA
+ * events, CUPTI for everything. */
 static int gpu_start_auto(void)
 {
     if (p3d_events_start() == 0) {
