@@ -15,6 +15,8 @@
 #define P3D_ENV_GPU_TIMING "P3D_GPU_TIMING"
 /* NCCL's own variable: the profiler plugin NCCL loads (issue 24) */
 #define P3D_ENV_NCCL_PROFILER_PLUGIN "NCCL_PROFILER_PLUGIN"
+/* 1/0: NCCL's proxy (network transfer) events for the hang report */
+#define P3D_ENV_PLUGIN_PROXY "P3D_PLUGIN_PROXY"
 #define P3D_ENV_HANG_TIMEOUT "P3D_HANG_TIMEOUT" /* seconds */
 #define P3D_ENV_STACKS "P3D_STACKS"             /* 0/1 */
 #define P3D_ENV_MAX_MB "P3D_MAX_MB"             /* trace file size cap */

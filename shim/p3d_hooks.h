@@ -14,6 +14,7 @@
 #ifndef P3D_HOOKS_H
 #define P3D_HOOKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* What a hook learns about an op (valid only during the call). */
@@ -56,5 +57,9 @@ void p3d_hook_group_end_after(uint32_t group_id, int ret);
 void p3d_hook_comm_end(uint64_t comm_hash, int how);
 /* Process exit, before the trace file is closed (no CUDA/NCCL calls). */
 void p3d_hook_fini(void);
+/* The watchdog reports a hang (its own thread): lines to add to the
+ * report into buf (each "p3dtrace:   ...\n"), their length; the feature
+ * may also write its own records. */
+size_t p3d_hook_hang_detail(char *buf, size_t cap);
 
 #endif /* P3D_HOOKS_H */

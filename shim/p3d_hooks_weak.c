@@ -53,3 +53,10 @@ __attribute__((weak)) void p3d_hook_comm_end(uint64_t comm_hash, int how)
 __attribute__((weak)) void p3d_hook_fini(void)
 {
 }
+
+__attribute__((weak)) size_t p3d_hook_hang_detail(char *buf, size_t cap)
+{
+    (void)buf;
+    (void)cap;
+    return 0;
+}

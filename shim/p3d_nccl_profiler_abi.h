@@ -22,12 +22,21 @@
 #define P3D_NP_GROUP 0x1
 #define P3D_NP_COLL 0x2
 #define P3D_NP_P2P 0x4
+#define P3D_NP_PROXY_OP 0x8     /* a network transfer on one channel */
+#define P3D_NP_PROXY_STEP 0x10  /* one step (slice) of it */
 #define P3D_NP_KERNEL_CH 0x40
 #define P3D_NP_COLL_API 0x200   /* v5+: the API call, on the caller's thread */
 #define P3D_NP_P2P_API 0x400
 
 /* recordEventState: the KernelCh stop state; its args carry the stop. */
 #define P3D_NP_STATE_KERNEL_CH_STOP 22
+/* ProxyStep states (NCCL's proxy thread, net transport; v4+ numbers). */
+#define P3D_NP_STEP_SEND_GPU_WAIT 8    /* waits for the GPU's data */
+#define P3D_NP_STEP_SEND_WAIT 9        /* posted to the network */
+#define P3D_NP_STEP_RECV_WAIT 10       /* waits for the peer's data */
+#define P3D_NP_STEP_RECV_FLUSH_WAIT 11 /* flushing it to the GPU */
+#define P3D_NP_STEP_RECV_GPU_WAIT 12   /* waits for the GPU to take it */
+#define P3D_NP_STEP_SEND_PEER_WAIT 20  /* waits for the receiver's buffer */
 
 /* ncclResult_t's success value (all callbacks return an int enum). */
 #define P3D_NP_SUCCESS 0
@@ -65,6 +74,22 @@ struct p3d_np_kernel_ch {
     uint64_t p_timer;         /* GPU globaltimer ns at the channel's start */
 };
 
+/* ProxyOp: started by NCCL's proxy thread for one channel of a task's
+ * network send or receive (v2.28.9 src/plugin/profiler.cc:478-497; the
+ * parent is the task's handle). */
+struct p3d_np_proxy_op {
+    int32_t pid;
+    uint8_t channel_id;
+    int peer;                 /* the remote rank, in the communicator */
+    int n_steps;
+    int chunk_size;
+    int is_send;
+};
+
+struct p3d_np_proxy_step {
+    int step;                 /* the parent ProxyOp's step, from 0 */
+};
+
 /* v5+ API events; graphCaptured: the call was made under stream capture. */
 struct p3d_np_coll_api {
     const char *func;
@@ -89,6 +114,8 @@ union p3d_np_descr_body {
     struct p3d_np_p2p_api p2p_api;    /* v5+ only */
     struct p3d_np_p2p p2p;
     struct p3d_np_kernel_ch kernel_ch;
+    struct p3d_np_proxy_op proxy_op;
+    struct p3d_np_proxy_step proxy_step;
     char size_v5[88];         /* v5's coll adds parentGroup at 104; v6's
                                * largest (ceColl) is 88 too */
 };
@@ -171,6 +198,10 @@ _Static_assert(offsetof(struct p3d_np_descr_v4, u) == 24, "union at 24");
 _Static_assert(offsetof(struct p3d_np_coll, n_channels) == 80 - 24,
                "coll.nChannels at 80");
 _Static_assert(offsetof(struct p3d_np_p2p, peer) == 56 - 24, "p2p.peer");
+_Static_assert(offsetof(struct p3d_np_proxy_op, channel_id) == 28 - 24 &&
+                   offsetof(struct p3d_np_proxy_op, peer) == 32 - 24 &&
+                   offsetof(struct p3d_np_proxy_op, is_send) == 44 - 24,
+               "proxyOp members at 28, 32 and 44");
 _Static_assert(offsetof(struct p3d_np_p2p, n_channels) == 60 - 24,
                "p2p.nChannels at 60");
 _Static_assert(offsetof(struct p3d_np_kernel_ch, p_timer) == 32 - 24,

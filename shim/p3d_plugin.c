@@ -27,7 +27,9 @@
  *
  * Every callback returns ncclSuccess, never blocks, never allocates
  * except one context per communicator at init; events it cannot place
- * get a NULL handle.  Proxy and network events are not requested.
+ * get a NULL handle.  Proxy events (P3D_PLUGIN_PROXY) go to
+ * p3d_plugin_proxy.c, for hang reports; network-plugin events are not
+ * requested.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -48,6 +50,8 @@
 /* NCCL 2.28+ starts the API events for MASK already (v2.28.9
  * src/plugin/profiler.cc:267,292); asking says we rely on them. */
 #define MASK_V5 (MASK | P3D_NP_COLL_API | P3D_NP_P2P_API)
+/* Where network transfers stand, for hang reports (p3d_plugin_proxy.c). */
+#define MASK_PROXY (P3D_NP_PROXY_OP | P3D_NP_PROXY_STEP)
 
 enum { OP_FREE, OP_LIVE };
 
@@ -342,7 +346,8 @@ static int plugin_init(void **context, uint64_t comm, int *mask, int abi)
         return P3D_NP_SUCCESS;      /* NCCL goes on without us */
     c->comm = comm;
     if (mask)
-        *mask = abi >= 5 ? MASK_V5 : MASK;
+        *mask = (abi >= 5 ? MASK_V5 : MASK) |
+                (p3d_plugin_env_proxy() ? MASK_PROXY : 0);
     atomic_store(&plugin_abi, abi);
     p3d_plugin_join_use_api(abi >= 5);
     plugin_clock_update(p3d_now());
@@ -445,6 +450,17 @@ static void plugin_start_channel(void **h, void *parent,
     *h = (char *)o + 1;
 }
 
+/* The op id of a task handle we gave out (a ProxyOp's parent), else 0. */
+static uint64_t plugin_task_op_id(const void *parent)
+{
+    int ch;
+    struct plugin_op *o = plugin_op_of(parent, &ch);
+
+    if (o == NULL || ch || atomic_load(&o->state) != OP_LIVE || o->replay)
+        return 0;
+    return o->op_id;
+}
+
 static void plugin_start(void *context, void **h, uint64_t type,
                          void *parent, const union p3d_np_descr_body *u)
 {
@@ -467,6 +483,11 @@ static void plugin_start(void *context, void **h, uint64_t type,
                                  u->p2p_api.graph_captured);
     else if (type == P3D_NP_KERNEL_CH)
         plugin_start_channel(h, parent, &u->kernel_ch);
+    else if (type == P3D_NP_PROXY_OP)
+        p3d_plugin_proxy_op_start(h, c->comm, plugin_task_op_id(parent),
+                                  &u->proxy_op);
+    else if (type == P3D_NP_PROXY_STEP)
+        p3d_plugin_proxy_step_start(h, parent, u->proxy_step.step);
 }
 
 static int plugin_stop(void *h)
@@ -474,8 +495,10 @@ static int plugin_stop(void *h)
     int ch;
     struct plugin_op *o = plugin_op_of(h, &ch);
 
-    if (o == NULL)
+    if (o == NULL) {
+        p3d_plugin_proxy_stop(h);   /* ignores handles not its own */
         return P3D_NP_SUCCESS;
+    }
     if (ch)
         atomic_fetch_add(&o->ch_stopped, 1);
     else
@@ -490,7 +513,11 @@ static int plugin_record(void *h, int state, union p3d_np_state_args *a)
     struct plugin_op *o = plugin_op_of(h, &ch);
     uint64_t cur;
 
-    if (o == NULL || !ch || state != P3D_NP_STATE_KERNEL_CH_STOP || !a)
+    if (o == NULL) {
+        p3d_plugin_proxy_record(h, state);
+        return P3D_NP_SUCCESS;
+    }
+    if (!ch || state != P3D_NP_STATE_KERNEL_CH_STOP || !a)
         return P3D_NP_SUCCESS;
     cur = atomic_load(&o->stop);
     while (a->kernel_ch_p_timer > cur &&

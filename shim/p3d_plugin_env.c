@@ -79,6 +79,22 @@ const char *p3d_plugin_env_other(void)
     return plugin_user;
 }
 
+/*
+ * Whether the plugin asks NCCL for its proxy events (ProxyOp, ProxyStep:
+ * where each network transfer stands, for the hang report;
+ * p3d_plugin_proxy.c).  RATIONALE for the default: P3D_PLUGIN_PROXY_ON.
+ */
+#define P3D_PLUGIN_PROXY_ON 1
+
+int p3d_plugin_env_proxy(void)
+{
+    const char *v = getenv(P3D_ENV_PLUGIN_PROXY);
+
+    if (v == NULL || *v == '\0')
+        return P3D_PLUGIN_PROXY_ON;
+    return strcmp(v, "0") != 0;
+}
+
 /* Our own file, absolute (NCCL may dlopen after a chdir). */
 static int plugin_self_path(void)
 {

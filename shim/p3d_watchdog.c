@@ -278,6 +278,8 @@ static void p3d_wd_scan(uint64_t *last_id, int *reports)
     len = p3d_watchdog_format(buf, sizeof(buf), ops,
                               n_all < P3D_WD_SHOW ? n_all : P3D_WD_SHOW,
                               n_all, now);
+    if (len < sizeof(buf))
+        len += p3d_hook_hang_detail(buf + len, sizeof(buf) - len);
     if (write(2, buf, len) < 0) {
         /* stderr is gone; the record below still tells */
     }

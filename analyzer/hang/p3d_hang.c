@@ -55,6 +55,9 @@ static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
         if (h->n_hang < 8)
             h->hang[h->n_hang++] = k;
         break;
+    case P3D_REC_NOTE:
+        p3d_hang_proxy_note(h, (const void *)r);
+        break;
     case P3D_REC_STACK:         /* frames must fit in the record */
         if (((const struct p3d_rec_stack *)r)->n_frames >
             (r->len - sizeof(struct p3d_rec_stack)) / 8)

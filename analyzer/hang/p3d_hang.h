@@ -129,6 +129,17 @@ void p3d_hang_free(struct p3d_job *job);
  */
 void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n);
 
+/*
+ * NCCL's network transfers in flight on `rank` at the shim's last
+ * watchdog report (from NCCL's proxy events; p3d_hang_proxy.c), one line
+ * each, the peer as a global rank: at most max, their number.  None
+ * without that evidence (no report, proxy events off, transfers inside
+ * a node).
+ */
+#define P3D_HANG_PROXY_LEN 240
+int p3d_hang_proxy_lines(const struct p3d_job *job, int rank,
+                         char (*out)[P3D_HANG_PROXY_LEN], int max);
+
 /* The results in words (hang/p3d_hang_words.c), for every view alike. */
 const char *p3d_hang_op_name(int op);   /* "AllReduce", "CommInit" */
 const char *p3d_hang_lbl_name(int l);   /* "TP", "?" */

@@ -10,6 +10,8 @@
 #include "p3d_hang.h"
 #include "p3d_reader.h"
 
+#define P3D_HANG_PROXY_KEEP 16        /* a watchdog report's notes */
+
 #define P3D_HK_COLL 0
 #define P3D_HK_SEND 1
 #define P3D_HK_RECV 2
@@ -45,6 +47,11 @@ struct p3d_hrank {
     size_t n_stacks, cap_stacks;
     const struct p3d_rec_module **mods;
     size_t n_mods, cap_mods;
+    const struct p3d_rec_str *proxy[P3D_HANG_PROXY_KEEP]; /* the last
+                                        "proxy: " notes (the shim's
+                                        watchdog report: network transfers
+                                        in flight), oldest first */
+    int n_proxy;
     uint64_t t_last;
     uint64_t t_close;                /* end_mono_ns if closed */
     int term, have_gpu, closed, n_pend;
@@ -60,6 +67,9 @@ struct p3d_hjob {
     struct p3d_hrank *hr;            /* [world_size], rank < 0: no file */
     int world;
 };
+
+/* A "proxy: " note of h's file, kept (p3d_hang_proxy.c); others ignored. */
+void p3d_hang_proxy_note(struct p3d_hrank *h, const struct p3d_rec_str *s);
 
 /* A wait of rank `from` on rank `to` (hard: `to` has not arrived). */
 struct p3d_hedge {

@@ -151,6 +151,24 @@ static void p3d_hj_aborts(FILE *f, const struct p3d_job *job)
     fputs("]", f);
 }
 
+/* NCCL's network transfers in flight at each rank's watchdog report. */
+static void p3d_hj_transfers(FILE *f, const struct p3d_job *job)
+{
+    static char line[16][P3D_HANG_PROXY_LEN];
+    int first = 1;
+
+    fputs(",\n    \"network_transfers\": [", f);
+    for (int a = 0; a < job->world_size; a++) {
+        int n = p3d_hang_proxy_lines(job, a, line, 16);
+        for (int k = 0; k < n; k++, first = 0) {
+            fprintf(f, "%s{\"rank\": %d, \"text\": ", first ? "" : ", ", a);
+            p3d_json_str(f, line[k], strlen(line[k]));
+            fputs("}", f);
+        }
+    }
+    fputs("]", f);
+}
+
 static void p3d_hj_frontiers(FILE *f, const struct p3d_hang_res *res)
 {
     fputs(",\n    \"frontiers\": [", f);
@@ -196,6 +214,7 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
     p3d_hj_mm(f, job);
     p3d_hj_behind(f, job);
     p3d_hj_aborts(f, job);
+    p3d_hj_transfers(f, job);
     p3d_hj_frontiers(f, res);
     fputs("}", f);
 }

@@ -20,6 +20,37 @@
 
 
 
+#define P3D_PROXY_SHOWN 6 /* transfer lines without --detail=hang */
+
+/*
+ * Where the waiting ranks' network transfers stood at the shim's watchdog
+ * report (NCCL's proxy events), nearest the root first: the evidence for
+ * "waits for the peer's data" against "stuck in the network".
+ */
+static void p3d_ho_proxy(FILE *f, const struct p3d_job *job, int all)
+{
+    static char line[16][P3D_HANG_PROXY_LEN];
+    const struct p3d_hang_res *res = job->hang;
+    int shown = 0, more = 0;
+
+    for (int i = 0; i < res->n_waiting; i++) {
+        int n = p3d_hang_proxy_lines(job, res->wait[i].rank, line, 16);
+        for (int k = 0; k < n; k++) {
+            if (!all && shown == P3D_PROXY_SHOWN) {
+                more += n - k;
+                break;
+            }
+            if (shown++ == 0)
+                fprintf(f, "  network transfers in flight at the watchdog's "
+                        "report (NCCL's proxy events; transfers inside a "
+                        "node have none):\n");
+            fprintf(f, "    rank %d: %s\n", res->wait[i].rank, line[k]);
+        }
+    }
+    if (more)
+        fprintf(f, "    ... and %d more (--detail=hang lists them)\n", more);
+}
+
 /* Print the symbolized frames of stack `id` of rank r.  Frames of a call
  * site the report shows: the innermost, where the rank
  * is; --detail=hang shows them all (up to 12). */
@@ -350,6 +381,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
             p3d_ho_stack(f, job, res->wait[0].rank, res->wait[0].stack_id,
                          "      ", frames);
     }
+    p3d_ho_proxy(f, job, detail & P3D_DETAIL_HANG);
     p3d_ho_frontiers(f, job);
     p3d_ho_others(f, job);
     p3d_ho_aborts(f, job, detail & P3D_DETAIL_HANG);

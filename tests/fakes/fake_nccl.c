@@ -893,11 +893,40 @@ static void fake_prof_report(const struct fake_op *ops, size_t n,
     fake_prof_launch_end();
 }
 
+/* The network transfers of ops (fake_prof_proxy_begin): send/recv one,
+ * a collective of several ranks a receive from the ring's previous rank
+ * and a send to its next; px[2 * i + k]. */
+static void fake_proxy_begin(const struct fake_op *ops, size_t n,
+                             struct fake_prof_proxy *px)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct fake_op *o = &ops[i];
+        struct fake_prof_comm *pc = &o->comm->prof;
+        int nr = o->comm->nranks, me = o->comm->rank;
+
+        px[2 * i].op = px[2 * i].step = NULL;
+        px[2 * i + 1] = px[2 * i];
+        if (o->kind == FK_SEND || o->kind == FK_RECV)
+            fake_prof_proxy_begin(pc, o->kind == FK_SEND, o->peer, &px[2 * i]);
+        else if (nr > 1 && o->count) {
+            fake_prof_proxy_begin(pc, 0, (me + nr - 1) % nr, &px[2 * i]);
+            fake_prof_proxy_begin(pc, 1, (me + 1) % nr, &px[2 * i + 1]);
+        }
+    }
+}
+
 static ncclResult_t fake_launch_now(struct fake_op *ops, size_t n)
 {
     uint64_t t0 = p3dfake_now_ns();
-    ncclResult_t r = fake_run(ops, n);
+    struct fake_prof_proxy *px = calloc(2 * n + 2, sizeof(*px));
+    ncclResult_t r;
 
+    if (px != NULL)
+        fake_proxy_begin(ops, n, px);
+    r = fake_run(ops, n);
+    for (size_t i = 0; px != NULL && i < 2 * n; i++)
+        fake_prof_proxy_end(&px[i]);
+    free(px);
     fake_report(ops, n, t0);
     fake_prof_report(ops, n, t0);
     fake_streams_done(ops, n);

@@ -187,6 +187,58 @@ static int prof_on(const struct fake_prof_comm *pc)
     return pc->ctx != NULL && (prof_v5 != NULL || prof_v4 != NULL);
 }
 
+static void prof_record(void *h, int state)
+{
+    union p3d_np_state_args a;
+
+    if (h == NULL)
+        return;
+    memset(&a, 0, sizeof(a));
+    if (prof_v5 != NULL)
+        prof_v5->record_event_state(h, state, &a);
+    else
+        prof_v4->record_event_state(h, state, &a);
+}
+
+/*
+ * A network transfer as NCCL's proxy thread reports it: a ProxyOp (its
+ * parent would be the task; the fake has none yet, so NULL) and its first
+ * step, waiting for the peer's data (a receive) or for the receiver's
+ * buffer (a send); fake_prof_proxy_end finishes both.  Sent only when the
+ * plugin asks for proxy events (every transfer counts as a network one).
+ */
+void fake_prof_proxy_begin(struct fake_prof_comm *pc, int is_send, int peer,
+                           struct fake_prof_proxy *px)
+{
+    union p3d_np_descr_body u;
+
+    px->op = px->step = NULL;
+    if (!prof_on(pc) || !(prof_mask & P3D_NP_PROXY_OP))
+        return;
+    memset(&u, 0, sizeof(u));
+    u.proxy_op.pid = (int32_t)getpid();
+    u.proxy_op.channel_id = 0;
+    u.proxy_op.peer = peer;
+    u.proxy_op.n_steps = 1;
+    u.proxy_op.chunk_size = 1 << 17;
+    u.proxy_op.is_send = is_send;
+    px->op = prof_start(pc, P3D_NP_PROXY_OP, NULL, &u);
+    if (px->op == NULL || !(prof_mask & P3D_NP_PROXY_STEP))
+        return;
+    memset(&u, 0, sizeof(u));
+    u.proxy_step.step = 0;
+    px->step = prof_start(pc, P3D_NP_PROXY_STEP, px->op, &u);
+    prof_record(px->step, is_send ? P3D_NP_STEP_SEND_PEER_WAIT
+                                  : P3D_NP_STEP_RECV_WAIT);
+}
+
+void fake_prof_proxy_end(struct fake_prof_proxy *px)
+{
+    prof_stop(px->step);
+    prof_stop(px->op);
+    px->op = px->step = NULL;
+}
+
 void fake_prof_launch_begin(struct fake_prof_comm *pc)
 {
     union p3d_np_descr_body none;

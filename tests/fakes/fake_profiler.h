@@ -56,6 +56,14 @@ void fake_prof_launch_end(void);
 void *fake_prof_api(struct fake_prof_comm *pc, int func, size_t count,
                     int captured);
 
+/* One network transfer's ProxyOp and first step, while the op runs. */
+struct fake_prof_proxy {
+    void *op, *step;
+};
+void fake_prof_proxy_begin(struct fake_prof_comm *pc, int is_send, int peer,
+                           struct fake_prof_proxy *px);
+void fake_prof_proxy_end(struct fake_prof_proxy *px);
+
 /*
  * P3D_FAKE_GRAPH=FIRST:LEN:REPLAYS: of a comm's ungrouped non-empty
  * collective calls (AllReduce .. Reduce), numbers FIRST..FIRST+LEN-1 are
