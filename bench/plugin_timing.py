@@ -175,6 +175,10 @@ def main():
     ap.add_argument("--sizes-only", action="store_true",
                     help="only the 1 MiB..1 GiB runs, with how far each "
                     "GPU start lies from its op's host entry")
+    ap.add_argument("--proxy-cost", action="store_true",
+                    help="the defaults with and without NCCL's proxy "
+                    "events (P3D_PLUGIN_PROXY): the 2-rank small loop in "
+                    "--rounds interleaved rounds, then 1 MiB..1 GiB")
     ap.add_argument("--host-cost", action="store_true",
                     help="only the 1-rank loop, kernel windows off, for "
                     "untraced, off, events, plugin and auto, in --rounds "
@@ -190,6 +194,9 @@ def main():
     if a.sizes_only:
         sizes_part(a, 29700)
         return
+    if a.proxy_cost:
+        proxy_cost(a)
+        return
     settings = [("untraced", None)] + TRACED
     port = 29600 + 2 * a.rounds * len(settings)
     small = interleaved(a, settings, "small", 2, 29600)
@@ -202,6 +209,30 @@ def main():
         print("small 2 ranks %s: median %.2f us/op (runs %s)" %
               (name, statistics.median(v), " ".join("%.2f" % x for x in v)))
     sizes_part(a, port)
+
+
+PROXY = [("proxy", {}), ("noproxy", {"P3D_PLUGIN_PROXY": "0"})]
+
+
+def proxy_cost(a):
+    """The defaults (plugin with proxy events) against the same without
+    them: us per small 2-rank all-reduce, then per-op GPU time by size."""
+    res = interleaved(a, PROXY, "pxsmall", 2, 29800)
+    for name, v in res.items():
+        print("proxy cost small 2 ranks %-8s: median %.2f us/op (runs %s)"
+              % (name, statistics.median(v), " ".join("%.2f" % x for x in v)))
+    med, own = {}, {}
+    for k, (name, env) in enumerate(PROXY):
+        own[name] = launch("sizes", "pxsizes-" + name, 2, env, a.out,
+                           29850 + k)
+        med[name], notes, _, _ = trace_gpu_ms(a.out, "pxsizes-" + name)
+        print("pxsizes %s: notes %s" % (name, notes[-2:]))
+    for mb in SIZES_MB:
+        p, q = med["proxy"].get(mb << 20), med["noproxy"].get(mb << 20)
+        print("pxsizes %5d MiB: trace proxy %.4f ms, noproxy %.4f ms; own "
+              "events %.4f / %.4f ms" % (mb, p or 0, q or 0,
+                                         own["proxy"][str(mb)],
+                                         own["noproxy"][str(mb)]))
 
 
 def sizes_part(a, port):
