@@ -47,14 +47,16 @@ struct px_step {
 };
 
 struct px_op {
-    _Atomic int live;
-    uint64_t op_id, comm;
-    int32_t peer, n_steps;
-    uint8_t channel, is_send;
-    uint64_t t_start;
+    _Atomic int live;           /* 0 free, 2 being filled in, 1 live */
+    _Atomic uint64_t op_id, comm, t_start;
+    _Atomic int32_t peer, n_steps, channel, is_send;
     _Atomic int32_t started, done;
     struct px_step st[PX_STEPS];
 } __attribute__((aligned(64)));
+
+#define PX_SET(o, f, v) atomic_store_explicit(&(o)->f, (v), \
+                                              memory_order_relaxed)
+#define PX_GET(o, f) atomic_load_explicit(&(o)->f, memory_order_relaxed)
 
 static struct px_op px_ops[PX_SLOTS];
 static _Atomic uint64_t px_cursor, px_full;
@@ -87,13 +89,13 @@ void p3d_plugin_proxy_op_start(void **h, uint64_t comm, uint64_t op_id,
 
         if (!atomic_compare_exchange_strong(&o->live, &free_, 2))
             continue;               /* 2: being filled in */
-        o->op_id = op_id;
-        o->comm = comm;
-        o->peer = d->peer;
-        o->n_steps = d->n_steps;
-        o->channel = d->channel_id;
-        o->is_send = (uint8_t)(d->is_send != 0);
-        o->t_start = p3d_now();
+        PX_SET(o, op_id, op_id);
+        PX_SET(o, comm, comm);
+        PX_SET(o, peer, d->peer);
+        PX_SET(o, n_steps, d->n_steps);
+        PX_SET(o, channel, d->channel_id);
+        PX_SET(o, is_send, d->is_send != 0);
+        PX_SET(o, t_start, p3d_now());
         atomic_store(&o->started, 0);
         atomic_store(&o->done, 0);
         for (int k = 0; k < PX_STEPS; k++)
@@ -182,24 +184,25 @@ static int px_line(char *buf, size_t cap, const struct px_op *o,
 {
     int32_t step;
     const struct px_step *s = px_oldest(o, &step);
-    uint64_t t = s ? atomic_load(&s->t) : o->t_start;
-    char what[96];
+    uint64_t t = s ? atomic_load(&s->t) : PX_GET(o, t_start);
+    uint64_t op_id = PX_GET(o, op_id);
+    int send = PX_GET(o, is_send);
+    char what[96], id[40] = "";
 
     if (s != NULL)
         snprintf(what, sizeof(what), "step %d %s", (int)step,
-                 px_state(atomic_load(&s->state), o->is_send));
+                 px_state(atomic_load(&s->state), send));
     else
         snprintf(what, sizeof(what), "no step in flight");
-    char id[40] = "";
-
-    if (o->op_id)
-        snprintf(id, sizeof(id), " (op_id %" PRIu64 ")", o->op_id);
+    if (op_id)
+        snprintf(id, sizeof(id), " (op_id %" PRIu64 ")", op_id);
     return snprintf(buf, cap,
                     "proxy: comm 0x%016" PRIx64 " %s comm rank %d, channel "
-                    "%u: %d of %d steps done, %s for %.1f s%s", o->comm,
-                    o->is_send ? "send to" : "receive from", o->peer,
-                    o->channel, (int)atomic_load(&o->done), o->n_steps, what,
-                    now > t ? (double)(now - t) / 1e9 : 0.0, id);
+                    "%d: %d of %d steps done, %s for %.1f s%s",
+                    PX_GET(o, comm), send ? "send to" : "receive from",
+                    (int)PX_GET(o, peer), (int)PX_GET(o, channel),
+                    (int)atomic_load(&o->done), (int)PX_GET(o, n_steps),
+                    what, now > t ? (double)(now - t) / 1e9 : 0.0, id);
 }
 
 /* Live transfers, oldest activity first: at most max indexes. */
@@ -211,8 +214,9 @@ static int px_live(int *idx, int max)
         if (atomic_load(&px_ops[i].live) == 1)
             idx[n++] = i;
     for (int i = 1; i < n; i++) /* insertion sort by start: n is small */
-        for (int j = i; j > 0 && px_ops[idx[j]].t_start <
-                                     px_ops[idx[j - 1]].t_start; j--) {
+        for (int j = i; j > 0 && PX_GET(&px_ops[idx[j]], t_start) <
+                                     PX_GET(&px_ops[idx[j - 1]], t_start);
+             j--) {
             int t = idx[j];
             idx[j] = idx[j - 1];
             idx[j - 1] = t;
