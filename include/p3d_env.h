@@ -15,7 +15,7 @@
 #define P3D_ENV_GPU_TIMING "P3D_GPU_TIMING"
 /* NCCL's own variable: the profiler plugin NCCL loads (issue 24) */
 #define P3D_ENV_NCCL_PROFILER_PLUGIN "NCCL_PROFILER_PLUGIN"
-/* 1/0: NCCL's proxy (network transfer) events for the hang report */
+/* 1/0 (default 0): NCCL's proxy (network transfer) events for hangs */
 #define P3D_ENV_PLUGIN_PROXY "P3D_PLUGIN_PROXY"
 #define P3D_ENV_HANG_TIMEOUT "P3D_HANG_TIMEOUT" /* seconds */
 #define P3D_ENV_STACKS "P3D_STACKS"             /* 0/1 */

@@ -6,15 +6,16 @@
 # A simulated Megatron job (TP 2, PP 2, DP 2) whose rank 5 never issues
 # its 7th PP op, under the default GPU timing (the plugin, as on NCCL
 # 2.28), P3D_HANG_TIMEOUT=1:
-#   on       rank 1 (its PP peer) reports its Send: the watchdog's report
+#   on       P3D_PLUGIN_PROXY=1: rank 1 (its PP peer) reports its Send:
+#            the watchdog's report
 #            on stderr lists the transfers in flight, all on the PP
 #            communicator of the pending op (finished ones were freed, not
 #            kept), a send to comm rank 1 waiting for the receiver's
 #            buffer; the trace has them as "proxy:" notes; p3d-analyze's
 #            text and --json (hang.network_transfers) name the peer as
 #            global rank 5 on the PP communicator;
-#   off      P3D_PLUGIN_PROXY=0: no transfer in the reports, an empty
-#            hang.network_transfers.
+#   off      P3D_PLUGIN_PROXY unset (the default) and =0: no transfer in
+#            the reports, an empty hang.network_transfers.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 [ -x "$P3D_BUILD/p3d-sim" ] || { echo "no $P3D_BUILD/p3d-sim"; exit 1; }
@@ -41,8 +42,10 @@ def stop_children(pid):
 
 def run(name, extra):
     """The hung job; stopped once rank 1 has reported (or after 120 s)."""
-    env = dict(os.environ, P3D_HANG_TIMEOUT="1", P3D_QUIET="1", **extra)
+    env = dict(os.environ, P3D_HANG_TIMEOUT="1", P3D_QUIET="1")
     env.pop("P3D_GPU_TIMING", None)
+    env.pop("P3D_PLUGIN_PROXY", None)
+    env.update(extra)
     err = f"{out}/{name}.err"
     cmd = [f"{build}/p3d-sim", "--tp", "2", "--pp", "2", "--dp", "2", "-m",
            "4", "--iters", "1", "--hang", "5:pp:7", "--fwd-ms", "1",
@@ -80,7 +83,7 @@ def analyze(name):
     return txt, json.load(open(f"{out}/{name}.json"))
 
 # on
-err = run("on", {})
+err = run("on", {"P3D_PLUGIN_PROXY": "1"})
 rep = report_of(err, 1)
 m = re.search(r"Send seq \d+ on comm 0x([0-9a-f]+)", rep)
 px = re.findall(r"proxy: comm 0x([0-9a-f]+) (send to|receive from) comm "
@@ -111,17 +114,18 @@ else:
         fail.append("on: hang.network_transfers %s" % nt)
     print("on: rank 1 reported %d transfer(s) on PP 0x%s; p3d-analyze "
           "names rank 5" % (len(px), pp))
-# off
-err = run("off", {"P3D_PLUGIN_PROXY": "0"})
-if "HANG? rank 1 " not in err:
-    fail.append("off: rank 1 did not report:\n" + err[-2000:])
-if "proxy:" in err:
-    fail.append("off: transfers reported with P3D_PLUGIN_PROXY=0")
-_, js = analyze("off")
-if js["hang"]["network_transfers"]:
-    fail.append("off: hang.network_transfers %s" %
-                js["hang"]["network_transfers"])
-print("off: no transfers")
+# off: by default, and asked for
+for name, extra in (("default", {}), ("off", {"P3D_PLUGIN_PROXY": "0"})):
+    err = run(name, extra)
+    if "HANG? rank 1 " not in err:
+        fail.append("%s: rank 1 did not report:\n%s" % (name, err[-2000:]))
+    if "proxy:" in err:
+        fail.append("%s: transfers reported" % name)
+    _, js = analyze(name)
+    if js["hang"]["network_transfers"]:
+        fail.append("%s: hang.network_transfers %s" %
+                    (name, js["hang"]["network_transfers"]))
+    print("%s: no transfers" % name)
 if fail:
     sys.exit("FAIL: " + "\n".join(fail))
 PY
