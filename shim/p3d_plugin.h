@@ -45,26 +45,6 @@ int p3d_plugin_env_takes(int nccl_version);
 /* 1 if the process's NCCL calls reach this library's wrappers (we were
  * preloaded), 0 if NCCL loaded us as its plugin only. */
 int p3d_plugin_env_interposes(void);
-/* ---- p3d_plugin_proxy.c ---------------------------------------------- */
-struct p3d_np_proxy_op;
-/* NCCL's proxy events (its proxy thread): a ProxyOp of the task whose op
- * is op_id (0: not ours) on communicator comm; a ProxyStep of a ProxyOp
- * handle; a step's state; the stop of either.  *h stays NULL when the
- * table is full. */
-void p3d_plugin_proxy_op_start(void **h, uint64_t comm, uint64_t op_id,
-                               const struct p3d_np_proxy_op *d);
-void p3d_plugin_proxy_step_start(void **h, const void *parent, int step);
-void p3d_plugin_proxy_record(void *h, int state);
-void p3d_plugin_proxy_stop(void *h);
-/* 1 if h is a handle p3d_plugin_proxy_* gave out. */
-int p3d_plugin_proxy_owns(const void *h);
-/* Whether proxy events are asked for (P3D_PLUGIN_PROXY, p3d_plugin_env.c). */
-int p3d_plugin_env_proxy(void);
-
-/* ---- p3d_plugin.c ---------------------------------------------------- */
-/* The NCCL version whose inits the plugin declined under "auto" (not a
- * measured version), 0 if none did. */
-int p3d_plugin_declined(void);
 
 /* ---- p3d_plugin_join.c ----------------------------------------------- */
 
@@ -132,6 +112,9 @@ int p3d_plugin_env_proxy(void);
 
 /* ---- p3d_plugin.c ---------------------------------------------------- */
 
+/* The NCCL version whose inits the plugin declined under "auto" (not a
+ * measured version; -1 unknown), 0 if none did. */
+int p3d_plugin_declined(void);
 /* Communicators NCCL initialised the plugin for (0: never loaded). */
 int p3d_plugin_inits(void);
 /* The ABI version NCCL loaded (4, 5 or 6), 0 if none. */

@@ -28,9 +28,11 @@ echo "-- P3D_GPU_TIMING=$gpu_mode"
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/p3dhang-test.XXXXXX")
 P3D_GPU_TIMING=$gpu_mode \
 python3 - "$P3D_BUILD" "$OUT" "${HANG_MATRIX:-quick}" "${HANG_JOBS:-8}" \
-    <<'PY'
+    "$P3D_SRC" <<'PY'
 import json, os, re, signal, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
+sys.path.insert(0, os.path.join(sys.argv[5], "tests", "tools"))
+from p3d_proc import stop_children
 
 build, out, mode, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 TIMEOUT = 1.0                         # P3D_HANG_TIMEOUT in the ranks
@@ -87,17 +89,6 @@ f(A, "missing", 5, "tp", [30], quick=(30,))              # root's dump lost
 f(A, "twomm", 2, "tp", [5], quick=(5,))                  # and 7:tp:30:op
 F = [x for x in F if mode == "full" or x[5]]
 
-def stop_children(pid):
-    """SIGTERM the rank processes of the p3d-sim driver `pid`."""
-    try:
-        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
-    except OSError:
-        return
-    for k in kids:
-        try:
-            os.kill(int(k), signal.SIGTERM)
-        except OSError:
-            pass
 
 def run(i):
     lay, kind, rank, grp, n, _ = F[i]

@@ -23,22 +23,13 @@ set -u
 T=$(mktemp -d "${TMPDIR:-/tmp}/p3dproxy.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 python3 - "$P3D_BUILD" "$T" "$P3D_SRC/tests/tools" <<'PY'
-import json, os, re, signal, subprocess, sys, time
+import json, os, re, subprocess, sys, time
 build, out, tools = sys.argv[1:4]
 sys.path.insert(0, tools)
 import p3d_trace
+from p3d_proc import stop_children
 fail = []
 
-def stop_children(pid):
-    try:
-        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
-    except OSError:
-        return
-    for k in kids:
-        try:
-            os.kill(int(k), signal.SIGTERM)
-        except OSError:
-            pass
 
 def run(name, extra):
     """The hung job; stopped once rank 1 has reported (or after 120 s)."""
