@@ -202,6 +202,23 @@ static int gpu_mode_get(void)
     return atomic_load_explicit(&gpu_mode, memory_order_relaxed);
 }
 
+/*
+ * The mode once the first op decided it, else OFF without deciding.  For
+ * the hooks that are not an op's (group end, communicator end): a group
+ * that ends before any op was issued holds no op of ours, but may hold
+ * communicator inits, which NCCL runs inside that ncclGroupEnd (so does
+ * nccl-tests, one init per GPU in a group), and with them NCCL's init of
+ * the profiler plugin: deciding there would find no plugin yet and take
+ * CUDA events (seen on the H200 with nccl-tests, NCCL 2.28.9).
+ */
+static int gpu_mode_decided(void)
+{
+    if (!atomic_load_explicit(&gpu_ready, memory_order_acquire) ||
+        atomic_load_explicit(&gpu_done, memory_order_acquire))
+        return P3D_GPU_OFF;
+    return atomic_load_explicit(&gpu_mode, memory_order_relaxed);
+}
+
 void p3d_gpu_op_write(uint8_t source, uint64_t op_id, uint64_t start,
                       uint64_t end)
 {
@@ -355,7 +372,7 @@ void p3d_hook_group_end_before(uint32_t group_id)
     uint64_t key;
 
     (void)group_id;
-    if (gpu_mode_get() != P3D_GPU_CUPTI)
+    if (gpu_mode_decided() != P3D_GPU_CUPTI)
         return;
     if (gpu_tls_group.lost)
         p3d_warn_once("gpu_group_ops", "a group had more than %d ops; the "
@@ -373,7 +390,7 @@ void p3d_hook_group_end_before(uint32_t group_id)
 
 void p3d_hook_group_end_after(uint32_t group_id, int ret)
 {
-    int mode = gpu_mode_get();
+    int mode = gpu_mode_decided();
 
     (void)ret;
     if (mode == P3D_GPU_CUPTI && gpu_tls_pushed) {
@@ -391,7 +408,7 @@ void p3d_hook_group_end_after(uint32_t group_id, int ret)
  */
 void p3d_hook_comm_end(uint64_t comm_hash, int how)
 {
-    int mode = gpu_mode_get();
+    int mode = gpu_mode_decided();
 
     (void)comm_hash;
     (void)how;

@@ -1187,6 +1187,40 @@ NCCL_API(ncclResult_t, ncclRecv, void *recvbuff, size_t count,
 
 /* ---- groups ---- */
 
+/*
+ * NCCL runs a communicator init made inside ncclGroupStart/End at the
+ * outermost ncclGroupEnd, and the profiler plugin's init with it (v2.28.9
+ * src/group.cc, ncclGroupEndInternal -> ncclCommInitRankFunc ->
+ * ncclProfilerPluginInit); so does the fake, for the plugin's init.
+ */
+#define FAKE_PROF_PENDING 64
+static __thread struct {
+    ncclComm_t comm;
+    uint64_t hash;
+} fake_prof_pending[FAKE_PROF_PENDING];
+static __thread int fake_n_prof_pending;
+
+static void fake_prof_init_when(ncclComm_t c, uint64_t hash, int nranks,
+                                int rank)
+{
+    if (fake_depth > 0 && fake_n_prof_pending < FAKE_PROF_PENDING) {
+        fake_prof_pending[fake_n_prof_pending].comm = c;
+        fake_prof_pending[fake_n_prof_pending++].hash = hash;
+        return;
+    }
+    fake_prof_init(&c->prof, hash, c->name, nranks, rank);
+}
+
+static void fake_prof_init_pending(void)
+{
+    for (int i = 0; i < fake_n_prof_pending; i++) {
+        ncclComm_t c = fake_prof_pending[i].comm;
+        fake_prof_init(&c->prof, fake_prof_pending[i].hash, c->name,
+                       c->nranks, c->rank);
+    }
+    fake_n_prof_pending = 0;
+}
+
 NCCL_API(ncclResult_t, ncclGroupStart, void)
 {
     fake_depth++;
@@ -1202,6 +1236,7 @@ NCCL_API(ncclResult_t, ncclGroupEnd, void)
         return fake_err(ncclInvalidUsage, "ncclGroupEnd without start");
     if (--fake_depth > 0)
         return ncclSuccess;
+    fake_prof_init_pending();
     if (fake_nq == 0)
         return ncclSuccess;
     t0 = fake_launch_start(fake_queue, fake_group_t0);
@@ -1265,8 +1300,7 @@ static ncclResult_t fake_init(ncclComm_t *out, int nranks,
     }
     if (rank == 0)
         fake_unlink(c);
-    fake_prof_init(&c->prof, p3d_commhash_root(id->internal), c->name,
-                   nranks, rank);
+    fake_prof_init_when(c, p3d_commhash_root(id->internal), nranks, rank);
     *out = c;
     return ncclSuccess;
 }

@@ -10,6 +10,8 @@
  *                       writes DIR/returns-RANK: the CLOCK_MONOTONIC ns
  *                       at which each all-reduce and the ncclGroupEnd
  *                       returned to it, one per line.
+ *                       With $P3D_GPU_DRIVER_GROUP_INIT=1, the
+ *                       communicator is made inside a group.
  *                       With $P3D_GPU_DRIVER_MIXED=1, each rank then
  *                       issues one of each other collective, an
  *                       AlltoAll and a grouped send/recv with its peer.
@@ -131,6 +133,14 @@ static void linger(void)
         sleep_ms(atoi(e));
 }
 
+/* Whether environment variable `name` is "1". */
+static int env_on(const char *name)
+{
+    const char *e = getenv(name);
+
+    return e != NULL && strcmp(e, "1") == 0;
+}
+
 /* P3D_GPU_DRIVER_MIXED=1: every op kind the plugin path joins. */
 static void mixed(ncclComm_t comm, cudaStream_t s, float *buf, int rank,
                   int n)
@@ -181,7 +191,13 @@ static int rank_main(int rank, int n, const char *idfile)
     CHECK(cudaStreamCreate(&s) == cudaSuccess);
     CHECK(cudaStreamCreate(&cs) == cudaSuccess);
     CHECK(cudaMalloc((void **)&buf, count * sizeof(float)) == cudaSuccess);
+    /* P3D_GPU_DRIVER_GROUP_INIT=1: the init inside a group, as nccl-tests
+     * does (NCCL then runs it at the ncclGroupEnd) */
+    if (env_on("P3D_GPU_DRIVER_GROUP_INIT"))
+        CHECK(ncclGroupStart() == ncclSuccess);
     CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess);
+    if (env_on("P3D_GPU_DRIVER_GROUP_INIT"))
+        CHECK(ncclGroupEnd() == ncclSuccess);
     for (k = 0; k < 5; k++) {
         if (rank == 1)
             sleep_ms(3 * (k + 1));     /* rank 0's kernel waits for us */

@@ -20,6 +20,10 @@
 #                       (P3D_FAKE_NO_PROFILER=1): same, its own warning;
 #   events              P3D_GPU_TIMING=events: the plugin is not loaded;
 #   auto                no P3D_GPU_TIMING, NCCL 2.28.9: as plugin;
+#   groupinit           the same with the communicator made inside a
+#                       group (as nccl-tests does), whose ncclGroupEnd
+#                       runs the init and NCCL's init of the plugin: still
+#                       the plugin;
 #   auto29, auto27      no P3D_GPU_TIMING, the fake says NCCL 2.29.7 (v6
 #                       table) or 2.27.3 (v4): the plugin declines, CUDA
 #                       events time every op, the trace says why, stderr
@@ -47,6 +51,7 @@ run events P3D_GPU_TIMING=events
 run late P3D_GPU_TIMING=plugin P3D_FAKE_PROFILER_SKEW_NS=200000000
 run early P3D_GPU_TIMING=plugin P3D_FAKE_PROFILER_SKEW_NS=-200000000
 run auto
+run groupinit P3D_GPU_DRIVER_GROUP_INIT=1
 run auto29 P3D_FAKE_NCCL_VERSION=22907 P3D_FAKE_PROFILER_V6=1
 run auto27 P3D_FAKE_NCCL_VERSION=22703 P3D_FAKE_PROFILER_V4=1
 run v6 P3D_GPU_TIMING=plugin P3D_FAKE_NCCL_VERSION=22907 \
@@ -217,6 +222,7 @@ events_ok("other", "NCCL_PROFILER_PLUGIN=libnccl-profiler-x.so is another "
 events_ok("none", "NCCL did not load libp3dtrace.so as its profiler plugin")
 events_ok("events", None)
 plugin_ok("auto", 5)
+plugin_ok("groupinit", 5)
 plugin_ok("v6", 6)
 for job, v in (("auto29", 22907), ("auto27", 22703)):
     events_ok(job, None, "gpu timing: NCCL %d: the profiler plugin times "
