@@ -1,6 +1,7 @@
 #!/bin/sh
-# plugin_default_h200.sh - the default GPU timing (no P3D_GPU_TIMING: auto,
-# which takes NCCL's profiler plugin on NCCL 2.28) on the H200, issue 24:
+# plugin_default_h200.sh - the default GPU timing (no P3D_GPU_TIMING: auto)
+# against events and the plugin on the H200, issue 24 (run while auto
+# took the plugin; bench/README.md, fifteenth session):
 #   1. bench/plugin_timing.py --sizes-only: 2 ranks, all-reduce 1 MiB ..
 #      1 GiB, per-op GPU time of events, plugin and the defaults against
 #      the script's own CUDA events, and NCCL's profiler log lines;

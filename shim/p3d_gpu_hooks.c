@@ -3,13 +3,12 @@
  * (p3d_hooks.h): choose the GPU timing backend once and route each op to
  * it.
  *
- * P3D_GPU_TIMING=auto (default) times NCCL ops with NCCL's profiler
- * plugin (p3d_plugin.h) on the NCCL versions p3d_plugin_env.c names,
- * else with CUDA events, and records kernels with CUPTI in windows
- * (gpu_start_plugin, gpu_start_auto); "plugin" takes the plugin on any
- * NCCL that loads it, falling back to events, warned; "cupti" asks for
- * CUPTI for both, all the run (still falling back to events, warned),
- * "events" for events alone; "off" records no GPU times.  With CUPTI an ungrouped
+ * P3D_GPU_TIMING=auto (default) times NCCL ops with CUDA events and
+ * records kernels with CUPTI in windows (gpu_start_auto); "plugin" takes
+ * NCCL op times from NCCL's profiler plugin (p3d_plugin.h) with kernel
+ * windows as auto, falling back to auto's events, warned; "cupti" asks
+ * for CUPTI for both, all the run (still falling back to events,
+ * warned), "events" for events alone; "off" records no GPU times.  With CUPTI an ungrouped
  * op is bracketed by an external correlation id = its op_id; the ops of a group are
  * remembered on the thread and published at the outermost ncclGroupEnd,
  * which is bracketed by a group key (P3D_GPU_GROUP_KEY | sequence),
@@ -118,26 +117,19 @@ static int gpu_process_uses_cuda(void)
 
 /*
  * plugin: NCCL loaded us as its profiler plugin (its init ran for the
- * communicator of this first op), else the events path of auto: noted
- * only when "auto" declined an NCCL version it was not measured on
- * (p3d_plugin_env.c), warned when the user runs another plugin or NCCL
- * never loaded us (older than 2.27, or plugins off).
+ * communicator of this first op), else the events path of auto, warned:
+ * the user runs another plugin, or NCCL never loaded us (older than
+ * 2.27, or plugins off).
  */
 static int gpu_start_plugin(void)
 {
     const char *other = p3d_plugin_env_other();
-    int declined = p3d_plugin_declined();
 
     if (other == NULL && p3d_plugin_inits() > 0) {
         gpu_start_windows();
         return P3D_GPU_PLUGIN;
     }
-    if (other == NULL && declined != 0)
-        p3d_note("gpu timing: NCCL %d: the profiler plugin times NCCL ops "
-                 "by default on NCCL 2.28 only, where it was measured; CUDA "
-                 "events instead (P3D_GPU_TIMING=plugin takes the plugin)",
-                 declined);
-    else if (other != NULL)
+    if (other != NULL)
         p3d_warn_once("gpu_plugin_other", "%s=%s is another profiler "
                       "plugin: NCCL op GPU times from CUDA events instead",
                       P3D_ENV_NCCL_PROFILER_PLUGIN, other);

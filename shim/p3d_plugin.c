@@ -37,7 +37,6 @@
 #include <time.h>
 
 #include "p3d_gpu.h"
-#include "p3d_nccl.h"
 #include "p3d_nccl_profiler_abi.h"
 #include "p3d_plugin.h"
 #include "p3d_shim.h"
@@ -78,7 +77,6 @@ struct plugin_ctx {
 static struct plugin_op plugin_ops[OP_SLOTS];
 static _Atomic uint64_t plugin_cursor;
 static _Atomic int plugin_n_inits, plugin_abi;
-static _Atomic int plugin_declined; /* NCCL version declined (-1: unknown) */
 static _Atomic uint64_t plugin_n_ops, plugin_n_unjoined, plugin_n_full;
 static _Atomic int64_t plugin_lag_min = INT64_MAX, plugin_lag_max = INT64_MIN;
 /* Causal bounds of host - gpu (plugin_causal), and how often they moved
@@ -312,27 +310,14 @@ static int plugin_func(const char *name)
 
 /*
  * Whether this communicator's events are ours to take: the plugin is
- * wanted, recording is on, our wrappers see the process's NCCL calls,
- * and the version is one "auto" takes (p3d_plugin_env.c).  A decline
- * leaves the mask as NCCL set it, so NCCL sends nothing.
+ * wanted, recording is on, and our wrappers see the process's NCCL
+ * calls.  A decline leaves the mask as NCCL set it, so NCCL sends
+ * nothing.
  */
 static int plugin_takes(void)
 {
-    int v;
-
-    if (!p3d_plugin_env_wanted() || !p3d_core_enabled() ||
-        !p3d_plugin_env_interposes())
-        return 0;
-    v = p3d_nccl_runtime_version();
-    if (p3d_plugin_env_takes(v))
-        return 1;
-    atomic_store(&plugin_declined, v ? v : -1);
-    return 0;
-}
-
-int p3d_plugin_declined(void)
-{
-    return atomic_load(&plugin_declined);
+    return p3d_plugin_env_wanted() && p3d_core_enabled() &&
+           p3d_plugin_env_interposes();
 }
 
 static int plugin_init(void **context, uint64_t comm, int *mask, int abi)

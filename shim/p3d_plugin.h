@@ -38,10 +38,6 @@ int p3d_plugin_env_wanted(void);
 const char *p3d_plugin_env_other(void);
 /* Whether "auto" takes the plugin for NCCL ops (see p3d_plugin_env.c). */
 int p3d_plugin_auto_default(void);
-/* Whether the plugin, once NCCL loaded it, times ops under this NCCL
- * version (ncclGetVersion's code; 0 unknown): always when asked for by
- * name ("plugin"), under "auto" on the measured versions only. */
-int p3d_plugin_env_takes(int nccl_version);
 /* 1 if the process's NCCL calls reach this library's wrappers (we were
  * preloaded), 0 if NCCL loaded us as its plugin only. */
 int p3d_plugin_env_interposes(void);
@@ -112,9 +108,6 @@ int p3d_plugin_env_proxy(void);
 
 /* ---- p3d_plugin.c ---------------------------------------------------- */
 
-/* The NCCL version whose inits the plugin declined under "auto" (not a
- * measured version; -1 unknown), 0 if none did. */
-int p3d_plugin_declined(void);
 /* Communicators NCCL initialised the plugin for (0: never loaded). */
 int p3d_plugin_inits(void);
 /* The ABI version NCCL loaded (4, 5 or 6), 0 if none. */

@@ -19,20 +19,22 @@
 
 /*
  * Whether "auto" takes NCCL op times from the plugin, and on which NCCL
- * versions.  RATIONALE (README, "NCCL op times from NCCL's profiler
- * plugin"; issue 24): on the H200 with NCCL 2.28.9 every median measured
- * put the plugin at or below CUDA events (host CPU per call 18.9 against
- * 25.8 us; a GPU-bound training loop +0.44% against +1.37%), and its
- * per-op times were within 0.14% of the script's own events.  Only 2.28
- * was measured: 2.27 (v4) can lose eager ops' times after a CUDA-graph
- * replay, 2.29+ send no profiler event for broadcasts (allgatherv), and
- * users measured a 4-13% regression of the plugin path on 2.31.2 (NVIDIA
- * nccl issue 2355).  So on other versions "auto" keeps CUDA events, and
- * P3D_GPU_TIMING=plugin asks for the plugin on any version.
+ * versions it would.  RATIONALE (README, "NCCL op times from NCCL's
+ * profiler plugin"; issue 24): on the H200 with NCCL 2.28.9 every median
+ * measured put the plugin at or below CUDA events in cost (host CPU per
+ * call 18.9 against 25.8 us; a GPU-bound loop +0.44% against +1.37%),
+ * and collectives' times were within 0.32-0.65% of nccl-tests' own; but
+ * nccl-tests' sendrecv read 20-99% below nccl-tests' time with the
+ * plugin (the events path: within 1.2%); why is not settled (likely a
+ * Send/Recv task's kernel channels cover only the kernel's part of a
+ * transfer NCCL's proxy carries over the network).  So "auto" keeps CUDA
+ * events.  Were it
+ * switched on, only 2.28 was measured: 2.27 (v4) can lose eager ops'
+ * times after a CUDA-graph replay, 2.29+ send no profiler event for
+ * broadcasts, and users measured a 4-13% regression of the plugin path
+ * on 2.31.2 (NVIDIA nccl issue 2355).
  */
-#define P3D_PLUGIN_AUTO 1
-#define P3D_PLUGIN_AUTO_FROM 22800 /* NCCL_VERSION_CODE of 2.28.0 */
-#define P3D_PLUGIN_AUTO_UNTIL 22900 /* 2.29.0: not measured */
+#define P3D_PLUGIN_AUTO 0
 
 static char plugin_self[PATH_MAX];
 static const char *plugin_user;   /* the user's value, if another library */
@@ -43,27 +45,13 @@ int p3d_plugin_auto_default(void)
 }
 
 /* Parsed quietly: p3d_gpu_mode_parse warns about bad values later. */
-static int plugin_mode_is_auto(const char *mode)
-{
-    return mode == NULL || *mode == '\0' || strcmp(mode, "auto") == 0;
-}
-
 static int plugin_mode_wants(const char *mode)
 {
-    if (plugin_mode_is_auto(mode))
+    if (mode == NULL || *mode == '\0' || strcmp(mode, "auto") == 0)
         return P3D_PLUGIN_AUTO;
     return strcmp(mode, "plugin") == 0;
 }
 
-int p3d_plugin_env_takes(int nccl_version)
-{
-    if (!p3d_plugin_env_wanted())
-        return 0;
-    if (!plugin_mode_is_auto(getenv(P3D_ENV_GPU_TIMING)))
-        return 1;
-    return nccl_version >= P3D_PLUGIN_AUTO_FROM &&
-           nccl_version < P3D_PLUGIN_AUTO_UNTIL;
-}
 
 int p3d_plugin_env_wanted(void)
 {

@@ -1,12 +1,11 @@
 #!/bin/sh
-# The default GPU timing (P3D_GPU_TIMING=auto): NCCL's profiler plugin
-# times every NCCL op (the fake reports NCCL 2.28.9), CUPTI records
-# kernels only in windows (P3D_GPU_WINDOW), over the fakes with 2 ranks
-# of gpu_driver nccl.
+# The default GPU timing (P3D_GPU_TIMING=auto): CUDA events time every
+# NCCL op, CUPTI records kernels only in windows (P3D_GPU_WINDOW), over
+# the fakes with 2 ranks of gpu_driver nccl.
 #   default  the whole short run lies in the first window: every op has
-#            a plugin GPU_OP, all 100 compute kernels are recorded, one
+#            an events GPU_OP, all 100 compute kernels are recorded, one
 #            window opened, no driver or correlation records asked for
-#   off      no kernel records at all, ops still timed by the plugin
+#   off      no kernel records at all, ops still timed by events
 #   windows  P3D_GPU_WINDOW=0.2:0.15:0.4 over 80 steps of ~20 ms (8 ms of
 #            compute each): spans only inside the windows; the analyzer
 #            counts some but not all steady iterations as covered, and
@@ -55,9 +54,9 @@ for rank, t in sorted(traces.items()):
     recs = t.records
     ops = {r["op_id"] for r in recs if r["type"] == "op"}
     gpu = {r["op_id"] for r in recs if r["type"] == "gpu_op"
-           and r["source"] == 3}
+           and r["source"] == 2}
     if gpu != ops:
-        fail.append("rank %d: ops %s without a plugin gpu_op" %
+        fail.append("rank %d: ops %s without an events gpu_op" %
                     (rank, sorted(ops - gpu)))
     spans = [r for r in recs if r["type"] == "gpu_span" and r["kind"] == 1]
     items = sum(r["n_items"] for r in spans)
@@ -70,7 +69,7 @@ for rank, t in sorted(traces.items()):
     if job in ("default", "bogus"):
         ok = (items == 100 and len(wins) == 1 and wins[0]["on"] == 1 and
               len(notes) == 1 and "windows 300:30:600 s, 1 opened; NCCL "
-              "ops timed by the NCCL profiler plugin" in notes[0])
+              "ops timed by CUDA events" in notes[0])
         if not ok:
             fail.append("rank %d: %d items, windows %s, notes %s" %
                         (rank, items, wins, notes))

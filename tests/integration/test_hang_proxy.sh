@@ -4,8 +4,7 @@
 # every transfer while the op runs (a receive waits for the peer's data,
 # a send for the receiver's buffer) and stops them when it completes.
 # A simulated Megatron job (TP 2, PP 2, DP 2) whose rank 5 never issues
-# its 7th PP op, under the default GPU timing (the plugin, as on NCCL
-# 2.28), P3D_HANG_TIMEOUT=1:
+# its 7th PP op, with P3D_GPU_TIMING=plugin, P3D_HANG_TIMEOUT=1:
 #   on       P3D_PLUGIN_PROXY=1: rank 1 (its PP peer) reports its Send:
 #            the watchdog's report
 #            on stderr lists the transfers in flight, all on the PP
@@ -33,8 +32,8 @@ fail = []
 
 def run(name, extra):
     """The hung job; stopped once rank 1 has reported (or after 120 s)."""
-    env = dict(os.environ, P3D_HANG_TIMEOUT="1", P3D_QUIET="1")
-    env.pop("P3D_GPU_TIMING", None)
+    env = dict(os.environ, P3D_HANG_TIMEOUT="1", P3D_QUIET="1",
+               P3D_GPU_TIMING="plugin")
     env.pop("P3D_PLUGIN_PROXY", None)
     env.update(extra)
     err = f"{out}/{name}.err"
