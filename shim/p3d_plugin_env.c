@@ -28,11 +28,10 @@
  * plugin (the events path: within 1.2%); why is not settled (likely a
  * Send/Recv task's kernel channels cover only the kernel's part of a
  * transfer NCCL's proxy carries over the network).  So "auto" keeps CUDA
- * events.  Were it
- * switched on, only 2.28 was measured: 2.27 (v4) can lose eager ops'
- * times after a CUDA-graph replay, 2.29+ send no profiler event for
- * broadcasts, and users measured a 4-13% regression of the plugin path
- * on 2.31.2 (NVIDIA nccl issue 2355).
+ * events.  Were it switched on, only 2.28 was measured: 2.27 (v4) can
+ * lose eager ops' times after a CUDA-graph replay, 2.29+ send no
+ * profiler event for broadcasts, and users measured a 4-13% regression
+ * of the plugin path on 2.31.2 (NVIDIA nccl issue 2355).
  */
 #define P3D_PLUGIN_AUTO 0
 
