@@ -176,7 +176,7 @@ def main():
                     help="only the 1 MiB..1 GiB runs, with how far each "
                     "GPU start lies from its op's host entry")
     ap.add_argument("--proxy-cost", action="store_true",
-                    help="the defaults with P3D_PLUGIN_PROXY=1 and =0 "
+                    help="the plugin with P3D_PLUGIN_PROXY=1 and =0 "
                     "(NCCL's proxy events): the 2-rank small loop in "
                     "--rounds interleaved rounds, then 1 MiB..1 GiB")
     ap.add_argument("--host-cost", action="store_true",
@@ -211,12 +211,12 @@ def main():
     sizes_part(a, port)
 
 
-PROXY = [("proxy", {"P3D_PLUGIN_PROXY": "1"}),
-         ("noproxy", {"P3D_PLUGIN_PROXY": "0"})]
+PROXY = [("proxy", {"P3D_GPU_TIMING": "plugin", "P3D_PLUGIN_PROXY": "1"}),
+         ("noproxy", {"P3D_GPU_TIMING": "plugin", "P3D_PLUGIN_PROXY": "0"})]
 
 
 def proxy_cost(a):
-    """The defaults with NCCL's proxy events (P3D_PLUGIN_PROXY=1) against
+    """The plugin with NCCL's proxy events (P3D_PLUGIN_PROXY=1) against
     without: us per small 2-rank all-reduce, then per-op GPU time by
     size."""
     res = interleaved(a, PROXY, "pxsmall", 2, 29800)
