@@ -78,6 +78,7 @@ struct p3d_rank {
     uint64_t n_records, n_ops, n_gpu_ops, n_nocolor;
     uint64_t n_hang_recs, n_aborts; /* watchdog reports, ncclCommAbort ends */
     int saw_term;  /* a "SIGTERM received" note */
+    int plugin_timed; /* its NCCL ops were timed by NCCL's profiler plugin */
     char *cmdline; /* argv, NUL-separated */
     size_t cmdline_len;
     struct p3d_rcomm *comms;

@@ -224,6 +224,7 @@ static void p3d_dispatch(struct p3d_scan *s, const struct p3d_rec_hdr *h)
     case P3D_REC_HANG: s->r->n_hang_recs++; break;
     case P3D_REC_NOTE:
         s->r->saw_term |= p3d_rec_is_term_note((const void *)h);
+        s->r->plugin_timed |= p3d_rec_is_plugin_note((const void *)h);
         break;
     case P3D_REC_COMM_END:
         s->r->n_aborts += ((const struct p3d_rec_comm_end *)h)->how ==

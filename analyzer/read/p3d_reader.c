@@ -397,11 +397,27 @@ int p3d_reader_next(struct p3d_reader *rd, const struct p3d_rec_hdr **rec)
     }
 }
 
+/* Whether note s starts with text (a literal of n - 1 characters). */
+static int p3d_note_starts(const struct p3d_rec_str *s, const char *text,
+                           size_t n)
+{
+    return s->h.len >= sizeof(*s) + n - 1 && s->n_bytes >= n - 1 &&
+           !memcmp(s->text, text, n - 1);
+}
+
 int p3d_rec_is_term_note(const struct p3d_rec_str *s)
 {
     static const char term[] = "SIGTERM received";
 
-    return s->h.len >= sizeof(*s) + sizeof(term) - 1 &&
-           s->n_bytes >= sizeof(term) - 1 &&
-           !memcmp(s->text, term, sizeof(term) - 1);
+    return p3d_note_starts(s, term, sizeof(term));
+}
+
+/* The shim's note when P3D_GPU_TIMING=plugin took NCCL's profiler plugin
+ * (shim/p3d_gpu_hooks.c, p3d_gpu_ops_source). */
+int p3d_rec_is_plugin_note(const struct p3d_rec_str *s)
+{
+    static const char plugin[] =
+        "gpu timing: NCCL ops timed by the NCCL profiler plugin";
+
+    return p3d_note_starts(s, plugin, sizeof(plugin));
 }

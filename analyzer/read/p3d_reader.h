@@ -154,5 +154,8 @@ size_t p3d_rec_min_len(unsigned tag);
 /* Whether a string record is the shim's note that the process got
  * SIGTERM (the shim writes "SIGTERM received" from its handler). */
 int p3d_rec_is_term_note(const struct p3d_rec_str *s);
+/* Whether s is the shim's note that NCCL's profiler plugin timed the
+ * rank's NCCL ops. */
+int p3d_rec_is_plugin_note(const struct p3d_rec_str *s);
 
 #endif /* P3D_READER_H */

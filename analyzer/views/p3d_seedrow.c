@@ -108,6 +108,32 @@ static void p3d_tr_hosts(FILE *f, const struct p3d_time_res *t)
     fputc('\n', f);
 }
 
+/*
+ * Ranks whose send/recv GPU times came from NCCL's profiler plugin: on
+ * the H200 nccl-tests' sendrecv read 20-99% short with it (README, "Why
+ * auto still takes CUDA events"), and the bubble and the wait states
+ * read those times, so the report says so.
+ */
+static void p3d_tr_p2p_plugin(FILE *f, const struct p3d_job *job)
+{
+    int n = 0;
+
+    for (int i = 0; i < job->n_ranks; i++) {
+        const struct p3d_rank *r = &job->ranks[i];
+        uint64_t p2p = 0;
+        for (int c = 0; r->plugin_timed && c < r->n_comms; c++)
+            p2p += r->comms[c].st[P3D_OP_SEND].calls +
+                   r->comms[c].st[P3D_OP_RECV].calls;
+        n += p2p > 0;
+    }
+    if (n)
+        fprintf(f, "  send/recv times: %d rank(s) took them from NCCL's "
+                   "profiler plugin (P3D_GPU_TIMING=plugin), which read "
+                   "nccl-tests' sendrecv 20-99%% short on the H200; the "
+                   "bubble and the waits use them (CUDA events, the "
+                   "default, time the whole transfer)\n", n);
+}
+
 static void p3d_tr_clock(FILE *f, const struct p3d_time_res *t,
                          unsigned detail)
 {
@@ -362,6 +388,7 @@ void p3d_time_report(FILE *f, const struct p3d_job *job, unsigned detail)
                    "job that hung in its first step has no full "
                    "iteration (a repeating micro-batch may be taken for "
                    "one)\n");
+    p3d_tr_p2p_plugin(f, job);
     if (!t->n_iter) {
         fprintf(f, "  no repeating op pattern found: no iterations, step "
                    "time or bubble\n");

@@ -30,6 +30,9 @@
 #   dlopened            no LD_PRELOAD, NCCL_PROFILER_PLUGIN names us: NCCL
 #                       loads the library as a plugin only; the job runs,
 #                       nothing is recorded and the fake sends no event;
+#   (report)            p3d-analyze on plugin says its send/recv times came
+#                       from the plugin (they read nccl-tests' sendrecv
+#                       short on the H200); on events it does not.
 #   late, early         the fake's globaltimer reads 200 ms late / early
 #                       (P3D_FAKE_PROFILER_SKEW_NS): the causal bounds
 #                       (no kernel before its call, none ending after we
@@ -217,3 +220,15 @@ plugin_ok("v6", 6)
 if fail:
     sys.exit("FAIL: " + "; ".join(fail))
 PY
+# The report says where send/recv times came from the plugin (nccl-tests'
+# sendrecv read 20-99% short with it on the H200), and only there.
+for job in plugin events; do
+    "$P3D_BUILD/p3d-analyze" "$tmp/$job" > "$tmp/$job.report" 2>/dev/null
+    n=$(grep -c "send/recv times: 2 rank(s) took them from NCCL's profiler" \
+        "$tmp/$job.report" || true)
+    want=1; [ "$job" = events ] && want=0
+    [ "$n" = "$want" ] ||
+        { echo "FAIL: $job: the send/recv caveat appears $n times, want $want"
+          exit 1; }
+done
+echo "report: the send/recv caveat with the plugin only"
