@@ -61,8 +61,5 @@ void p3d_nccl_init_leave(uint64_t token);
 
 /* Store ncclGetVersion in the file header (once). */
 void p3d_nccl_note_version(void);
-/* The real ncclGetVersion's code (22809 for 2.28.9), asked once; 0 if
- * NCCL is not loaded or does not say. */
-int p3d_nccl_runtime_version(void);
 
 #endif /* P3D_NCCL_H */

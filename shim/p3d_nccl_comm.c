@@ -116,30 +116,16 @@ void p3d_nccl_learn(struct p3d_comm *c, ncclComm_t comm, int emit)
         p3d_comm_info_record(c);
 }
 
-int p3d_nccl_runtime_version(void)
-{
-    static int cached; /* 0: not known yet (NCCL may load later) */
-    P3D_REAL(ncclGetVersion);
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-
-    if (v > 0 || real == NULL)
-        return v;
-    if (real(&v) != ncclSuccess || v < 0)
-        v = 0;
-    __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    return v;
-}
-
 void p3d_nccl_note_version(void)
 {
     static int done;
-    int v;
+    P3D_REAL(ncclGetVersion);
+    int v = 0;
 
     if (__atomic_load_n(&done, __ATOMIC_RELAXED) || !p3d_writer_is_open())
         return;
     __atomic_store_n(&done, 1, __ATOMIC_RELAXED);
-    v = p3d_nccl_runtime_version();
-    if (v > 0)
+    if (real != NULL && real(&v) == ncclSuccess)
         p3d_writer_set_nccl_version((uint32_t)v);
 }
 

@@ -51,7 +51,6 @@ static int plugin_mode_wants(const char *mode)
     return strcmp(mode, "plugin") == 0;
 }
 
-
 int p3d_plugin_env_wanted(void)
 {
     const char *off = getenv(P3D_ENV_DISABLE);

@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "p3d_hooks.h"
@@ -50,7 +51,7 @@ struct px_op {
     _Atomic int live;           /* 0 free, 2 being filled in, 1 live */
     _Atomic uint64_t op_id, comm, t_start;
     _Atomic int32_t peer, n_steps, channel, is_send;
-    _Atomic int32_t started, done;
+    _Atomic int32_t done;       /* steps stopped */
     struct px_step st[PX_STEPS];
 } __attribute__((aligned(64)));
 
@@ -96,7 +97,6 @@ void p3d_plugin_proxy_op_start(void **h, uint64_t comm, uint64_t op_id,
         PX_SET(o, channel, d->channel_id);
         PX_SET(o, is_send, d->is_send != 0);
         PX_SET(o, t_start, p3d_now());
-        atomic_store(&o->started, 0);
         atomic_store(&o->done, 0);
         for (int k = 0; k < PX_STEPS; k++)
             atomic_store(&o->st[k].step, -1);
@@ -118,8 +118,6 @@ void p3d_plugin_proxy_step_start(void **h, const void *parent, int step)
     atomic_store(&s->state, 0);
     atomic_store(&s->t, p3d_now());
     atomic_store(&s->step, step);
-    if (step + 1 > atomic_load(&o->started))
-        atomic_store(&o->started, step + 1);
     *h = s;
 }
 
@@ -205,29 +203,30 @@ static int px_line(char *buf, size_t cap, const struct px_op *o,
                     what, now > t ? (double)(now - t) / 1e9 : 0.0, id);
 }
 
-/* Live transfers, oldest activity first: at most max indexes. */
-static int px_live(int *idx, int max)
+static int px_older(const void *a, const void *b)
+{
+    uint64_t x = PX_GET(&px_ops[*(const int *)a], t_start);
+    uint64_t y = PX_GET(&px_ops[*(const int *)b], t_start);
+
+    return x < y ? -1 : x > y;
+}
+
+/* The live transfers' indexes into idx, oldest first; their number. */
+static int px_live(int *idx)
 {
     int n = 0;
 
-    for (int i = 0; i < PX_SLOTS && n < max; i++)
+    for (int i = 0; i < PX_SLOTS; i++)
         if (atomic_load(&px_ops[i].live) == 1)
             idx[n++] = i;
-    for (int i = 1; i < n; i++) /* insertion sort by start: n is small */
-        for (int j = i; j > 0 && PX_GET(&px_ops[idx[j]], t_start) <
-                                     PX_GET(&px_ops[idx[j - 1]], t_start);
-             j--) {
-            int t = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = t;
-        }
+    qsort(idx, (size_t)n, sizeof(*idx), px_older);
     return n;
 }
 
 size_t p3d_hook_hang_detail(char *buf, size_t cap)
 {
     static int idx[PX_SLOTS];
-    int n = px_live(idx, PX_SLOTS);
+    int n = px_live(idx);
     uint64_t now = p3d_now();
     size_t len = 0;
     char line[256];
