@@ -918,7 +918,8 @@ static void fake_proxy_begin(const struct fake_op *ops, size_t n,
 static ncclResult_t fake_launch_now(struct fake_op *ops, size_t n)
 {
     uint64_t t0 = p3dfake_now_ns();
-    struct fake_prof_proxy *px = calloc(2 * n + 2, sizeof(*px));
+    struct fake_prof_proxy *px =
+        fake_prof_proxy_wanted() ? calloc(2 * n + 2, sizeof(*px)) : NULL;
     ncclResult_t r;
 
     if (px != NULL)

@@ -232,6 +232,12 @@ void fake_prof_proxy_begin(struct fake_prof_comm *pc, int is_send, int peer,
                                   : P3D_NP_STEP_RECV_WAIT);
 }
 
+int fake_prof_proxy_wanted(void)
+{
+    return (prof_v5 != NULL || prof_v4 != NULL) &&
+           (prof_mask & P3D_NP_PROXY_OP);
+}
+
 void fake_prof_proxy_end(struct fake_prof_proxy *px)
 {
     prof_stop(px->step);

@@ -63,6 +63,8 @@ struct fake_prof_proxy {
 void fake_prof_proxy_begin(struct fake_prof_comm *pc, int is_send, int peer,
                            struct fake_prof_proxy *px);
 void fake_prof_proxy_end(struct fake_prof_proxy *px);
+/* Whether a plugin asked for proxy events at all (else no call needed). */
+int fake_prof_proxy_wanted(void);
 
 /*
  * P3D_FAKE_GRAPH=FIRST:LEN:REPLAYS: of a comm's ungrouped non-empty

@@ -145,11 +145,10 @@ static int env_on(const char *name)
 static void mixed(ncclComm_t comm, cudaStream_t s, float *buf, int rank,
                   int n)
 {
-    const char *e = getenv("P3D_GPU_DRIVER_MIXED");
     size_t c = 1024;
     int peer = (rank + 1) % n;
 
-    if (!e || strcmp(e, "1") != 0)
+    if (!env_on("P3D_GPU_DRIVER_MIXED"))
         return;
     CHECK(ncclBroadcast(buf, buf, c, ncclFloat, 0, comm, s) == ncclSuccess);
     CHECK(ncclAllGather(buf, buf + 4096, c, ncclFloat, comm, s) ==
