@@ -22,7 +22,6 @@
 
 #include "p3d_dist.h"
 #include "p3d_time.h"
-#include "p3d_time_spill.h"
 #include "p3d_util.h"
 
 /*
@@ -62,30 +61,24 @@ static int p3d_pass_mono(const struct p3d_tl *tl)
     return 1;
 }
 
-/* Load rank order[k] into ld and analyse it on its own: pass 1 from its
- * file (and into the spill), pass 2 from the spill if it has the rank. */
+/* Load rank order[k] into ld and analyse it on its own. */
 static void p3d_pass_load(struct p3d_pass *p, struct p3d_tload *ld, int k)
 {
     int i = p->order[k];
     struct p3d_tl *tl = &p->t->tl[i];
-    int64_t d = p->t->hosts[tl->host].shift;
 
-    if (p->which != 1) {
-        if (p3d_spill_get(p->t->spill, tl, ld, d, p3d_tload_scratch(ld))) {
-            p3d_tload_shift(ld, d);
-            p3d_time_load_rank(p->job, tl, i, ld, 0);
-        }
-        return;
+    if (p->which != 1)
+        p3d_tload_shift(ld, p->t->hosts[tl->host].shift);
+    p3d_time_load_rank(p->job, tl, i, ld, p->which == 1);
+    if (p->which == 1) {
+        p3d_steps_rank_find(p->job, tl);
+        p3d_overlap_rank_all(p->job, tl);
+        p3d_bubble_rank_all(p->job, tl, p->pp);
+        p3d_time_span_sums(p->t, tl);
+        tl->it_mono = p3d_pass_mono(tl);
+        if (tl->compute.n)
+            __atomic_store_n(&p->t->have_compute, 1, __ATOMIC_RELAXED);
     }
-    if (p3d_time_load_rank(p->job, tl, i, ld, 1) == 0)
-        p3d_spill_put(p->t->spill, tl, p3d_tload_scratch(ld));
-    p3d_steps_rank_find(p->job, tl);
-    p3d_overlap_rank_all(p->job, tl);
-    p3d_bubble_rank_all(p->job, tl, p->pp);
-    p3d_time_span_sums(p->t, tl);
-    tl->it_mono = p3d_pass_mono(tl);
-    if (tl->compute.n)
-        __atomic_store_n(&p->t->have_compute, 1, __ATOMIC_RELAXED);
 }
 
 /* Merge the ranks of the turn that are ready, in order (p->mu held;

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "p3d_time.h"
-#include "p3d_time_spill.h"
 #include "p3d_util.h"
 
 static int p3d_time_stage_of(const struct p3d_job *job, int rank)
@@ -121,18 +120,6 @@ void p3d_time_shift_ops(struct p3d_tl *tl, int64_t d)
     p3d_time_shift_ivs(tl, d);
 }
 
-/* Ops of the job as the scan counted them (the spill's size). */
-static uint64_t p3d_time_job_ops(const struct p3d_job *job)
-{
-    uint64_t n = 0;
-
-    for (int i = 0; i < job->n_ranks; i++)
-        for (int c = 0; c < job->ranks[i].n_comms; c++)
-            for (int op = 0; op < P3D_OP_COUNT; op++)
-                n += job->ranks[i].comms[c].st[op].calls;
-    return n;
-}
-
 /* Timelines with what the headers say, and the hosts. */
 static void p3d_time_prepare(struct p3d_job *job, struct p3d_time_res *t)
 {
@@ -163,15 +150,12 @@ void p3d_time_job(struct p3d_job *job)
 
     job->time = t;
     p3d_time_prepare(job, t);
-    t->spill = p3d_spill_open(p3d_time_job_ops(job));
     p3d_pass_one(job, t); /* loads, per-rank results, clocks */
     p3d_time_span_fill(job, t);
     for (int i = 0; i < t->n; i++)
         n_ops += t->tl[i].n_ops;
     p3d_pass_agree(t, &n_ops);
     if (!n_ops) { /* as if nothing had been analysed */
-        p3d_spill_close(t->spill);
-        t->spill = NULL;
         p3d_pass_leave();
         free(t->hosts);
         t->hosts = NULL;
@@ -184,8 +168,6 @@ void p3d_time_job(struct p3d_job *job)
     p3d_overlap_all(job, t);
     p3d_bubble_sched(job, t);
     p3d_pass_two(job, t); /* waits, pipeline pairs, bandwidths */
-    p3d_spill_close(t->spill);
-    t->spill = NULL;
     p3d_pass_leave(); /* a process that only read files is done */
     p3d_bubble_all(job, t);
     p3d_time_rates(t);

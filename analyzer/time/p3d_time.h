@@ -158,8 +158,6 @@ struct p3d_tl { /* one rank */
     int it_mono;           /* it_t ascends (windows found by bisection) */
     struct p3d_twait nxn[2]; /* P3D_TW_*: waits at N x N collectives */
     int64_t caused_p2p; /* Late Sender / Late Receiver on pipeline P2P */
-    uint64_t spill_off, spill_len; /* pass 2's load in the spill, len 0:
-                                      none (p3d_time_spill.c) */
 };
 
 struct p3d_thost {
@@ -229,7 +227,6 @@ struct p3d_time_res {
     int windowed;             /* some rank recorded kernels in windows */
     int n_kern_it, n_steady_it; /* steady rank-iterations: covered, all */
     int *stage_of, n_stage_of; /* stage of each global rank */
-    struct p3d_spill *spill;   /* pass 1 to pass 2, NULL: none */
     char why[512];
 };
 
@@ -243,12 +240,9 @@ struct p3d_tload;
 struct p3d_tload *p3d_tload_new(void);
 void p3d_tload_free(struct p3d_tload *ld);
 /* Load rank i's timeline into ld's buffers (tl->ops etc. borrow them
- * until p3d_time_unload); spans: also compute/copy unions.  -1: the
- * file could not be read (nothing loaded). */
-int p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
-                       struct p3d_tload *ld, int spans);
-/* The thread's scratch bytes (the spill encodes and reads through it). */
-struct p3d_bytes *p3d_tload_scratch(struct p3d_tload *ld);
+ * until p3d_time_unload); spans: also compute/copy unions. */
+void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
+                        struct p3d_tload *ld, int spans);
 void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld);
 /* ld's (emptied) buffers to tl, as loading starts (p3d_time_pack.c fills
  * them from bytes instead of a file). */

@@ -59,7 +59,6 @@ struct p3d_tload {
     size_t cap_x;
     uint64_t peak[P3D_MEM_KIND_COUNT];
     int64_t shift; /* added to the next rank's times (p3d_tload_shift) */
-    struct p3d_bytes scratch; /* p3d_tload_scratch */
 };
 
 static void p3d_tl_op(struct p3d_job *job, struct p3d_tl *tl,
@@ -418,13 +417,7 @@ void p3d_tload_free(struct p3d_tload *ld)
     free(ld->x);
     free(ld->gend);
     free(ld->gstart);
-    p3d_bytes_free(&ld->scratch);
     free(ld);
-}
-
-struct p3d_bytes *p3d_tload_scratch(struct p3d_tload *ld)
-{
-    return &ld->scratch;
 }
 
 #define P3D_SWAP(a, b)                                                        \
@@ -492,8 +485,8 @@ static void p3d_tl_rec(void *ctx, const struct p3d_reader *rd,
     p3d_tl_record(w->job, w->tl, w->ld, h);
 }
 
-int p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
-                       struct p3d_tload *ld, int spans)
+void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
+                        struct p3d_tload *ld, int spans)
 {
     struct p3d_rank *rk = &job->ranks[i];
     struct p3d_tl_walk w = {job, tl, ld};
@@ -503,11 +496,10 @@ int p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
     ld->spans = spans;
     if (rk->failed || p3d_reader_open(&rd, rk->path) != 0) {
         ld->shift = 0;
-        return -1;
+        return;
     }
     p3d_reader_walk(&rd, p3d_tl_rec, &w);
     p3d_reader_close(&rd);
     p3d_tl_finish(tl, ld);
     ld->shift = 0;
-    return 0;
 }
