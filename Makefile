@@ -138,4 +138,5 @@ asan: all
 clean:
 	rm -rf $(BUILD) build-asan
 
--include $(SHIM_OBJ:.o=.d) $(ANALYZER_OBJ:.o=.d) $(BUILD)/analyzer/p3d_main.d
+-include $(SHIM_OBJ:.o=.d) $(ANALYZER_OBJ:.o=.d) $(BUILD)/analyzer/p3d_main.d \
+	$(BUILD)/mpi/p3d_main_cli.d
