@@ -8,7 +8,9 @@
  *           --layout, or inferred (layout/)
  *   labels  each communicator's group names under that layout
  *   match   close the matcher: mismatches, unmatched P2P, members behind
- *           (it needs the joined members and labels for its messages)
+ *           (it needs the joined members and labels for its messages);
+ *           over several processes each matched its communicators, and
+ *           process 0 folds their results (p3d_dist_match.c)
  *   time    clocks, iterations, overlap, bubble, wait states (time/)
  *   fetch   p3d-analyze-mpi --local: process 0 gets the files it reads
  *           again from the nodes that hold them (p3d_dist_fetch.c)
@@ -21,6 +23,7 @@
 
 #include "p3d_analyse.h"
 #include "p3d_dist_fetch.h"
+#include "p3d_dist_match.h"
 #include "p3d_dist_scan.h"
 #include "p3d_findings.h"
 #include "p3d_hang.h"
@@ -139,8 +142,10 @@ static int p3d_pass_labels(struct p3d_run *run)
 
 static int p3d_pass_match(struct p3d_run *run)
 {
-    if (run->m)
-        p3d_matcher_finish(run->m, run->job); /* frees it */
+    if (run->m && p3d_dist_active)
+        p3d_dist_match(p3d_dist_active, run->m, run->job); /* frees it */
+    else if (run->m)
+        p3d_matcher_finish(run->m, run->job);
     run->m = NULL;
     return 0;
 }

@@ -1,15 +1,23 @@
 /*
  * p3d_dist_scan.c - the scan pass over several processes
- * (p3d_dist_scan.h).  A process other than 0 scans its block with a sink
- * that records each rank's ops (comm rank and record, as the scan hands
- * them over), then sends process 0 one message per rank file: the scan
- * results and those ops.  Process 0 scans its own block with the real
- * sink, then takes the others' messages in rank-file order, replacing
- * their ranks' (unscanned) entries and feeding the ops to the sink: the
- * matcher's answer does not depend on the order it is fed in
- * (match/p3d_match.c), and the scan results are the file's.  Process 0
- * then sends every rank's results to all, so every process builds the
- * same job model.
+ * (p3d_dist_scan.h).  Each process scans its block of rank files.  The
+ * matching is split by communicator: every communicator has an owner
+ * (p3d_dist_comm_owner), and an op read anywhere goes to its
+ * communicator's owner, whose matcher sees all of that communicator's
+ * instances (the matcher's answer does not depend on the order it is fed
+ * in, match/p3d_match.c).  Process 0 gets every rank file's scan results
+ * (a few KB each).  So no process receives every op of the job: each
+ * receives its communicators' ops, about 1/n of them.
+ *
+ * The bytes move in rounds of an all-to-all exchange (d->exchange), which
+ * every process enters together; the thread that calls MPI runs them
+ * while the scan's threads read.  A round starts once P3D_ROUND_MIN bytes
+ * wait to go, a scanned rank's results wait, or the scan is over; scan
+ * threads wait while P3D_ROUND_MAX bytes wait, so a process holds its
+ * scan threads' current ranks' ops and a round's bytes, not its block's.
+ * The rounds end when every process has scanned and sent everything.
+ * Process 0 then sends every rank's results to all, so every process
+ * builds the same job model.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,154 +26,173 @@
 #include "p3d_dist_scan.h"
 #include "p3d_util.h"
 
-
-struct p3d_recorded { /* the ops of one rank, as the scan gave them */
-    int rank;
-    struct p3d_bytes ops; /* (int32 comm rank, struct p3d_rec_op) ... */
-};
-
-struct p3d_recorder {
-    pthread_mutex_t mu;
-    struct p3d_recorded *r;
-    size_t n, cap;
-};
-
-struct p3d_rec_st { /* one scan thread's ops of the rank it reads */
-    struct p3d_bytes ops;
-};
-
-static void *p3d_rec_open(void *ctx)
-{
-    (void)ctx;
-    return p3d_xcalloc(1, sizeof(struct p3d_rec_st));
-}
-
-static void p3d_rec_op(void *ctx, void *st, int rank, int comm_rank,
-                       const struct p3d_rec_op *o)
-{
-    struct p3d_rec_st *s = st;
-    int32_t cr = comm_rank;
-
-    (void)ctx;
-    (void)rank;
-    p3d_bytes_put(&s->ops, &cr, sizeof(cr));
-    p3d_bytes_put(&s->ops, o, sizeof(*o));
-}
-
-static void p3d_rec_rank_end(void *ctx, void *st, int rank)
-{
-    struct p3d_recorder *c = ctx;
-    struct p3d_rec_st *s = st;
-
-    pthread_mutex_lock(&c->mu);
-    c->cap = p3d_grow((void **)&c->r, c->cap, c->n, sizeof(*c->r));
-    c->r[c->n].rank = rank;
-    c->r[c->n].ops = s->ops;
-    c->n++;
-    pthread_mutex_unlock(&c->mu);
-    memset(&s->ops, 0, sizeof(s->ops));
-}
-
-static void p3d_rec_close(void *ctx, void *st)
-{
-    struct p3d_rec_st *s = st;
-
-    (void)ctx;
-    p3d_bytes_free(&s->ops);
-    free(s);
-}
-
-/* The recorded ops of `rank`, moved out (empty if none): the list holds
- * the ranks read and not yet sent, a few. */
-static struct p3d_bytes p3d_rec_take(struct p3d_recorder *c, int rank)
-{
-    struct p3d_bytes b = {0};
-
-    pthread_mutex_lock(&c->mu);
-    for (size_t k = 0; k < c->n; k++)
-        if (c->r[k].rank == rank) {
-            b = c->r[k].ops;
-            c->r[k] = c->r[--c->n];
-            break;
-        }
-    pthread_mutex_unlock(&c->mu);
-    return b;
-}
-
-/*
- * Rank files read and not yet sent, in the order they were read: the
- * scan threads add, the process's main thread (the one that calls MPI)
- * takes.  A scan thread waits while P3D_DIST_AHEAD are waiting, so a
- * process holds a few ranks' ops, not its block's.
- */
+#define P3D_ROUND_MIN (8u << 20)
+#define P3D_ROUND_MAX (64u << 20)
+/* Scanned ranks whose results wait to be packed for process 0. */
 #define P3D_DIST_AHEAD 4
 
-struct p3d_dist_queue {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int *i;
-    int head, tail, scanning;
-    struct p3d_job *job;
-    int *mine, n_mine; /* this process's rank files */
-    int threads;
+/* What a round carries: pieces of a kind, a number and bytes. */
+enum { P3D_PIECE_RANK = 1, /* a rank file's scan results: its index */
+       P3D_PIECE_OPS = 2 /* ops of one global rank: (int32 comm rank,
+                            struct p3d_rec_op) each */ };
+
+struct p3d_piece_head {
+    int32_t kind, num;
+    uint64_t len;
 };
 
+struct p3d_shuffle {
+    struct p3d_dist *d;
+    struct p3d_job *job;
+    const struct p3d_op_sink *local; /* this process's matcher, or NULL */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct p3d_bytes *out; /* [d->n]: to go in the next round */
+    size_t out_bytes;
+    int *scanned, head, tail; /* rank files scanned, results not packed */
+    int scanning;
+};
+
+/* A scan thread's state: its matcher batch, and the current rank's ops
+ * for each other process. */
+struct p3d_route_st {
+    void *local_st;
+    struct p3d_bytes *to; /* [d->n] */
+};
+
+static void p3d_piece_put(struct p3d_bytes *b, int kind, int num,
+                          const void *p, size_t n)
+{
+    struct p3d_piece_head h = {kind, num, n};
+
+    p3d_bytes_put(b, &h, sizeof(h));
+    p3d_bytes_put(b, p, n);
+}
+
+static void *p3d_route_open(void *ctx)
+{
+    struct p3d_shuffle *s = ctx;
+    struct p3d_route_st *st = p3d_xcalloc(1, sizeof(*st));
+
+    st->local_st = s->local ? s->local->open(s->local->ctx) : NULL;
+    st->to = p3d_xcalloc((size_t)s->d->n, sizeof(*st->to));
+    return st;
+}
+
+static void p3d_route_op(void *ctx, void *stp, int rank, int comm_rank,
+                         const struct p3d_rec_op *o)
+{
+    struct p3d_shuffle *s = ctx;
+    struct p3d_route_st *st = stp;
+    int to = p3d_dist_comm_owner(s->d, o->comm_hash);
+    int32_t cr = comm_rank;
+
+    if (to == s->d->self) {
+        s->local->op(s->local->ctx, st->local_st, rank, comm_rank, o);
+        return;
+    }
+    p3d_bytes_put(&st->to[to], &cr, sizeof(cr));
+    p3d_bytes_put(&st->to[to], o, sizeof(*o));
+}
+
+/* The rank's ops for the others into the next round (waits while a
+ * round's worth is waiting). */
+static void p3d_route_rank_end(void *ctx, void *stp, int rank)
+{
+    struct p3d_shuffle *s = ctx;
+    struct p3d_route_st *st = stp;
+
+    s->local->rank_end(s->local->ctx, st->local_st, rank);
+    pthread_mutex_lock(&s->mu);
+    while (s->out_bytes >= P3D_ROUND_MAX)
+        pthread_cond_wait(&s->cv, &s->mu);
+    for (int p = 0; p < s->d->n; p++) {
+        if (!st->to[p].n)
+            continue;
+        p3d_piece_put(&s->out[p], P3D_PIECE_OPS, rank, st->to[p].p,
+                      st->to[p].n);
+        s->out_bytes += st->to[p].n;
+        st->to[p].n = 0;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void p3d_route_close(void *ctx, void *stp)
+{
+    struct p3d_shuffle *s = ctx;
+    struct p3d_route_st *st = stp;
+
+    s->local->close(s->local->ctx, st->local_st);
+    for (int p = 0; p < s->d->n; p++)
+        p3d_bytes_free(&st->to[p]);
+    free(st->to);
+    free(st);
+}
+
+/* A scan thread has read rank file i (its ops are in the round already:
+ * the sink's rank end comes first). */
 static void p3d_dist_scanned(void *ctx, int i)
 {
-    struct p3d_dist_queue *q = ctx;
+    struct p3d_shuffle *s = ctx;
 
-    pthread_mutex_lock(&q->mu);
-    while (q->tail - q->head >= P3D_DIST_AHEAD)
-        pthread_cond_wait(&q->cv, &q->mu);
-    q->i[q->tail++] = i;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_lock(&s->mu);
+    while (s->tail - s->head >= P3D_DIST_AHEAD)
+        pthread_cond_wait(&s->cv, &s->mu);
+    s->scanned[s->tail++] = i;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
+
+struct p3d_scanner {
+    struct p3d_shuffle *s;
+    int threads, *mine, n_mine;
+};
 
 static void *p3d_dist_scanner(void *arg)
 {
-    struct p3d_dist_queue *q = arg;
+    struct p3d_scanner *sc = arg;
+    struct p3d_shuffle *s = sc->s;
 
-    p3d_job_scan_some(q->job, q->threads, q->mine, q->n_mine);
-    pthread_mutex_lock(&q->mu);
-    q->scanning = 0;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
+    p3d_job_scan_some(s->job, sc->threads, sc->mine, sc->n_mine);
+    pthread_mutex_lock(&s->mu);
+    s->scanning = 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
-/* The next rank file read, or -1 once the scan is over. */
-static int p3d_dist_next(struct p3d_dist_queue *q)
+/*
+ * The next round's bytes (s->mu held): waits until a round is due, packs
+ * the scanned ranks' results for process 0, and hands out[] over to
+ * send (emptied for the scan threads).  Returns 1 if this process has
+ * nothing more after this round.
+ */
+static int p3d_round_take(struct p3d_shuffle *s, struct p3d_bytes *send)
 {
-    int i = -1;
-
-    pthread_mutex_lock(&q->mu);
-    while (q->head == q->tail && q->scanning)
-        pthread_cond_wait(&q->cv, &q->mu);
-    if (q->head < q->tail)
-        i = q->i[q->head++];
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-    return i;
-}
-
-/* A process other than 0: each rank file as soon as it is read. */
-static void p3d_dist_scan_send(struct p3d_dist *d, struct p3d_job *job,
-                               struct p3d_dist_queue *q,
-                               struct p3d_recorder *c)
-{
-    int i;
-
-    while ((i = p3d_dist_next(q)) >= 0) {
-        struct p3d_bytes b = {0}, ops = p3d_rec_take(c, job->ranks[i].rank);
-        p3d_rank_pack(&job->ranks[i], &b);
-        p3d_bytes_put_arr(&b, ops.p, ops.n);
-        p3d_bytes_free(&ops);
-        d->send(d, i, &b); /* tag: the rank file */
+    while (s->out_bytes < P3D_ROUND_MIN && s->head == s->tail &&
+           s->scanning)
+        pthread_cond_wait(&s->cv, &s->mu);
+    while (s->head < s->tail) {
+        int i = s->scanned[s->head++];
+        struct p3d_bytes b = {0};
+        p3d_rank_pack(&s->job->ranks[i], &b);
+        p3d_piece_put(&s->out[0], P3D_PIECE_RANK, i, b.p, b.n);
+        s->out_bytes += b.n;
+        p3d_bytes_free(&b);
     }
+    for (int p = 0; p < s->d->n; p++) {
+        struct p3d_bytes t = send[p];
+        send[p] = s->out[p];
+        s->out[p] = t;
+        s->out[p].n = 0;
+    }
+    s->out_bytes = 0;
+    pthread_cond_broadcast(&s->cv);
+    return !s->scanning && s->head == s->tail;
 }
 
-/* The ops of a rank read elsewhere, fed to process 0's sink. */
+/* The ops of a rank read elsewhere, fed to this process's matcher. */
 static void p3d_dist_feed(const struct p3d_op_sink *k, int rank,
                           const char *p, size_t n)
 {
@@ -186,32 +213,70 @@ static void p3d_dist_feed(const struct p3d_op_sink *k, int rank,
     k->close(k->ctx, st);
 }
 
-/* Process 0: the others' rank files, in whatever order they come. */
-static void p3d_dist_scan_take(struct p3d_dist *d, struct p3d_job *job,
-                               int n_others, const struct p3d_op_sink *sink)
+/* A rank file's results from process `from` (on process 0). */
+static void p3d_dist_take_rank(struct p3d_shuffle *s, int from, int i,
+                               const char *p, size_t n)
 {
-    struct p3d_bytes b = {0}; /* one buffer for every message */
+    struct p3d_job *job = s->job;
+    struct p3d_bytes_in in = {p, n, 0, 0};
 
-    for (int k = 0; k < n_others; k++) {
-        int from = -1, tag = 0, i;
-        struct p3d_bytes_in in;
-        size_t n;
-        const char *ops;
-        d->recv(d, &from, &tag, &b);
-        i = tag;
-        if (i < 0 || i >= job->n_ranks ||
-            p3d_dist_owner_of(d, job, i) != from)
-            p3d_die("process %d sent an unexpected message (tag %#x) "
-                    "during the scan", from, tag);
-        in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
-        if (p3d_rank_unpack(&job->ranks[i], &in) < 0)
-            p3d_die("the scan of rank file %d from process %d arrived "
-                    "damaged", i, from);
-        ops = p3d_bytes_view_arr(&in, &n);
-        p3d_dist_feed(sink, job->ranks[i].rank, ops, n);
-        __atomic_add_fetch(&job->n_read, 1, __ATOMIC_RELAXED);
+    if (s->d->self != 0 || i < 0 || i >= job->n_ranks ||
+        p3d_dist_owner_of(s->d, job, i) != from)
+        p3d_die("process %d sent an unexpected rank file (%d) during the "
+                "scan", from, i);
+    if (p3d_rank_unpack(&job->ranks[i], &in) < 0)
+        p3d_die("the scan of rank file %d from process %d arrived damaged",
+                i, from);
+    __atomic_add_fetch(&job->n_read, 1, __ATOMIC_RELAXED);
+}
+
+/* What a round brought from process `from`. */
+static void p3d_round_take_in(struct p3d_shuffle *s, int from,
+                              const struct p3d_bytes *b)
+{
+    size_t off = 0;
+
+    while (off < b->n) {
+        struct p3d_piece_head h;
+        if (b->n - off < sizeof(h))
+            p3d_die("a damaged round of the scan from process %d", from);
+        memcpy(&h, b->p + off, sizeof(h));
+        off += sizeof(h);
+        if (h.len > b->n - off)
+            p3d_die("a damaged round of the scan from process %d", from);
+        if (h.kind == P3D_PIECE_RANK)
+            p3d_dist_take_rank(s, from, h.num, b->p + off, (size_t)h.len);
+        else if (h.kind == P3D_PIECE_OPS)
+            p3d_dist_feed(s->local, h.num, b->p + off, (size_t)h.len);
+        else
+            p3d_die("a damaged round of the scan from process %d", from);
+        off += (size_t)h.len;
     }
-    p3d_bytes_free(&b);
+}
+
+/* The rounds, on the thread that calls MPI, until every process is done. */
+static void p3d_dist_rounds(struct p3d_shuffle *s)
+{
+    int n = s->d->n, all_done = 0;
+    struct p3d_bytes *send = p3d_xcalloc((size_t)n, sizeof(*send));
+    struct p3d_bytes *recv = p3d_xcalloc((size_t)n, sizeof(*recv));
+
+    while (!all_done) {
+        int done;
+        pthread_mutex_lock(&s->mu);
+        done = p3d_round_take(s, send);
+        pthread_mutex_unlock(&s->mu);
+        all_done = s->d->exchange(s->d, send, recv, done);
+        for (int p = 0; p < n; p++)
+            if (p != s->d->self)
+                p3d_round_take_in(s, p, &recv[p]);
+    }
+    for (int p = 0; p < n; p++) {
+        p3d_bytes_free(&send[p]);
+        p3d_bytes_free(&recv[p]);
+    }
+    free(send);
+    free(recv);
 }
 
 /* Every rank's results from process 0 to the others. */
@@ -234,53 +299,44 @@ static void p3d_dist_scan_share(struct p3d_dist *d, struct p3d_job *job)
     p3d_bytes_free(&b);
 }
 
-/*
- * The scan runs in its own thread (and the pool it starts) while this
- * one, the thread that calls MPI, sends (other processes) or takes
- * (process 0) rank files as they are read.
- */
 void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
                    const struct p3d_op_sink *sink)
 {
-    struct p3d_recorder c = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    struct p3d_op_sink rec = {&c, p3d_rec_open, p3d_rec_op,
-                              p3d_rec_rank_end, p3d_rec_close};
-    struct p3d_dist_queue q;
+    struct p3d_shuffle s = {.d = d, .job = job, .local = sink,
+                            .mu = PTHREAD_MUTEX_INITIALIZER,
+                            .cv = PTHREAD_COND_INITIALIZER, .scanning = 1};
+    struct p3d_op_sink route = {&s, p3d_route_open, p3d_route_op,
+                                p3d_route_rank_end, p3d_route_close};
+    struct p3d_scanner sc = {&s, threads, NULL, 0};
     pthread_t scanner;
-    int *mine = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*mine)), n = 0;
 
-    if (job->n_ranks - 1 > d->tag_max)
+    if (job->n_ranks > d->tag_max - 2)
         p3d_die("%d rank files, but this MPI's message tags go up to %d "
                 "only (a message's tag is its rank file)", job->n_ranks,
                 d->tag_max);
+    sc.mine = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*sc.mine));
+    s.scanned = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(*s.scanned));
+    s.out = p3d_xcalloc((size_t)d->n, sizeof(*s.out));
     for (int i = 0; i < job->n_ranks; i++)
         if (p3d_dist_owner_of(d, job, i) == d->self) {
-            mine[n++] = i;
-            job->ranks[i].sink = d->self == 0 ? sink : sink ? &rec : NULL;
+            sc.mine[sc.n_mine++] = i;
+            job->ranks[i].sink = sink ? &route : NULL;
         }
-    q = (struct p3d_dist_queue){.mu = PTHREAD_MUTEX_INITIALIZER,
-                                .cv = PTHREAD_COND_INITIALIZER,
-                                .i = p3d_xcalloc((size_t)n + 1, sizeof(int)),
-                                .scanning = 1, .job = job, .mine = mine,
-                                .n_mine = n, .threads = threads};
-    if (d->self != 0) {
+    if (d->self != 0) { /* process 0's own results are where they go */
         job->on_scanned = p3d_dist_scanned;
-        job->on_scanned_ctx = &q;
+        job->on_scanned_ctx = &s;
     }
-    if (pthread_create(&scanner, NULL, p3d_dist_scanner, &q))
+    if (pthread_create(&scanner, NULL, p3d_dist_scanner, &sc))
         p3d_die("cannot start the scan thread");
-    if (d->self == 0)
-        p3d_dist_scan_take(d, job, job->n_ranks - n, sink);
-    else
-        p3d_dist_scan_send(d, job, &q, &c);
+    p3d_dist_rounds(&s);
     pthread_join(scanner, NULL);
     job->on_scanned = NULL;
     for (int i = 0; i < job->n_ranks; i++)
         job->ranks[i].sink = NULL;
-    for (size_t k = 0; k < c.n; k++)
-        p3d_bytes_free(&c.r[k].ops);
-    free(c.r);
-    free(q.i);
-    free(mine);
+    for (int p = 0; p < d->n; p++)
+        p3d_bytes_free(&s.out[p]);
+    P3D_FREE_ALL(s.out, s.scanned, sc.mine);
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
     p3d_dist_scan_share(d, job);
 }

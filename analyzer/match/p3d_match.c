@@ -503,19 +503,32 @@ static void p3d_short_members(struct p3d_job *job, struct p3d_match_res *res)
     free(who);
 }
 
-/* Fold one shard's results into res (kept lists are merged later). */
-static void p3d_fold(struct p3d_match_res *res, struct p3d_mismatch **all,
-                     size_t *n_all, size_t *cap, const struct p3d_match_res *r)
+/*
+ * Fold part into res: counts add up, and the kept mismatches are the
+ * first P3D_MM_KEEP in report order of both lists, which is the first of
+ * everything both found (each list is the first of its own).  So results
+ * fold the same whichever way the communicators were split (shards, or
+ * the processes of p3d-analyze-mpi).
+ */
+void p3d_match_fold(struct p3d_match_res *res, const struct p3d_match_res *part)
 {
-    res->n_coll += r->n_coll;
-    res->n_p2p += r->n_p2p;
-    res->n_mismatch += r->n_mismatch;
-    res->n_unmatched_p2p += r->n_unmatched_p2p;
-    res->n_short += r->n_short;
-    for (int i = 0; i < r->n_kept; i++) {
-        *cap = p3d_grow((void **)all, *cap, *n_all, sizeof(**all));
-        (*all)[(*n_all)++] = r->mm[i];
-    }
+    struct p3d_mismatch all[2 * P3D_MM_KEEP];
+    int n = 0;
+
+    res->n_coll += part->n_coll;
+    res->n_p2p += part->n_p2p;
+    res->n_mismatch += part->n_mismatch;
+    res->n_unmatched_p2p += part->n_unmatched_p2p;
+    res->n_short += part->n_short;
+    if (!part->n_kept)
+        return;
+    memcpy(all, res->mm, sizeof(*all) * (size_t)res->n_kept);
+    n = res->n_kept;
+    memcpy(all + n, part->mm, sizeof(*all) * (size_t)part->n_kept);
+    n += part->n_kept;
+    qsort(all, (size_t)n, sizeof(*all), p3d_cmp_mm);
+    res->n_kept = n < P3D_MM_KEEP ? n : P3D_MM_KEEP;
+    memcpy(res->mm, all, sizeof(*all) * (size_t)res->n_kept);
 }
 
 static void p3d_shard_finish(struct p3d_shard *sh, const struct p3d_job *job)
@@ -540,27 +553,32 @@ static void p3d_shard_finish(struct p3d_shard *sh, const struct p3d_job *job)
     pthread_mutex_destroy(&sh->lock);
 }
 
+void p3d_matcher_finish_part(struct p3d_matcher *m,
+                             const struct p3d_job *job,
+                             struct p3d_match_res *res)
+{
+    memset(res, 0, sizeof(*res));
+    for (int i = 0; i < P3D_SHARDS; i++) {
+        p3d_shard_finish(&m->shard[i], job);
+        p3d_match_fold(res, &m->shard[i].res);
+    }
+    free(m);
+}
+
+void p3d_match_close(struct p3d_match_res *res, struct p3d_job *job)
+{
+    struct p3d_match_res issued;
+
+    memset(&issued, 0, sizeof(issued));
+    p3d_short_members(job, &issued);
+    p3d_match_fold(res, &issued);
+    job->match = res;
+}
+
 void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job)
 {
     struct p3d_match_res *res = p3d_xcalloc(1, sizeof(*res));
-    struct p3d_mismatch *all = NULL;
-    size_t n_all = 0, cap = 0;
 
-    for (int i = 0; i < P3D_SHARDS; i++) {
-        p3d_shard_finish(&m->shard[i], job);
-        p3d_fold(res, &all, &n_all, &cap, &m->shard[i].res);
-    }
-    p3d_short_members(job, res);
-    for (int i = 0; i < res->n_kept; i++) {
-        cap = p3d_grow((void **)&all, cap, n_all, sizeof(*all));
-        all[n_all++] = res->mm[i];
-    }
-    if (n_all)
-        qsort(all, n_all, sizeof(*all), p3d_cmp_mm);
-    res->n_kept = n_all < P3D_MM_KEEP ? (int)n_all : P3D_MM_KEEP;
-    if (n_all)
-        memcpy(res->mm, all, sizeof(*all) * (size_t)res->n_kept);
-    free(all);
-    free(m);
-    job->match = res;
+    p3d_matcher_finish_part(m, job, res);
+    p3d_match_close(res, job);
 }

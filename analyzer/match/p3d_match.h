@@ -90,6 +90,17 @@ struct p3d_op_sink p3d_matcher_sink(struct p3d_matcher *m);
 /* After the communicators are joined: unmatched sends/recvs, members
  * behind, global ranks for P2P pairs; fills job->match, frees m. */
 void p3d_matcher_finish(struct p3d_matcher *m, struct p3d_job *job);
+/* The same in parts, for matchers that each saw some communicators (the
+ * processes of p3d-analyze-mpi): finish_part gives one matcher's results
+ * (frees m), fold adds one result to another, close adds what the job
+ * model alone shows (members that issued fewer collectives) and sets
+ * job->match to res. */
+void p3d_matcher_finish_part(struct p3d_matcher *m,
+                             const struct p3d_job *job,
+                             struct p3d_match_res *res);
+void p3d_match_fold(struct p3d_match_res *res,
+                    const struct p3d_match_res *part);
+void p3d_match_close(struct p3d_match_res *res, struct p3d_job *job);
 
 /* Compare one op against the reference; record differences in res.
  * (Exposed for unit tests.) */

@@ -31,6 +31,21 @@ int p3d_dist_owner(const struct p3d_dist *d, int n, int i)
     }
 }
 
+int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash)
+{
+    /* commHash is NCCL's hash of the unique id already; mixed again so
+     * that a hash with a pattern in its low bits still spreads */
+    hash ^= hash >> 33;
+    hash *= 0xff51afd7ed558ccdull;
+    hash ^= hash >> 33;
+    return (int)(hash % (uint64_t)d->n);
+}
+
+int p3d_dist_match_tag(const struct p3d_dist *d)
+{
+    return d->tag_max;
+}
+
 int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
                       int i)
 {

@@ -36,6 +36,12 @@ struct p3d_dist {
     /* from process 0 to all (b is filled in on the others), once this
      * process's messages are sent */
     void (*bcast)(struct p3d_dist *d, struct p3d_bytes *b);
+    /* every process at once: out[p] to process p (out[self] stays),
+     * in[p] from process p (emptied first); done: this process has
+     * nothing more to send.  Returns 1 once every process said done.
+     * One round of the scan's shuffle (analyse/p3d_dist_scan.c). */
+    int (*exchange)(struct p3d_dist *d, struct p3d_bytes *out,
+                    struct p3d_bytes *in, int done);
     /* a process other than 0 has sent all it had: it leaves (does not
      * return) */
     void (*done)(struct p3d_dist *d);
@@ -57,6 +63,13 @@ struct p3d_job;
  * by blocks (p3d_dist_owner). */
 int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
                       int i);
+
+/* The process that matches the collectives and sends/recvs of the
+ * communicator with this hash (the scan sends it their ops). */
+int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash);
+/* The tag of the message that carries a process's matching results to
+ * process 0 (above every rank file's). */
+int p3d_dist_match_tag(const struct p3d_dist *d);
 
 /* The process that reads rank file i of n (blocks of consecutive files,
  * the way they are sorted by rank). */

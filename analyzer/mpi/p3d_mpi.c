@@ -124,6 +124,68 @@ static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
                   MPI_COMM_WORLD);
 }
 
+/*
+ * One round of the scan's shuffle: the sizes (and whether each process
+ * is done, in the top bit) go all to all, then every pair's bytes in
+ * pieces, all posted at once and waited for together, so no order of
+ * sends and receives can block.  The tag is one no other message uses
+ * (p3d_dist_match_tag is tag_max; rank files are below tag_max - 1).
+ */
+#define P3D_MPI_DONE (1ull << 63)
+
+static void p3d_mpi_post(struct p3d_bytes *b, uint64_t n, int peer, int send,
+                         MPI_Request **r, int *n_req, int *cap)
+{
+    int tag = p3d_dist_mpi->tag_max - 1;
+
+    for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
+        if (*n_req == *cap) {
+            *cap = *cap ? 2 * *cap : 64;
+            *r = realloc(*r, (size_t)*cap * sizeof(**r));
+            if (!*r)
+                MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        if (send)
+            MPI_Isend(b->p + off, p3d_mpi_piece(n, off), MPI_BYTE, peer, tag,
+                      MPI_COMM_WORLD, &(*r)[(*n_req)++]);
+        else
+            MPI_Irecv(b->p + off, p3d_mpi_piece(n, off), MPI_BYTE, peer, tag,
+                      MPI_COMM_WORLD, &(*r)[(*n_req)++]);
+    }
+}
+
+static int p3d_mpi_exchange(struct p3d_dist *d, struct p3d_bytes *out,
+                            struct p3d_bytes *in, int done)
+{
+    uint64_t *sz = calloc((size_t)d->n * 2, sizeof(*sz)), *got = sz + d->n;
+    MPI_Request *r = NULL;
+    int n_req = 0, cap = 0, all = 1;
+
+    if (!sz)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    for (int p = 0; p < d->n; p++)
+        sz[p] = (p == d->self ? 0 : out[p].n) | (done ? P3D_MPI_DONE : 0);
+    MPI_Alltoall(sz, 1, MPI_UINT64_T, got, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    for (int p = 0; p < d->n; p++) {
+        uint64_t n = got[p] & ~P3D_MPI_DONE;
+        all &= !!(got[p] & P3D_MPI_DONE);
+        p3d_bytes_room(&in[p], (size_t)n);
+        in[p].n = p == d->self ? 0 : (size_t)n;
+        if (p != d->self) {
+            p3d_mpi_post(&in[p], n, p, 0, &r, &n_req, &cap);
+            p3d_mpi_post(&out[p], sz[p] & ~P3D_MPI_DONE, p, 1, &r, &n_req,
+                         &cap);
+        }
+    }
+    MPI_Waitall(n_req, r, MPI_STATUSES_IGNORE);
+    for (int p = 0; p < d->n; p++)
+        if (p != d->self)
+            out[p].n = 0;
+    free(r);
+    free(sz);
+    return all;
+}
+
 static void p3d_mpi_done(struct p3d_dist *d)
 {
     (void)d;
@@ -227,7 +289,8 @@ static void p3d_mpi_test_fault(struct p3d_dist *d)
 int main(int argc, char **argv)
 {
     static struct p3d_dist d = {0, 1, 32767, p3d_mpi_send, p3d_mpi_recv,
-                                p3d_mpi_bcast, p3d_mpi_done, 0, NULL};
+                                p3d_mpi_bcast, p3d_mpi_exchange,
+                                p3d_mpi_done, 0, NULL};
     int *ub, flag = 0, level, ret;
 
     /* Only this thread calls MPI; the scan's threads do not. */

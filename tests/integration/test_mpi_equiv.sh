@@ -2,7 +2,8 @@
 # p3d-analyze-mpi (issue 23) gives what p3d-analyze gives: the same --json,
 # the same text report and the same exit status, under mpirun -n 1, 2 and
 # 4 on this host (and the same --html and --chrome files at -n 2), for a simulated 3D job under the real shim, a hang (a
-# rank that skipped an op, and a stall), and a job with damaged files
+# rank that skipped an op, and a stall), mismatched and unintroduced
+# communicators (matched where each communicator is owned), and a job with damaged files
 # (exit 2, the missing ranks named). And no process waits forever: a peer
 # that dies ends the run, and a peer that hangs is aborted at the
 # deadline (P3D_MPI_DEADLINE_S). With --local (each process reads its own
@@ -68,6 +69,15 @@ grep -q '"root_ranks": \[6\]' "$T/hang.json" ||
 same skip "$T/skip"
 "$G" --tp 2 --pp 2 --dp 2 --stall --job stall "$T/stall" > /dev/null
 same stall "$T/stall"
+# matching is split by communicator between the processes: a mismatch,
+# send/recv pairs, and ops on communicators no record introduces all
+# have to meet at their communicator's owner and fold back the same
+"$G" --tp 2 --pp 2 --dp 4 --p2p --mismatch 3 --job mm "$T/mm" > /dev/null
+same mm "$T/mm"
+grep -q '"mismatch_count": 1' "$T/mm.json" ||
+    fail "mm: p3d-analyze did not find the mismatch"
+"$G" --tp 2 --pp 2 --dp 2 --no-comms --mismatch 5 --job nc "$T/nc" > /dev/null
+same nc "$T/nc"
 "$G" --tp 2 --pp 2 --dp 2 --bad-magic 3 --truncate 6 --job bad "$T/bad" \
     > /dev/null
 same bad "$T/bad"

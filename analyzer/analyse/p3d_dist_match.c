@@ -1,0 +1,41 @@
+/*
+ * p3d_dist_match.c - the match pass over several processes
+ * (p3d_dist_match.h).  A matcher's results fold the same way whichever
+ * communicators it saw (p3d_match_fold), so process 0 folds the others'
+ * in process order and then adds what the job model alone shows, as
+ * p3d_matcher_finish does in one process: the same counts and the same
+ * kept mismatches.  One message per process, after the scan's broadcast
+ * and before the time passes' messages.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_dist_match.h"
+#include "p3d_util.h"
+
+void p3d_dist_match(struct p3d_dist *d, struct p3d_matcher *m,
+                    struct p3d_job *job)
+{
+    struct p3d_match_res *res = p3d_xcalloc(1, sizeof(*res));
+    struct p3d_bytes b = {0};
+
+    p3d_matcher_finish_part(m, job, res);
+    if (d->self != 0) {
+        p3d_bytes_put(&b, res, sizeof(*res));
+        d->send(d, p3d_dist_match_tag(d), &b);
+        job->match = res; /* a part: this process writes no report */
+        return;
+    }
+    for (int p = 1; p < d->n; p++) {
+        struct p3d_match_res part;
+        int from = p, tag = p3d_dist_match_tag(d);
+        d->recv(d, &from, &tag, &b);
+        if (b.n != sizeof(part))
+            p3d_die("the matching results of process %d arrived damaged",
+                    p);
+        memcpy(&part, b.p, sizeof(part));
+        p3d_match_fold(res, &part);
+    }
+    p3d_bytes_free(&b);
+    p3d_match_close(res, job);
+}
