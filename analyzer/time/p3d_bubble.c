@@ -256,6 +256,7 @@ static void p3d_bubble_stage(struct p3d_time_res *t, int st)
     g->bubble_frac = w / step;
     g->late_frac = late / step;
     g->transfer_frac = tr / step;
+    g->rest_frac = g->bubble_frac - g->late_frac - g->transfer_frac;
     g->fill_frac = fill / step;
     g->steady_frac = steady / step;
     g->busy_frac = busy / step;

@@ -160,6 +160,9 @@ struct p3d_tl { /* one rank */
     int64_t caused_p2p; /* Late Sender / Late Receiver on pipeline P2P */
 };
 
+/* Bounds contradicting by more than this say nothing of the offset. */
+#define P3D_CONTRA_HUGE_NS 3600000000000LL
+
 struct p3d_thost {
     char name[P3D_HOST_LEN + 1];
     int64_t shift;        /* added to this host's monotonic times */
@@ -170,12 +173,19 @@ struct p3d_thost {
                              clocks, or calls that returned before their
                              peers entered); the offset is their middle */
     int64_t anchor_err_ns; /* what the realtime anchors had wrong */
+    int offset_unknown;   /* the bounds contradict by more than
+                             P3D_CONTRA_HUGE_NS: the offset is the
+                             anchors' guess, uncert_ns and contra_ns
+                             mean nothing */
     int n_inst;           /* cross-host bounds used */
 };
 
 struct p3d_tstage {
     int stage, n_ranks;
     double bubble_frac, late_frac, transfer_frac, fill_frac, steady_frac;
+    /* bubble - late - transfer: what the pairs do not explain; > 0 sends
+     * waiting for their receiver (net), < 0 receive time compute hid */
+    double rest_frac;
     double busy_frac;
 };
 

@@ -41,18 +41,21 @@ static void p3d_tr_mixed_src(FILE *f, const struct p3d_time_res *t,
                "below\n");
 }
 
-/* Bounds contradicting by more than this say nothing of the offset. */
-#define P3D_CONTRA_HUGE_NS 3600000000000LL
-
 /* One host's clock against the reference host's. */
 static void p3d_tr_host(FILE *f, const struct p3d_time_res *t, int h)
 {
     const struct p3d_thost *x = &t->hosts[h];
 
-    fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
-            "(%d collective instances)", x->name, (double)x->offset_ns / 1e6,
-            (double)x->uncert_ns / 1e6, t->hosts[0].name, x->n_inst);
-    if (x->contra_ns > P3D_CONTRA_HUGE_NS)
+    if (x->offset_unknown)
+        fprintf(f, "  clocks: host %s is %+.3f ms off host %s by the "
+                "realtime anchors (%d collective instances)", x->name,
+                (double)x->offset_ns / 1e6, t->hosts[0].name, x->n_inst);
+    else
+        fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
+                "(%d collective instances)", x->name,
+                (double)x->offset_ns / 1e6, (double)x->uncert_ns / 1e6,
+                t->hosts[0].name, x->n_inst);
+    if (x->offset_unknown)
         fprintf(f, "; its bounds contradict each other by more than an "
                 "hour (the records break causality across hosts: clocks "
                 "that drift during the run, or calls that returned before "
@@ -96,7 +99,7 @@ static void p3d_tr_hosts(FILE *f, const struct p3d_time_res *t)
         fprintf(f, ", widest uncertainty +- %.3f ms (host %s)",
                 (double)t->hosts[wide].uncert_ns / 1e6,
                 t->hosts[wide].name);
-    if (contra && worst > P3D_CONTRA_HUGE_NS)
+    if (contra && worst > P3D_CONTRA_HUGE_NS) /* some offset_unknown */
         fprintf(f, "; on %d host(s) the bounds contradict each other by "
                 "more than an hour (the records break causality across "
                 "hosts): their offsets are not known (--detail=time)",

@@ -120,10 +120,11 @@ static void p3d_tj_bubble(FILE *f, const struct p3d_time_res *t)
         fprintf(f, "%s{\"stage\": %d, \"ranks\": %d, \"bubble_frac\": %.6g, "
                    "\"fill_frac\": %.6g, \"steady_frac\": %.6g, "
                    "\"late_sender_frac\": %.6g, \"transfer_frac\": %.6g, "
+                   "\"rest_frac\": %.6g, "
                    "\"compute_frac\": %.6g, \"per_iter\": [", s ? ", " : "",
                 g->stage, g->n_ranks, g->bubble_frac, g->fill_frac,
                 g->steady_frac, g->late_frac, g->transfer_frac,
-                g->busy_frac);
+                g->rest_frac, g->busy_frac);
         for (int k = 0, n = 0; k < t->n_iter; k++) {
             double w = 0, st = 0;
             for (int i = 0; i < t->n; i++)
@@ -166,13 +167,19 @@ static void p3d_tj_clock(FILE *f, const struct p3d_time_res *t)
     for (int h = 0; h < t->n_hosts; h++) {
         fprintf(f, "%s{\"host\": ", h ? ", " : "");
         p3d_json_str(f, t->hosts[h].name, strlen(t->hosts[h].name));
-        fprintf(f, ", \"offset_ns\": %" PRId64 ", \"uncertainty_ns\": %"
-                PRId64 ", \"realtime_error_ns\": %" PRId64 ", \"instances\": "
-                "%d", t->hosts[h].offset_ns, t->hosts[h].uncert_ns,
-                t->hosts[h].anchor_err_ns, t->hosts[h].n_inst);
-        if (t->hosts[h].contra_ns)
-            fprintf(f, ", \"bounds_contradict_ns\": %" PRId64,
-                    t->hosts[h].contra_ns);
+        const struct p3d_thost *x = &t->hosts[h];
+        fprintf(f, ", \"offset_ns\": %" PRId64, x->offset_ns);
+        if (x->offset_unknown) /* the figures would be the solver's floor */
+            fputs(", \"uncertainty_ns\": null", f);
+        else
+            fprintf(f, ", \"uncertainty_ns\": %" PRId64, x->uncert_ns);
+        fprintf(f, ", \"realtime_error_ns\": %" PRId64 ", \"instances\": "
+                "%d", x->anchor_err_ns, x->n_inst);
+        if (x->offset_unknown)
+            fputs(", \"bounds_contradict_ns\": null, \"offset_known\": "
+                  "false", f);
+        else if (x->contra_ns)
+            fprintf(f, ", \"bounds_contradict_ns\": %" PRId64, x->contra_ns);
         fputc('}', f);
     }
     fprintf(f, "], \"violations\": %d},\n", t->clock_violations);

@@ -38,7 +38,7 @@ const char *p3d_mm_other_text(const struct p3d_mismatch *x,
 
 void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g)
 {
-    double rest = g->bubble_frac - g->late_frac - g->transfer_frac;
+    double rest = g->rest_frac;
 
     snprintf(buf, n, "stage %d: bubble %.1f%% = warm-up/cool-down %.1f%% + "
              "steady %.1f%%; = waiting for the sender %.1f%% + transfer "

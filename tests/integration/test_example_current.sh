@@ -4,7 +4,8 @@
 # `make demo` prints: the example's own command line (its cmdline record)
 # is run again under the current shim, and the kinds of records each rank
 # file holds must be the same (a new default that adds records, as kernel
-# windows added gpu_window, module and stack records, makes them differ).
+# windows added gpu_window, module and stack records, makes them differ),
+# and so must the settings the shim notes (GPU timing, kernel windows).
 # Fix: `make example` records it again.
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
@@ -13,7 +14,13 @@ AN=$P3D_BUILD/p3d-analyze
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/p3dex.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-kinds() { "$AN" --dump "$1" | awk '{print $1}' | sort -u | tr '\n' ' '; }
+# the kinds of records, and the settings the shim notes it ran with (GPU
+# timing, kernel windows), without the run's own counts
+kinds() {
+    "$AN" --dump "$1" | awk '{print $1}' | sort -u | tr '\n' ' '
+    "$AN" --dump "$1" | sed -n 's/^note .* text="\(cupti: .*\)"$/\1/p' |
+        sed -E 's/, [0-9]+ opened//; s/ \([A-Za-z ]*[0-9]+\)//g' | sort -u | tr '\n' ' '
+}
 for ex in "$P3D_SRC"/traces/example-*/; do
     ex=${ex%/}; name=$(basename "$ex")
     # the simulator's arguments, as recorded: argv[1..] up to --out

@@ -38,6 +38,16 @@ PY
 # the same findings in the text, the JSON and the HTML; the HTML's legend
 # names only groups the job's communicators are
 "$A" -q --json "$T/ex.json" --html "$T/ex.html" "$EX" || fail "json+html rc"
+# the JSON's stage parts add up too, with the remainder the text names
+python3 - "$T/ex.json" <<'PY' || fail "JSON bubble parts do not add up"
+import json, sys
+st = json.load(open(sys.argv[1]))["bubble"]["per_stage"]
+assert len(st) == 2, st
+for g in st:
+    parts = g["late_sender_frac"] + g["transfer_frac"] + g["rest_frac"]
+    assert abs(g["bubble_frac"] - parts) < 1e-5, g
+    assert abs(g["bubble_frac"] - g["fill_frac"] - g["steady_frac"]) < 1e-5, g
+PY
 python3 - "$T/ex.txt" "$T/ex.json" "$T/ex.html" <<'PY' || fail "findings differ between text, JSON and HTML"
 import html, json, re, sys
 txt = [re.sub(r"^  \d+\. \[\w+\] ", "", l.rstrip("\n"))
@@ -106,4 +116,19 @@ grep -q 'bounds contradict each other by' "$T/g.txt" || fail "contradiction not 
 "$G" --tp 8 --pp 8 --dp 16 --gpu "$T/g1k" > /dev/null 2>&1 || fail "p3d-gen 1024"
 n=$("$A" "$T/g1k" 2>/dev/null | wc -l)
 [ "$n" -le 80 ] || fail "1,024 ranks: $n lines, more than 80"
+# its bounds contradict beyond meaning (the generator's cross-host times
+# are not causal): no solver placeholder shows as an uncertainty
+"$A" --detail=time --json "$T/g1k.json" "$T/g1k" > "$T/g1k.txt" 2>/dev/null
+grep -q 'so the offset is not known' "$T/g1k.txt" || fail "g1k: unknown offsets not said"
+grep -E '\(\+- [0-9]{7,}' "$T/g1k.txt" && fail "g1k: an uncertainty of hours or more in the text"
+python3 - "$T/g1k.json" <<'PY' || fail "g1k clock JSON"
+import json, sys
+h = json.load(open(sys.argv[1]))["clock"]["hosts"]
+unknown = [x for x in h if x.get("offset_known") is False]
+assert unknown, "no host's offset is marked unknown"
+assert all(x["uncertainty_ns"] is None and x["bounds_contradict_ns"] is None
+           for x in unknown), unknown[:2]
+assert all(x["uncertainty_ns"] is not None and 0 <= x["uncertainty_ns"] < 3.6e12
+           for x in h if x.get("offset_known") is not False), h[:2]
+PY
 echo "ok: example $(wc -l < "$T/ex.txt") lines, 1,024 ranks $n lines"

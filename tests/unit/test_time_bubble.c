@@ -2,7 +2,7 @@
  * test_time_bubble.c - the Scalasca split of a pipeline receive into
  * late-sender wait (send start - recv start) and transfer (recv end -
  * the later start), and the attribution of NCCL kernel spans to ops
- * when the trace has no GPU_OP records.
+ * when the trace has no GPU_OP records, and a stage's bubble parts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "p3d_time.h"
 #include "p3d_util.h"
@@ -151,6 +152,42 @@ static void test_span_fill(void **state)
     free(t.span_gpu);
 }
 
+/* A stage's bubble parts add up: rest is what the pairs leave. */
+static void test_stage_rest(void **state)
+{
+    struct p3d_tbreak br[2][1] = {
+        {{.step = 100, .pp_wait = 20, .late_sender = 5, .transfer = 3,
+          .compute = 60}},
+        {{.step = 100, .pp_wait = 4, .late_sender = 5, .transfer = 3,
+          .compute = 70}}};
+    struct p3d_tl tl[2];
+    struct p3d_time_res t;
+    struct p3d_job job;
+
+    (void)state;
+    memset(tl, 0, sizeof(tl));
+    memset(&t, 0, sizeof(t));
+    memset(&job, 0, sizeof(job));
+    for (int i = 0; i < 2; i++) {
+        tl[i].stage = i;
+        tl[i].br = br[i];
+    }
+    t.tl = tl;
+    t.n = 2;
+    t.pp = 2;
+    t.n_iter = 1;
+    p3d_bubble_all(&job, &t);
+    assert_int_equal(t.n_stages, 2);
+    assert_true(fabs(t.stages[0].bubble_frac - 0.20) < 1e-12);
+    assert_true(fabs(t.stages[0].rest_frac - 0.12) < 1e-12);
+    assert_true(fabs(t.stages[1].rest_frac + 0.04) < 1e-12); /* hid */
+    for (int s = 0; s < 2; s++)
+        assert_true(fabs(t.stages[s].late_frac + t.stages[s].transfer_frac +
+                         t.stages[s].rest_frac - t.stages[s].bubble_frac) <
+                    1e-12);
+    free(t.stages);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -159,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_early_sender),
         cmocka_unit_test(test_clipped),
         cmocka_unit_test(test_attribute),
+        cmocka_unit_test(test_stage_rest),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
