@@ -178,28 +178,38 @@ static int p3d_pass_findings(struct p3d_run *run)
 static const struct {
     const char *name;
     int (*run)(struct p3d_run *run);
+    int dist_only; /* runs (and is shown) over several processes only */
 } p3d_passes[] = {
-    {"reading the rank files", p3d_pass_scan},
-    {"joining communicators", p3d_pass_join},
-    {"finding the layout", p3d_pass_layout},
-    {"labelling groups", p3d_pass_labels},
-    {"matching across ranks", p3d_pass_match},
-    {"timing", p3d_pass_time},
-    {"fetching rank files", p3d_pass_fetch},
-    {"hang analysis", p3d_pass_hang},
-    {"findings", p3d_pass_findings},
+    {"reading the rank files", p3d_pass_scan, 0},
+    {"joining communicators", p3d_pass_join, 0},
+    {"finding the layout", p3d_pass_layout, 0},
+    {"labelling groups", p3d_pass_labels, 0},
+    {"matching across ranks", p3d_pass_match, 0},
+    {"timing", p3d_pass_time, 0},
+    {"fetching rank files", p3d_pass_fetch, 1},
+    {"hang analysis", p3d_pass_hang, 0},
+    {"findings", p3d_pass_findings, 0},
 };
 #define P3D_N_PASSES ((int)(sizeof(p3d_passes) / sizeof(p3d_passes[0])))
+
+static int p3d_pass_applies(int k)
+{
+    return !p3d_passes[k].dist_only || p3d_dist_active;
+}
 
 int p3d_analyse_job(struct p3d_job *job, const struct p3d_analyse_opts *o)
 {
     struct p3d_run run = {job, o, NULL, {0}, NULL};
-    int ret = 0;
+    int ret = 0, n = 0, shown = 0;
 
+    for (int k = 0; k < P3D_N_PASSES; k++)
+        n += p3d_pass_applies(k);
     if (o->progress)
-        run.progress = p3d_progress_start(job, P3D_N_PASSES);
+        run.progress = p3d_progress_start(job, n);
     for (int k = 0; k < P3D_N_PASSES && !ret; k++) {
-        p3d_progress_pass(run.progress, k, p3d_passes[k].name);
+        if (!p3d_pass_applies(k))
+            continue;
+        p3d_progress_pass(run.progress, shown++, p3d_passes[k].name);
         ret = p3d_passes[k].run(&run);
     }
     p3d_progress_stop(run.progress);

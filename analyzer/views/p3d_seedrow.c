@@ -199,7 +199,12 @@ static void p3d_tr_steps(FILE *f, const struct p3d_time_res *t,
         fprintf(f, "  throughput: %.0f tokens/s (global batch %d x "
                    "sequence %d)\n", t->tokens_per_s, t->gbs, t->seq_len);
     else if (t->samples_per_s > 0)
-        fprintf(f, "  throughput: %.2f samples/s\n", t->samples_per_s);
+        fprintf(f, "  throughput: %.2f samples/s (no --seq-length on the "
+                   "command line for tokens/s)\n", t->samples_per_s);
+    else
+        fputs("  throughput: not known (tokens/s needs the global batch and "
+              "the sequence length: Megatron's --global-batch-size and "
+              "--seq-length were not on the command line)\n", f);
 }
 
 /* Exposed PP time is largely the bubble: say how much, so the verdict

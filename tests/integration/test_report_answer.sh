@@ -15,6 +15,9 @@ order=$(grep -n '^layout:\|^time:\|^cross-rank matching\|^findings\|^seed table 
 [ "$order" = "layout|time|cross-rank matching|findings (most severe first; each with a next step)|seed table row|" ] ||
     fail "example: sections in the wrong order: $order"
 grep -q '^per rank' "$T/ex.txt" && fail "per-rank detail without --detail"
+# the example's command line has no batch or sequence flags: said so
+grep -q '^  throughput: not known (tokens/s needs the global batch' "$T/ex.txt" ||
+    fail "example: no throughput line"
 # every finding has its next step
 f=$(grep -c '^  [0-9]*\. \[' "$T/ex.txt"); x=$(grep -c '^     next: ' "$T/ex.txt")
 [ "$f" -ge 1 ] && [ "$f" = "$x" ] || fail "findings $f, next steps $x"
@@ -84,6 +87,9 @@ if command -v script > /dev/null && script -qec true /dev/null > /dev/null 2>&1;
     P3D_PROGRESS_AFTER=0 script -qec "'$A' '$EX' > /dev/null" /dev/null > "$T/tty0" 2>&1
     grep -q "reading the rank files (pass 1 of [0-9]*), [0-9]* of 8 rank files read" "$T/tty0" ||
         fail "no progress on a terminal: $(head -c 300 "$T/tty0")"
+    # one process: its passes, not p3d-analyze-mpi's fetch
+    grep -q "findings (pass 8 of 8)" "$T/tty0" && ! grep -q "fetching" "$T/tty0" ||
+        fail "progress counts a pass one process does not run: $(tr '\r' '\n' < "$T/tty0" | grep -a 'pass' | tail -3)"
     P3D_PROGRESS_AFTER=1000 script -qec "'$A' '$EX' > /dev/null" /dev/null > "$T/tty1" 2>&1
     grep -q "pass 1 of" "$T/tty1" && fail "progress before its threshold"
     P3D_PROGRESS_AFTER=0 script -qec "'$A' -q '$EX' > /dev/null" /dev/null > "$T/tty2" 2>&1
