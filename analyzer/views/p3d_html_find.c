@@ -79,7 +79,7 @@ static void p3d_find_time(FILE *f, const struct p3d_job *job,
 /* The time analysis's verdict, stages and stragglers. */
 static void p3d_find_tres(FILE *f, const struct p3d_time_res *t)
 {
-    char b[320];
+    char b[400];
 
     if (!t)
         return;

@@ -244,8 +244,9 @@ static void p3d_tr_where(FILE *f, const struct p3d_job *job,
     for (int l = 0; l < P3D_LBL_COUNT; l++)
         if (t->f_lbl[l] >= 0.0005)
             fprintf(f, " %s %.1f%%", p3d_label_name[l], 100 * t->f_lbl[l]);
-    fprintf(f, "\n    busbw by group (GB/s; time = the shortest member's "
-               "kernel, i.e. the transfer without waiting):");
+    fprintf(f, "\n    busbw by group (bus bandwidth as nccl-tests counts "
+               "it, GB/s; time = the shortest member's kernel, i.e. the "
+               "transfer without waiting):");
     if (t->best_busbw <= 0)
         fprintf(f, " none (no GPU times)");
     for (int l = 0; l < P3D_LBL_COUNT; l++)
@@ -302,7 +303,7 @@ static void p3d_tr_bubble(FILE *f, const struct p3d_time_res *t)
                 t->m);
     for (int s = 0; s < t->n_stages; s++) {
         const struct p3d_tstage *g = &t->stages[s];
-        char b[320];
+        char b[400];
         p3d_fmt_stage(b, sizeof(b), g);
         fprintf(f, "    %s\n", b);
     }

@@ -46,7 +46,8 @@ void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g)
              100 * g->bubble_frac, 100 * g->fill_frac, 100 * g->steady_frac,
              100 * g->late_frac, 100 * g->transfer_frac,
              rest >= 0 ? '+' : '-', rest >= 0
-             ? "sends waiting for their receiver (net)"
+             ? "the rest (sends waiting for their receiver, net of receive "
+               "time compute hid)"
              : "receive time that compute hid",
              100 * (rest >= 0 ? rest : -rest), 100 * g->busy_frac);
 }

@@ -59,7 +59,7 @@ static void test_stage_parts_add_up(void **state)
                            .late_frac = 0.070, .transfer_frac = 0.030,
                            .fill_frac = 0.050, .steady_frac = 0.030,
                            .rest_frac = -0.020, .busy_frac = 0.600};
-    char b[320], sign;
+    char b[400], sign;
     double v[5];
 
     (void)state;
@@ -68,7 +68,8 @@ static void test_stage_parts_add_up(void **state)
     assert_true(v[0] > 13.0 && v[0] < 13.2);
     assert_true(v[1] + v[2] > v[0] - 0.15 && v[1] + v[2] < v[0] + 0.15);
     assert_int_equal(sign, '+');
-    assert_non_null(strstr(b, "+ sends waiting for their receiver (net) "
+    assert_non_null(strstr(b, "+ the rest (sends waiting for their "
+                              "receiver, net of receive time compute hid) "
                               "0.6%"));
     /* receives longer than the bubble: compute hid some of them */
     p3d_fmt_stage(b, sizeof(b), &h);
