@@ -20,6 +20,7 @@
  * builds the same job model.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,9 @@
 
 #define P3D_ROUND_MIN (8u << 20)
 #define P3D_ROUND_MAX (64u << 20)
+/* P3D_MPI_ROUND_BYTES=N: rounds of N bytes, scan threads waiting past 8N
+ * (tests: many rounds, and the waits, on a small job). */
+#define P3D_ROUND_ENV "P3D_MPI_ROUND_BYTES"
 /* Scanned ranks whose results wait to be packed for process 0. */
 #define P3D_DIST_AHEAD 4
 
@@ -51,6 +55,7 @@ struct p3d_shuffle {
     size_t out_bytes;
     int *scanned, head, tail; /* rank files scanned, results not packed */
     int scanning;
+    size_t round_min, round_max;
 };
 
 /* A scan thread's state: its matcher batch, and the current rank's ops
@@ -104,7 +109,7 @@ static void p3d_route_rank_end(void *ctx, void *stp, int rank)
 
     s->local->rank_end(s->local->ctx, st->local_st, rank);
     pthread_mutex_lock(&s->mu);
-    while (s->out_bytes >= P3D_ROUND_MAX)
+    while (s->out_bytes >= s->round_max)
         pthread_cond_wait(&s->cv, &s->mu);
     for (int p = 0; p < s->d->n; p++) {
         if (!st->to[p].n)
@@ -170,7 +175,7 @@ static void *p3d_dist_scanner(void *arg)
  */
 static int p3d_round_take(struct p3d_shuffle *s, struct p3d_bytes *send)
 {
-    while (s->out_bytes < P3D_ROUND_MIN && s->head == s->tail &&
+    while (s->out_bytes < s->round_min && s->head == s->tail &&
            s->scanning)
         pthread_cond_wait(&s->cv, &s->mu);
     while (s->head < s->tail) {
@@ -261,8 +266,11 @@ static void p3d_dist_rounds(struct p3d_shuffle *s)
     struct p3d_bytes *send = p3d_xcalloc((size_t)n, sizeof(*send));
     struct p3d_bytes *recv = p3d_xcalloc((size_t)n, sizeof(*recv));
 
+    int rounds = 0;
+
     while (!all_done) {
         int done;
+        rounds++;
         pthread_mutex_lock(&s->mu);
         done = p3d_round_take(s, send);
         pthread_mutex_unlock(&s->mu);
@@ -277,6 +285,9 @@ static void p3d_dist_rounds(struct p3d_shuffle *s)
     }
     free(send);
     free(recv);
+    if (getenv(P3D_ROUND_ENV) && s->d->self == 0) /* for the tests */
+        fprintf(stderr, "p3d-analyze-mpi: the scan took %d rounds\n",
+                rounds);
 }
 
 /* Every rank's results from process 0 to the others. */
@@ -299,6 +310,15 @@ static void p3d_dist_scan_share(struct p3d_dist *d, struct p3d_job *job)
     p3d_bytes_free(&b);
 }
 
+static void p3d_round_sizes(struct p3d_shuffle *s)
+{
+    const char *e = getenv(P3D_ROUND_ENV);
+    unsigned long n = e && *e ? strtoul(e, NULL, 10) : 0;
+
+    s->round_min = n ? n : P3D_ROUND_MIN;
+    s->round_max = n ? 8 * n : P3D_ROUND_MAX;
+}
+
 void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
                    const struct p3d_op_sink *sink)
 {
@@ -310,6 +330,7 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
     struct p3d_scanner sc = {&s, threads, NULL, 0};
     pthread_t scanner;
 
+    p3d_round_sizes(&s);
     if (job->n_ranks > d->tag_max - 2)
         p3d_die("%d rank files, but this MPI's message tags go up to %d "
                 "only (a message's tag is its rank file)", job->n_ranks,

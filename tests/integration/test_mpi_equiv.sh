@@ -76,6 +76,13 @@ same stall "$T/stall"
 same mm "$T/mm"
 grep -q '"mismatch_count": 1' "$T/mm.json" ||
     fail "mm: p3d-analyze did not find the mismatch"
+# rounds of 1 KiB: the scan's exchange runs many rounds, and its threads
+# wait for the rounds to take their ops, on a small job
+export P3D_MPI_ROUND_BYTES=1024
+same mm-rounds "$T/mm"
+unset P3D_MPI_ROUND_BYTES
+r=$(sed -n 's/^p3d-analyze-mpi: the scan took \([0-9]*\) rounds$/\1/p' "$T/mm-rounds.4.err")
+[ "${r:-0}" -ge 2 ] || fail "mm-rounds: the scan took ${r:-no} rounds at -n 4"
 "$G" --tp 2 --pp 2 --dp 2 --no-comms --mismatch 5 --job nc "$T/nc" > /dev/null
 same nc "$T/nc"
 "$G" --tp 2 --pp 2 --dp 2 --bad-magic 3 --truncate 6 --job bad "$T/bad" \
