@@ -12,6 +12,24 @@
 
 #define P3D_MAP_MAX_WORLD 256 /* larger jobs get the group lists only */
 
+/*
+ * A group's ranks: runs as a-b, and a strided group of four or more (a
+ * DP or PP group in Megatron's order) as its first two, ... and its
+ * last, so a 1,024-rank job's group lines stay readable.
+ */
+static void p3d_group_fmt(char *buf, size_t n, const int *m, int k)
+{
+    int step = k >= 4 ? m[1] - m[0] : 0;
+
+    for (int i = 2; step > 1 && i < k; i++)
+        if (m[i] - m[i - 1] != step)
+            step = 0;
+    if (step > 1)
+        snprintf(buf, n, "%d,%d,...,%d", m[0], m[1], m[k - 1]);
+    else
+        p3d_fmt_ranks(buf, n, m, k);
+}
+
 /* Groups of `mask`; only those on pipeline stage `stage` unless -1. */
 static void p3d_groups_line(FILE *f, const struct p3d_layout *l, int w,
                             const char *name, unsigned mask, int stage)
@@ -30,11 +48,12 @@ static void p3d_groups_line(FILE *f, const struct p3d_layout *l, int w,
         n = p3d_layout_group(l, w, r, mask, m);
         for (int i = 0; i < n; i++)
             done[m[i]] = 1;
-        if (shown++ == 16) {
-            fprintf(f, " ...");
+        if (shown++ == 16) { /* a layout's groups are all one size */
+            fprintf(f, " ... (%d groups of %d in all)",
+                    (stage < 0 ? w : w / l->size[P3D_AX_PP]) / n, n);
             break;
         }
-        p3d_fmt_ranks(buf, sizeof(buf), m, n);
+        p3d_group_fmt(buf, sizeof(buf), m, n);
         fprintf(f, " [%s]", buf);
     }
     fputc('\n', f);

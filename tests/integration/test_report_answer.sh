@@ -122,6 +122,13 @@ grep -q 'bounds contradict each other by' "$T/g.txt" || fail "contradiction not 
 "$G" --tp 8 --pp 8 --dp 16 --gpu "$T/g1k" > /dev/null 2>&1 || fail "p3d-gen 1024"
 n=$("$A" "$T/g1k" 2>/dev/null | wc -l)
 [ "$n" -le 80 ] || fail "1,024 ranks: $n lines, more than 80"
+# and its lines stay readable: strided groups are shortened, and a cut
+# list says how many groups there are
+"$A" "$T/g1k" 2>/dev/null > "$T/g1k.rep"
+w=$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$T/g1k.rep")
+[ "$w" -le 400 ] || fail "1,024 ranks: a line of $w characters"
+grep -q '^  DP groups: \[0,8,...,120\] .* (64 groups of 16 in all)$' "$T/g1k.rep" ||
+    fail "1,024 ranks: DP groups not shortened: $(grep 'DP groups' "$T/g1k.rep" | cut -c1-120)"
 # its bounds contradict beyond meaning (the generator's cross-host times
 # are not causal): no solver placeholder shows as an uncertainty
 "$A" --detail=time --json "$T/g1k.json" "$T/g1k" > "$T/g1k.txt" 2>/dev/null
