@@ -13,13 +13,13 @@
 #define P3D_MAP_MAX_WORLD 256 /* larger jobs get the group lists only */
 
 /*
- * A group's ranks: runs as a-b, and a strided group of four or more (a
+ * A group's ranks: runs as a-b, and a strided group of six or more (a
  * DP or PP group in Megatron's order) as its first two, ... and its
  * last, so a 1,024-rank job's group lines stay readable.
  */
 static void p3d_group_fmt(char *buf, size_t n, const int *m, int k)
 {
-    int step = k >= 4 ? m[1] - m[0] : 0;
+    int step = k >= 6 ? m[1] - m[0] : 0;
 
     for (int i = 2; step > 1 && i < k; i++)
         if (m[i] - m[i - 1] != step)

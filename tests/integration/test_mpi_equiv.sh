@@ -80,6 +80,7 @@ grep -q '"mismatch_count": 1' "$T/mm.json" ||
 # wait for the rounds to take their ops, on a small job
 export P3D_MPI_ROUND_BYTES=1024
 same mm-rounds "$T/mm"
+same nomatch-rounds "$T/mm" --no-match # the rounds carry scan results only
 unset P3D_MPI_ROUND_BYTES
 r=$(sed -n 's/^p3d-analyze-mpi: the scan took \([0-9]*\) rounds$/\1/p' "$T/mm-rounds.4.err")
 [ "${r:-0}" -ge 2 ] || fail "mm-rounds: the scan took ${r:-no} rounds at -n 4"
