@@ -202,6 +202,7 @@ void p3d_clock_end(struct p3d_time_res *t, void *ctx)
             th->contra_ns = sol[h].contra;
             th->n_inst = sol[h].n_inst;
             th->offset_unknown = th->contra_ns > P3D_CONTRA_HUGE_NS;
+            t->n_clock_unknown += th->offset_unknown;
         }
         th->shift += sol[h].d;
         th->offset_ns = -(th->shift - t->hosts[0].shift);

@@ -203,6 +203,8 @@ struct p3d_time_res {
     int n;
     struct p3d_thost *hosts;
     int n_hosts, clock_violations;
+    int n_clock_unknown; /* hosts whose offset is not known (their
+                            waits against other hosts mean little) */
     int clock_checked; /* hosts aligned from collectives: count violations */
     int n_iter, warm;    /* job iterations; leading warm-up ones */
     int64_t *step;       /* [n_iter] mean step over ranks */

@@ -354,6 +354,10 @@ static void p3d_tr_wait(FILE *f, const struct p3d_time_res *t,
             fprintf(f, " (last %" PRId64 " times)", t->strag[i].late_count);
     }
     fputc('\n', f);
+    if (t->n_clock_unknown)
+        fprintf(f, "    (the clock offsets of %d host(s) are not known, "
+                   "above: waits between ranks on different hosts, and so "
+                   "these figures, may be wrong)\n", t->n_clock_unknown);
 }
 
 /* The seed row, filled and printed as --compare's row for this run. */

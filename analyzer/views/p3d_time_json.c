@@ -182,7 +182,8 @@ static void p3d_tj_clock(FILE *f, const struct p3d_time_res *t)
             fprintf(f, ", \"bounds_contradict_ns\": %" PRId64, x->contra_ns);
         fputc('}', f);
     }
-    fprintf(f, "], \"violations\": %d},\n", t->clock_violations);
+    fprintf(f, "], \"violations\": %d, \"hosts_offset_unknown\": %d},\n",
+            t->clock_violations, t->n_clock_unknown);
 }
 
 static void p3d_tj_wait(FILE *f, const struct p3d_time_res *t)

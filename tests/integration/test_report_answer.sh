@@ -133,12 +133,16 @@ grep -q '^  DP groups: \[0,8,...,120\] .* (64 groups of 16 in all)$' "$T/g1k.rep
 # are not causal): no solver placeholder shows as an uncertainty
 "$A" --detail=time --json "$T/g1k.json" "$T/g1k" > "$T/g1k.txt" 2>/dev/null
 grep -q 'so the offset is not known' "$T/g1k.txt" || fail "g1k: unknown offsets not said"
+grep -q '^    (the clock offsets of 127 host(s) are not known, above: waits between ranks on different hosts' "$T/g1k.txt" ||
+    fail "g1k: stragglers without the unknown clocks' caveat"
+grep -q 'clock offsets of .* are not known' "$T/ex.txt" && fail "example: a clock caveat on one host"
 grep -E '\(\+- [0-9]{7,}' "$T/g1k.txt" && fail "g1k: an uncertainty of hours or more in the text"
 python3 - "$T/g1k.json" <<'PY' || fail "g1k clock JSON"
 import json, sys
 h = json.load(open(sys.argv[1]))["clock"]["hosts"]
 unknown = [x for x in h if x.get("offset_known") is False]
 assert unknown, "no host's offset is marked unknown"
+assert json.load(open(sys.argv[1]))["clock"]["hosts_offset_unknown"] == len(unknown)
 assert all(x["uncertainty_ns"] is None and x["bounds_contradict_ns"] is None
            for x in unknown), unknown[:2]
 assert all(x["uncertainty_ns"] is not None and 0 <= x["uncertainty_ns"] < 3.6e12
