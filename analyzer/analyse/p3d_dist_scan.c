@@ -12,9 +12,11 @@
  * The bytes move in rounds of an all-to-all exchange (d->exchange), which
  * every process enters together; the thread that calls MPI runs them
  * while the scan's threads read.  A round starts once P3D_ROUND_MIN bytes
- * wait to go, a scanned rank's results wait, or the scan is over; scan
- * threads wait while P3D_ROUND_MAX bytes wait, so a process holds its
- * scan threads' current ranks' ops and a round's bytes, not its block's.
+ * wait to go, a rank file has been read (on any process: so rounds keep
+ * pace with the slowest), or the scan is over; scan threads hand ops over
+ * in pieces of up to P3D_PIECE_MAX and wait while P3D_ROUND_MAX bytes
+ * wait, so a process holds about a round's bytes and a piece per thread
+ * and process, not its block's ops nor a whole rank's.
  * The rounds end when every process has scanned and sent everything.
  * Process 0 then sends every rank's results to all, so every process
  * builds the same job model.
@@ -27,13 +29,15 @@
 #include "p3d_dist_scan.h"
 #include "p3d_util.h"
 
-#define P3D_ROUND_MIN (8u << 20)
-#define P3D_ROUND_MAX (64u << 20)
-/* P3D_MPI_ROUND_BYTES=N: rounds of N bytes, scan threads waiting past 8N
+#define P3D_ROUND_MIN (1u << 20)
+#define P3D_ROUND_MAX (4u << 20)
+/* P3D_MPI_ROUND_BYTES=N: rounds of N bytes, scan threads waiting past 4N
  * (tests: many rounds, and the waits, on a small job). */
 #define P3D_ROUND_ENV "P3D_MPI_ROUND_BYTES"
-/* Scanned ranks whose results wait to be packed for process 0. */
-#define P3D_DIST_AHEAD 4
+/* A scan thread hands a rank's ops for one process over in pieces of at
+ * most this (as they come, not at the rank's end), so what waits is
+ * bounded by the rounds, not by the size of a rank. */
+#define P3D_PIECE_MAX (256u << 10)
 
 /* What a round carries: pieces of a kind, a number and bytes. */
 enum { P3D_PIECE_RANK = 1, /* a rank file's scan results: its index */
@@ -55,7 +59,7 @@ struct p3d_shuffle {
     size_t out_bytes;
     int *scanned, head, tail; /* rank files scanned, results not packed */
     int scanning;
-    size_t round_min, round_max;
+    size_t round_min, round_max, piece_max;
 };
 
 /* A scan thread's state: its matcher batch, and the current rank's ops
@@ -84,6 +88,19 @@ static void *p3d_route_open(void *ctx)
     return st;
 }
 
+/* st's ops of `rank` for process p into the next round (s->mu held;
+ * waits while a round's worth is waiting). */
+static void p3d_route_hand(struct p3d_shuffle *s, struct p3d_route_st *st,
+                           int rank, int p)
+{
+    while (s->out_bytes >= s->round_max)
+        pthread_cond_wait(&s->cv, &s->mu);
+    p3d_piece_put(&s->out[p], P3D_PIECE_OPS, rank, st->to[p].p, st->to[p].n);
+    s->out_bytes += st->to[p].n;
+    st->to[p].n = 0;
+    pthread_cond_broadcast(&s->cv);
+}
+
 static void p3d_route_op(void *ctx, void *stp, int rank, int comm_rank,
                          const struct p3d_rec_op *o)
 {
@@ -98,10 +115,14 @@ static void p3d_route_op(void *ctx, void *stp, int rank, int comm_rank,
     }
     p3d_bytes_put(&st->to[to], &cr, sizeof(cr));
     p3d_bytes_put(&st->to[to], o, sizeof(*o));
+    if (st->to[to].n < s->piece_max)
+        return;
+    pthread_mutex_lock(&s->mu); /* pieces of one rank stay in order */
+    p3d_route_hand(s, st, rank, to);
+    pthread_mutex_unlock(&s->mu);
 }
 
-/* The rank's ops for the others into the next round (waits while a
- * round's worth is waiting). */
+/* The rest of the rank's ops for the others into the next round. */
 static void p3d_route_rank_end(void *ctx, void *stp, int rank)
 {
     struct p3d_shuffle *s = ctx;
@@ -109,17 +130,9 @@ static void p3d_route_rank_end(void *ctx, void *stp, int rank)
 
     s->local->rank_end(s->local->ctx, st->local_st, rank);
     pthread_mutex_lock(&s->mu);
-    while (s->out_bytes >= s->round_max)
-        pthread_cond_wait(&s->cv, &s->mu);
-    for (int p = 0; p < s->d->n; p++) {
-        if (!st->to[p].n)
-            continue;
-        p3d_piece_put(&s->out[p], P3D_PIECE_OPS, rank, st->to[p].p,
-                      st->to[p].n);
-        s->out_bytes += st->to[p].n;
-        st->to[p].n = 0;
-    }
-    pthread_cond_broadcast(&s->cv);
+    for (int p = 0; p < s->d->n; p++)
+        if (st->to[p].n)
+            p3d_route_hand(s, st, rank, p);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -136,14 +149,14 @@ static void p3d_route_close(void *ctx, void *stp)
 }
 
 /* A scan thread has read rank file i (its ops are in the round already:
- * the sink's rank end comes first). */
+ * the sink's rank end comes first).  Every process has a round go then,
+ * so rounds keep pace with the slowest process's scan, not wait for 8 MiB
+ * of ops (of which a process may have none: --no-match). */
 static void p3d_dist_scanned(void *ctx, int i)
 {
     struct p3d_shuffle *s = ctx;
 
     pthread_mutex_lock(&s->mu);
-    while (s->tail - s->head >= P3D_DIST_AHEAD)
-        pthread_cond_wait(&s->cv, &s->mu);
     s->scanned[s->tail++] = i;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
@@ -181,6 +194,8 @@ static int p3d_round_take(struct p3d_shuffle *s, struct p3d_bytes *send)
     while (s->head < s->tail) {
         int i = s->scanned[s->head++];
         struct p3d_bytes b = {0};
+        if (s->d->self == 0)
+            continue; /* process 0's own results are where they go */
         p3d_rank_pack(&s->job->ranks[i], &b);
         p3d_piece_put(&s->out[0], P3D_PIECE_RANK, i, b.p, b.n);
         s->out_bytes += b.n;
@@ -275,9 +290,14 @@ static void p3d_dist_rounds(struct p3d_shuffle *s)
         done = p3d_round_take(s, send);
         pthread_mutex_unlock(&s->mu);
         all_done = s->d->exchange(s->d, send, recv, done);
-        for (int p = 0; p < n; p++)
+        for (int p = 0; p < n; p++) {
             if (p != s->d->self)
                 p3d_round_take_in(s, p, &recv[p]);
+            if (recv[p].cap > 2 * s->round_max) /* a peak round's room */
+                p3d_bytes_free(&recv[p]);
+            if (send[p].cap > 2 * s->round_max)
+                p3d_bytes_free(&send[p]);
+        }
     }
     for (int p = 0; p < n; p++) {
         p3d_bytes_free(&send[p]);
@@ -316,7 +336,9 @@ static void p3d_round_sizes(struct p3d_shuffle *s)
     unsigned long n = e && *e ? strtoul(e, NULL, 10) : 0;
 
     s->round_min = n ? n : P3D_ROUND_MIN;
-    s->round_max = n ? 8 * n : P3D_ROUND_MAX;
+    s->round_max = n ? 4 * n : P3D_ROUND_MAX;
+    s->piece_max = s->round_min < P3D_PIECE_MAX ? s->round_min
+                                                : P3D_PIECE_MAX;
 }
 
 void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
@@ -343,10 +365,8 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
             sc.mine[sc.n_mine++] = i;
             job->ranks[i].sink = sink ? &route : NULL;
         }
-    if (d->self != 0) { /* process 0's own results are where they go */
-        job->on_scanned = p3d_dist_scanned;
-        job->on_scanned_ctx = &s;
-    }
+    job->on_scanned = p3d_dist_scanned;
+    job->on_scanned_ctx = &s;
     if (pthread_create(&scanner, NULL, p3d_dist_scanner, &sc))
         p3d_die("cannot start the scan thread");
     p3d_dist_rounds(&s);
