@@ -150,8 +150,8 @@ static void p3d_route_close(void *ctx, void *stp)
 
 /* A scan thread has read rank file i (its ops are in the round already:
  * the sink's rank end comes first).  Every process has a round go then,
- * so rounds keep pace with the slowest process's scan, not wait for 8 MiB
- * of ops (of which a process may have none: --no-match). */
+ * so rounds keep pace with the slowest process's scan, not wait for a
+ * round's bytes of ops (of which a process may have none: --no-match). */
 static void p3d_dist_scanned(void *ctx, int i)
 {
     struct p3d_shuffle *s = ctx;
