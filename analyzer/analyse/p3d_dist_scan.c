@@ -274,37 +274,107 @@ static void p3d_round_take_in(struct p3d_shuffle *s, int from,
     }
 }
 
-/* The rounds, on the thread that calls MPI, until every process is done. */
+/*
+ * What one round brought is taken in by a feeder thread while the next
+ * round is exchanged: matching ~(n-1)/n of a process's ops on the thread
+ * that calls MPI, between rounds, held every process's next round (and
+ * its scan threads, waiting for it) for as long.  One round is fed at a
+ * time, in order.
+ */
+struct p3d_feeder {
+    struct p3d_shuffle *s;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct p3d_bytes *in; /* [n]: the round being taken in, NULL: none */
+    int stop;
+};
+
+static void *p3d_feeder_main(void *arg)
+{
+    struct p3d_feeder *f = arg;
+    struct p3d_shuffle *s = f->s;
+
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        struct p3d_bytes *in;
+        while (!f->in && !f->stop)
+            pthread_cond_wait(&f->cv, &f->mu);
+        if (!f->in)
+            break;
+        in = f->in;
+        pthread_mutex_unlock(&f->mu);
+        for (int p = 0; p < s->d->n; p++)
+            if (p != s->d->self)
+                p3d_round_take_in(s, p, &in[p]);
+        pthread_mutex_lock(&f->mu);
+        f->in = NULL;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Wait until the feeder has taken in its round; then hand it `in`
+ * (NULL: only wait). */
+static void p3d_feeder_give(struct p3d_feeder *f, struct p3d_bytes *in)
+{
+    pthread_mutex_lock(&f->mu);
+    while (f->in)
+        pthread_cond_wait(&f->cv, &f->mu);
+    f->in = in;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void p3d_round_bufs_trim(struct p3d_shuffle *s, struct p3d_bytes *b)
+{
+    for (int p = 0; p < s->d->n; p++)
+        if (b[p].cap > 2 * s->round_max) /* a peak round's room */
+            p3d_bytes_free(&b[p]);
+}
+
+/* The rounds, on the thread that calls MPI, until every process is done:
+ * two sets of receive buffers, one exchanged into while the feeder takes
+ * in the other. */
 static void p3d_dist_rounds(struct p3d_shuffle *s)
 {
-    int n = s->d->n, all_done = 0;
+    int n = s->d->n, all_done = 0, rounds = 0, k = 0;
     struct p3d_bytes *send = p3d_xcalloc((size_t)n, sizeof(*send));
-    struct p3d_bytes *recv = p3d_xcalloc((size_t)n, sizeof(*recv));
+    struct p3d_bytes *recv[2];
+    struct p3d_feeder f = {.s = s, .mu = PTHREAD_MUTEX_INITIALIZER,
+                           .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t feeder;
 
-    int rounds = 0;
-
+    recv[0] = p3d_xcalloc((size_t)n, sizeof(**recv));
+    recv[1] = p3d_xcalloc((size_t)n, sizeof(**recv));
+    if (pthread_create(&feeder, NULL, p3d_feeder_main, &f))
+        p3d_die("cannot start the scan's feeder thread");
     while (!all_done) {
         int done;
         rounds++;
         pthread_mutex_lock(&s->mu);
         done = p3d_round_take(s, send);
         pthread_mutex_unlock(&s->mu);
-        all_done = s->d->exchange(s->d, send, recv, done);
-        for (int p = 0; p < n; p++) {
-            if (p != s->d->self)
-                p3d_round_take_in(s, p, &recv[p]);
-            if (recv[p].cap > 2 * s->round_max) /* a peak round's room */
-                p3d_bytes_free(&recv[p]);
-            if (send[p].cap > 2 * s->round_max)
-                p3d_bytes_free(&send[p]);
-        }
+        all_done = s->d->exchange(s->d, send, recv[k], done);
+        p3d_round_bufs_trim(s, send);
+        p3d_feeder_give(&f, recv[k]); /* the other set is free after */
+        k = 1 - k;
+        p3d_round_bufs_trim(s, recv[k]);
     }
+    p3d_feeder_give(&f, NULL); /* the last round taken in */
+    pthread_mutex_lock(&f.mu);
+    f.stop = 1;
+    pthread_cond_broadcast(&f.cv);
+    pthread_mutex_unlock(&f.mu);
+    pthread_join(feeder, NULL);
+    pthread_mutex_destroy(&f.mu);
+    pthread_cond_destroy(&f.cv);
     for (int p = 0; p < n; p++) {
         p3d_bytes_free(&send[p]);
-        p3d_bytes_free(&recv[p]);
+        p3d_bytes_free(&recv[0][p]);
+        p3d_bytes_free(&recv[1][p]);
     }
-    free(send);
-    free(recv);
+    P3D_FREE_ALL(send, recv[0], recv[1]);
     if (getenv(P3D_ROUND_ENV) && s->d->self == 0) /* for the tests */
         fprintf(stderr, "p3d-analyze-mpi: the scan took %d rounds\n",
                 rounds);
