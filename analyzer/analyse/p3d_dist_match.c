@@ -7,6 +7,7 @@
  * kept mismatches.  One message per process, after the scan's broadcast
  * and before the time passes' messages.
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,13 @@ void p3d_dist_match(struct p3d_dist *d, struct p3d_matcher *m,
     struct p3d_bytes b = {0};
 
     p3d_matcher_finish_part(m, job, res);
+    /* The matcher's memory went back to the arenas of the threads that
+     * fed it (the scan's and the feeder); give it to the system before the
+     * time passes allocate from their own.  16,384 x 5k on 2 processes:
+     * process 0's peak 1.94-2.01 GB without, 1.40 GB with, the wall time
+     * no longer.  (One process gains nothing from it: 1.94 -> 1.87 GB,
+     * with five times the page faults.) */
+    malloc_trim(0);
     if (d->self != 0) {
         p3d_bytes_put(&b, res, sizeof(*res));
         d->send(d, p3d_dist_match_tag(d), &b);
