@@ -46,26 +46,26 @@ static void p3d_tr_host(FILE *f, const struct p3d_time_res *t, int h)
 {
     const struct p3d_thost *x = &t->hosts[h];
 
-    if (x->offset_unknown)
+    if (x->offset_unknown) {
         fprintf(f, "  clocks: host %s is %+.3f ms off host %s by the "
                 "realtime anchors (%d collective instances)", x->name,
                 (double)x->offset_ns / 1e6, t->hosts[0].name, x->n_inst);
-    else
-        fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
-                "(%d collective instances)", x->name,
-                (double)x->offset_ns / 1e6, (double)x->uncert_ns / 1e6,
-                t->hosts[0].name, x->n_inst);
-    if (x->offset_unknown)
         fprintf(f, "; its bounds contradict each other by more than an "
                 "hour (the records break causality across hosts: clocks "
                 "that drift during the run, or calls that returned before "
                 "their peers entered), so the offset is not known");
-    else if (x->contra_ns)
-        fprintf(f, "; its bounds contradict each other by %.3f ms (the "
-                "records break causality across hosts: clocks that drift "
-                "during the run, or calls that returned before their peers "
-                "entered), so the offset is their middle",
-                (double)x->contra_ns / 1e6);
+    } else {
+        fprintf(f, "  clocks: host %s is %+.3f ms (+- %.3f ms) off host %s "
+                "(%d collective instances)", x->name,
+                (double)x->offset_ns / 1e6, (double)x->uncert_ns / 1e6,
+                t->hosts[0].name, x->n_inst);
+        if (x->contra_ns)
+            fprintf(f, "; its bounds contradict each other by %.3f ms (the "
+                    "records break causality across hosts: clocks that "
+                    "drift during the run, or calls that returned before "
+                    "their peers entered), so the offset is their middle",
+                    (double)x->contra_ns / 1e6);
+    }
     fputc('\n', f);
 }
 
@@ -99,7 +99,7 @@ static void p3d_tr_hosts(FILE *f, const struct p3d_time_res *t)
         fprintf(f, ", widest uncertainty +- %.3f ms (host %s)",
                 (double)t->hosts[wide].uncert_ns / 1e6,
                 t->hosts[wide].name);
-    if (contra && worst > P3D_CONTRA_HUGE_NS) /* some offset_unknown */
+    if (t->n_clock_unknown)
         fprintf(f, "; on %d host(s) the bounds contradict each other by "
                 "more than an hour (the records break causality across "
                 "hosts): their offsets are not known (--detail=time)",

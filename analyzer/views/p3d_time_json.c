@@ -165,9 +165,9 @@ static void p3d_tj_clock(FILE *f, const struct p3d_time_res *t)
 {
     fputs("  \"clock\": {\"hosts\": [", f);
     for (int h = 0; h < t->n_hosts; h++) {
-        fprintf(f, "%s{\"host\": ", h ? ", " : "");
-        p3d_json_str(f, t->hosts[h].name, strlen(t->hosts[h].name));
         const struct p3d_thost *x = &t->hosts[h];
+        fprintf(f, "%s{\"host\": ", h ? ", " : "");
+        p3d_json_str(f, x->name, strlen(x->name));
         fprintf(f, ", \"offset_ns\": %" PRId64, x->offset_ns);
         if (x->offset_unknown) /* the figures would be the solver's floor */
             fputs(", \"uncertainty_ns\": null", f);
