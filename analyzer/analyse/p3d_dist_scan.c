@@ -423,7 +423,7 @@ void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
     pthread_t scanner;
 
     p3d_round_sizes(&s);
-    if (job->n_ranks > d->tag_max - 2)
+    if (job->n_ranks >= p3d_dist_round_tag(d)) /* tags 0 .. n - 1 */
         p3d_die("%d rank files, but this MPI's message tags go up to %d "
                 "only (a message's tag is its rank file)", job->n_ranks,
                 d->tag_max);

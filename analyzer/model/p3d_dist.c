@@ -41,9 +41,16 @@ int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash)
     return (int)(hash % (uint64_t)d->n);
 }
 
+/* Tags: rank files from 0 up, the scan's rounds at tag_max - 1, the
+ * matching results at tag_max. */
 int p3d_dist_match_tag(const struct p3d_dist *d)
 {
     return d->tag_max;
+}
+
+int p3d_dist_round_tag(const struct p3d_dist *d)
+{
+    return d->tag_max - 1;
 }
 
 int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,

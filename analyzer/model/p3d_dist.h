@@ -68,8 +68,10 @@ int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
  * communicator with this hash (the scan sends it their ops). */
 int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash);
 /* The tag of the message that carries a process's matching results to
- * process 0 (above every rank file's). */
+ * process 0, and of the scan's rounds (both above every rank file's:
+ * rank files need tags 0 .. n - 1 below p3d_dist_round_tag). */
 int p3d_dist_match_tag(const struct p3d_dist *d);
+int p3d_dist_round_tag(const struct p3d_dist *d);
 
 /* The process that reads rank file i of n (blocks of consecutive files,
  * the way they are sorted by rank). */

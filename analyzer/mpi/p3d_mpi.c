@@ -128,15 +128,15 @@ static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
  * One round of the scan's shuffle: the sizes (and whether each process
  * is done, in the top bit) go all to all, then every pair's bytes in
  * pieces, all posted at once and waited for together, so no order of
- * sends and receives can block.  The tag is one no other message uses
- * (p3d_dist_match_tag is tag_max; rank files are below tag_max - 1).
+ * sends and receives can block, with a tag no other message uses
+ * (p3d_dist_round_tag).
  */
 #define P3D_MPI_DONE (1ull << 63)
 
 static void p3d_mpi_post(struct p3d_bytes *b, uint64_t n, int peer, int send,
                          MPI_Request **r, int *n_req, int *cap)
 {
-    int tag = p3d_dist_mpi->tag_max - 1;
+    int tag = p3d_dist_round_tag(p3d_dist_mpi);
 
     for (uint64_t off = 0; off < n; off += P3D_MPI_PIECE) {
         if (*n_req == *cap) {
@@ -169,12 +169,10 @@ static int p3d_mpi_exchange(struct p3d_dist *d, struct p3d_bytes *out,
     for (int p = 0; p < d->n; p++) {
         uint64_t n = got[p] & ~P3D_MPI_DONE;
         all &= !!(got[p] & P3D_MPI_DONE);
-        p3d_bytes_room(&in[p], (size_t)n);
-        in[p].n = p == d->self ? 0 : (size_t)n;
+        p3d_bytes_room(&in[p], (size_t)n); /* 0 from this process */
         if (p != d->self) {
             p3d_mpi_post(&in[p], n, p, 0, &r, &n_req, &cap);
-            p3d_mpi_post(&out[p], sz[p] & ~P3D_MPI_DONE, p, 1, &r, &n_req,
-                         &cap);
+            p3d_mpi_post(&out[p], out[p].n, p, 1, &r, &n_req, &cap);
         }
     }
     MPI_Waitall(n_req, r, MPI_STATUSES_IGNORE);
