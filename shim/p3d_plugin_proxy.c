@@ -203,36 +203,42 @@ static int px_line(char *buf, size_t cap, const struct px_op *o,
                     what, now > t ? (double)(now - t) / 1e9 : 0.0, id);
 }
 
+struct px_live_op {
+    uint64_t t_start; /* read once: NCCL's proxy thread may reuse the slot */
+    int i;
+};
+
 static int px_older(const void *a, const void *b)
 {
-    uint64_t x = PX_GET(&px_ops[*(const int *)a], t_start);
-    uint64_t y = PX_GET(&px_ops[*(const int *)b], t_start);
+    const struct px_live_op *x = a, *y = b;
 
-    return x < y ? -1 : x > y;
+    return x->t_start < y->t_start ? -1 : x->t_start > y->t_start;
 }
 
-/* The live transfers' indexes into idx, oldest first; their number. */
-static int px_live(int *idx)
+/* The live transfers, oldest first, into live; their number.  The sort
+ * reads the start times taken once, as slots can change under it, and a
+ * comparison that changes its answer mid-sort is undefined for qsort. */
+static int px_live(struct px_live_op *live)
 {
     int n = 0;
 
     for (int i = 0; i < PX_SLOTS; i++)
         if (atomic_load(&px_ops[i].live) == 1)
-            idx[n++] = i;
-    qsort(idx, (size_t)n, sizeof(*idx), px_older);
+            live[n++] = (struct px_live_op){PX_GET(&px_ops[i], t_start), i};
+    qsort(live, (size_t)n, sizeof(*live), px_older);
     return n;
 }
 
 size_t p3d_hook_hang_detail(char *buf, size_t cap)
 {
-    static int idx[PX_SLOTS];
-    int n = px_live(idx);
+    static struct px_live_op live[PX_SLOTS];
+    int n = px_live(live);
     uint64_t now = p3d_now();
     size_t len = 0;
     char line[256];
 
     for (int i = 0; i < n && i < PX_NOTES; i++) {
-        px_line(line, sizeof(line), &px_ops[idx[i]], now);
+        px_line(line, sizeof(line), &px_ops[live[i].i], now);
         p3d_note("%s", line);
         if (i < PX_SHOW && len < cap) {
             int w = snprintf(buf + len, cap - len, "p3dtrace:   %s\n", line);
