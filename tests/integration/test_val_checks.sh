@@ -241,16 +241,31 @@ fi
 
 # 5. the label expectations against the analyzer on simulated Megatron jobs
 #    (p3d-sim lays ranks out as Megatron's RankGenerator does)
+# sim TP PP DP JOB: the simulated job; under ASan (rel_check.sh) a run in
+# which the leak checker's own tracer failed to stop a rank's threads at
+# exit (no leak check ran, as tests/layout/matrix.py says) is repeated
+# once; a leak found is another message and fails as before
+sim() {
+    for try in 1 2; do
+        timeout 60 "$build/p3d-sim" --tp "$1" --pp "$2" --dp "$3" -m 8 \
+            --out "$tmp/sim" --job-id "$4" --shim "$build/libp3dtrace.so" \
+            > "$tmp/$4.out" 2>&1 && return 0
+        [ "$try" = 1 ] &&
+            grep -q "LeakSanitizer has encountered a fatal error" \
+                "$tmp/$4.out" || return 1
+        echo "note: the $1/$2/$3 sim run repeated: the leak checker's own" \
+             "tracer failed in it (no leak check ran)"
+        rm -rf "$tmp/sim/$4"
+    done
+}
 if [ -x "$build/p3d-sim" ] && [ -f "$build/libp3dtrace.so" ]; then
     for cfg in 1/4/2 1/1/8; do
         IFS=/ read -r tp pp dp <<< "$cfg"
         j=sim-$tp-$pp-$dp
-        timeout 60 "$build/p3d-sim" --tp "$tp" --pp "$pp" --dp "$dp" -m 8 \
-            --out "$tmp/sim" --job-id "$j" --shim "$build/libp3dtrace.so" \
-            > "$tmp/$j.out" 2>&1 &&
+        sim "$tp" "$pp" "$dp" "$j" &&
             "$build/p3d-analyze" --json "$tmp/$j.json" "$tmp/sim/$j" \
                 > /dev/null 2> "$tmp/$j.err" ||
-            { bad "p3d-sim/p3d-analyze $cfg"; tail -20 "$tmp/$j.out" \
+            { bad "p3d-sim/p3d-analyze $cfg"; tail -n 20 "$tmp/$j.out" \
               "$tmp/$j.err"; continue; }
         python3 "$gpu/check_megatron.py" --tp "$tp" --pp "$pp" --dp "$dp" \
             --nmb 8 --json "$tmp/$j.json" --log /dev/null > "$tmp/$j.chk"
