@@ -16,7 +16,8 @@
  *           again from the nodes that hold them (p3d_dist_fetch.c)
  *   hang    frontiers, wait graph, root (hang/; uses match and time)
  *   findings  what is worth acting on, with a next step (findings/)
- * A new analysis adds one row and its function, nothing else.
+ * A new analysis adds one row and its function, nothing else: it keeps
+ * its result in the job (p3d_job_keep), which frees it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -134,12 +135,6 @@ static int p3d_pass_layout(struct p3d_run *run)
     return 0;
 }
 
-static int p3d_pass_labels(struct p3d_run *run)
-{
-    p3d_label_all(run->job);
-    return 0;
-}
-
 static int p3d_pass_match(struct p3d_run *run)
 {
     if (run->m && p3d_dist_active)
@@ -150,12 +145,6 @@ static int p3d_pass_match(struct p3d_run *run)
     return 0;
 }
 
-static int p3d_pass_time(struct p3d_run *run)
-{
-    p3d_time_job(run->job);
-    return 0;
-}
-
 static int p3d_pass_fetch(struct p3d_run *run)
 {
     if (p3d_dist_active)
@@ -163,32 +152,26 @@ static int p3d_pass_fetch(struct p3d_run *run)
     return 0;
 }
 
-static int p3d_pass_hang(struct p3d_run *run)
-{
-    p3d_hang_analyze(run->job);
-    return 0;
-}
-
-static int p3d_pass_findings(struct p3d_run *run)
-{
-    p3d_findings_job(run->job);
-    return 0;
-}
-
+/*
+ * A pass either needs the run (what earlier passes hand on, the options)
+ * or only the job, whose model and earlier results it reads and to which
+ * it adds its own (a new analysis: `job`, with p3d_job_keep).
+ */
 static const struct {
     const char *name;
     int (*run)(struct p3d_run *run);
+    void (*job)(struct p3d_job *job);
     int dist_only; /* runs (and is shown) over several processes only */
 } p3d_passes[] = {
-    {"reading the rank files", p3d_pass_scan, 0},
-    {"joining communicators", p3d_pass_join, 0},
-    {"finding the layout", p3d_pass_layout, 0},
-    {"labelling groups", p3d_pass_labels, 0},
-    {"matching across ranks", p3d_pass_match, 0},
-    {"timing", p3d_pass_time, 0},
-    {"fetching rank files", p3d_pass_fetch, 1},
-    {"hang analysis", p3d_pass_hang, 0},
-    {"findings", p3d_pass_findings, 0},
+    {"reading the rank files", p3d_pass_scan, NULL, 0},
+    {"joining communicators", p3d_pass_join, NULL, 0},
+    {"finding the layout", p3d_pass_layout, NULL, 0},
+    {"labelling groups", NULL, p3d_label_all, 0},
+    {"matching across ranks", p3d_pass_match, NULL, 0},
+    {"timing", NULL, p3d_time_job, 0},
+    {"fetching rank files", p3d_pass_fetch, NULL, 1},
+    {"hang analysis", NULL, p3d_hang_analyze, 0},
+    {"findings", NULL, p3d_findings_job, 0},
 };
 #define P3D_N_PASSES ((int)(sizeof(p3d_passes) / sizeof(p3d_passes[0])))
 
@@ -210,7 +193,10 @@ int p3d_analyse_job(struct p3d_job *job, const struct p3d_analyse_opts *o)
         if (!p3d_pass_applies(k))
             continue;
         p3d_progress_pass(run.progress, shown++, p3d_passes[k].name);
-        ret = p3d_passes[k].run(&run);
+        if (p3d_passes[k].run)
+            ret = p3d_passes[k].run(&run);
+        else
+            p3d_passes[k].job(job);
     }
     p3d_progress_stop(run.progress);
     if (run.m)
@@ -222,6 +208,5 @@ void p3d_analysed_free(struct p3d_job *job)
 {
     p3d_time_free(job);
     p3d_hang_free(job);
-    p3d_findings_free(job);
-    p3d_job_free(job);
+    p3d_job_free(job); /* with the results passes kept in it */
 }

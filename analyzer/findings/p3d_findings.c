@@ -31,6 +31,8 @@
 #include "p3d_util.h"
 
 const char *const p3d_sev_name[] = {"note", "warn", "bad"};
+/* the findings' key among the job's results: only its address counts */
+static const char p3d_findings_key = 0;
 
 /* Exposed NCCL time of a group at or above this share of the step is a
  * finding; at P3D_BAD_SHARE it is the first thing to fix. */
@@ -259,11 +261,15 @@ void p3d_findings_job(struct p3d_job *job)
             fs->f[k] = fs->f[k - 1];
             fs->f[k - 1] = x;
         }
-    job->findings = fs;
+    p3d_job_keep(job, &p3d_findings_key, fs, free);
+}
+
+const struct p3d_findings *p3d_findings_of(const struct p3d_job *job)
+{
+    return p3d_job_result(job, &p3d_findings_key);
 }
 
 void p3d_findings_free(struct p3d_job *job)
 {
-    free(job->findings);
-    job->findings = NULL;
+    p3d_job_drop(job, &p3d_findings_key);
 }

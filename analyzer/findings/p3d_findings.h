@@ -27,8 +27,11 @@ struct p3d_findings {
     struct p3d_finding f[P3D_MAX_FINDINGS]; /* most severe, largest first */
 };
 
-/* After the match, time and hang analyses: job->findings. */
+/* After the match, time and hang analyses: the findings, kept in the
+ * job (p3d_job_keep) until p3d_job_free or p3d_findings_free. */
 void p3d_findings_job(struct p3d_job *job);
+/* The job's findings, NULL before p3d_findings_job. */
+const struct p3d_findings *p3d_findings_of(const struct p3d_job *job);
 void p3d_findings_free(struct p3d_job *job);
 
 #endif /* P3D_FINDINGS_H */

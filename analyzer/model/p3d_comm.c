@@ -192,18 +192,3 @@ struct p3d_rank *p3d_job_rank(const struct p3d_job *job, int rank)
     }
     return NULL;
 }
-
-void p3d_job_free(struct p3d_job *job)
-{
-    for (int i = 0; i < job->n_ranks; i++)
-        p3d_rank_free(&job->ranks[i]);
-    for (int i = 0; i < job->n_comms; i++) {
-        free(job->comms[i].slot);
-        free(job->comms[i].members);
-    }
-    free(job->ranks);
-    free(job->comms);
-    free(job->match);
-    p3d_map_free(&job->comm_idx);
-    memset(job, 0, sizeof(*job));
-}

@@ -1,7 +1,9 @@
 /*
  * p3d_job.c - small facts about a job that several reports print the same
  * way (the text report, the HTML page, the JSON, the job chooser), so
- * they cannot drift apart.
+ * they cannot drift apart; and the results the later passes keep in the
+ * job under their own keys (p3d_job_keep), so that adding a pass does not
+ * touch the job's struct.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,4 +63,59 @@ int p3d_missing_ranks(const struct p3d_job *job, char *buf, size_t n)
     p3d_fmt_ranks(buf, n, miss, k);
     free(miss);
     return k;
+}
+
+static struct p3d_job_result *p3d_job_slot(const struct p3d_job *job,
+                                           const void *key)
+{
+    for (size_t i = 0; i < job->n_results; i++)
+        if (job->results[i].key == key)
+            return &job->results[i];
+    return NULL;
+}
+
+void p3d_job_drop(struct p3d_job *job, const void *key)
+{
+    struct p3d_job_result *s = p3d_job_slot(job, key);
+
+    if (s == NULL)
+        return;
+    if (s->free)
+        s->free(s->res);
+    *s = job->results[--job->n_results]; /* order does not matter */
+}
+
+void p3d_job_keep(struct p3d_job *job, const void *key, void *res,
+                  void (*free_fn)(void *res))
+{
+    p3d_job_drop(job, key);
+    job->cap_results = p3d_grow((void **)&job->results, job->cap_results,
+                                job->n_results, sizeof(*job->results));
+    job->results[job->n_results++] =
+        (struct p3d_job_result){key, res, free_fn};
+}
+
+void *p3d_job_result(const struct p3d_job *job, const void *key)
+{
+    const struct p3d_job_result *s = p3d_job_slot(job, key);
+
+    return s ? s->res : NULL;
+}
+
+void p3d_job_free(struct p3d_job *job)
+{
+    while (job->n_results > 0) /* the later passes' results may point */
+        p3d_job_drop(job, job->results[job->n_results - 1].key);
+    free(job->results);        /* into the model: freed first */
+    for (int i = 0; i < job->n_ranks; i++)
+        p3d_rank_free(&job->ranks[i]);
+    for (int i = 0; i < job->n_comms; i++) {
+        free(job->comms[i].slot);
+        free(job->comms[i].members);
+    }
+    free(job->ranks);
+    free(job->comms);
+    free(job->match);
+    p3d_map_free(&job->comm_idx);
+    memset(job, 0, sizeof(*job));
 }

@@ -147,7 +147,17 @@ extern const char *const p3d_conf_name[]; /* "certain", ... ("none") */
 struct p3d_mismatch;
 struct p3d_time_res;
 struct p3d_hang_res;
-struct p3d_findings;
+/*
+ * What a pass found, kept by the job under a key of the pass's own (the
+ * address of a constant in the pass's file), so that a new analysis adds
+ * no field here: its header gives the views an accessor over
+ * p3d_job_result.  The job frees it with the pass's free function.
+ */
+struct p3d_job_result {
+    const void *key;
+    void *res;
+    void (*free)(void *res);
+};
 /*
  * An analysis that takes every op record while the scan streams the rank
  * files (the matcher): it registers here, and the scan calls it; the scan
@@ -180,7 +190,8 @@ struct p3d_job {
     struct p3d_match_res *match;
     struct p3d_time_res *time; /* p3d_time.h; NULL until analysed */
     struct p3d_hang_res *hang;  /* p3d_hang.c (issue 7) */
-    struct p3d_findings *findings; /* findings/, from all of the above */
+    struct p3d_job_result *results; /* the later passes' (findings/, ...) */
+    size_t n_results, cap_results;
     int threads;                /* reader threads (p3d_job_scan) */
     int n_read;                 /* rank files the scan has read (atomic:
                                    for progress while it runs) */
@@ -216,6 +227,14 @@ void p3d_rank_free(struct p3d_rank *r);
 const char *p3d_rank_file(const struct p3d_rank *r);
 /* Join rank communicators by hash into job->comms. */
 void p3d_comm_join(struct p3d_job *job);
+/* Keep res under key, freed with free_fn (NULL: not freed) by
+ * p3d_job_free; a result kept under key before is freed first. */
+void p3d_job_keep(struct p3d_job *job, const void *key, void *res,
+                  void (*free_fn)(void *res));
+/* The result kept under key, NULL if none. */
+void *p3d_job_result(const struct p3d_job *job, const void *key);
+/* Free and forget the result kept under key, if any. */
+void p3d_job_drop(struct p3d_job *job, const void *key);
 /* Find the rank struct of a global rank, NULL if no file. */
 struct p3d_rank *p3d_job_rank(const struct p3d_job *job, int rank);
 void p3d_job_free(struct p3d_job *job);

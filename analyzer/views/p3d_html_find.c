@@ -157,7 +157,7 @@ static void p3d_find_hang(FILE *f, const struct p3d_job *job)
 /* The findings (analyzer/findings/), as the text report lists them. */
 static void p3d_find_findings(FILE *f, const struct p3d_job *job)
 {
-    const struct p3d_findings *fs = job->findings;
+    const struct p3d_findings *fs = p3d_findings_of(job);
 
     for (int i = 0; fs && i < fs->n; i++) {
         const struct p3d_finding *x = &fs->f[i];

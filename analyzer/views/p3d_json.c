@@ -306,7 +306,7 @@ void p3d_json_mm_write(FILE *f, const struct p3d_json_mm *m,
  * finding in words and the next step. */
 static void p3d_json_findings(FILE *f, const struct p3d_job *job)
 {
-    const struct p3d_findings *fs = job->findings;
+    const struct p3d_findings *fs = p3d_findings_of(job);
 
     fputs("  \"findings\": [", f);
     for (int i = 0; fs && i < fs->n; i++) {

@@ -13,7 +13,7 @@
 void p3d_report_findings(FILE *f, const struct p3d_job *job,
                          unsigned detail)
 {
-    const struct p3d_findings *fs = job->findings;
+    const struct p3d_findings *fs = p3d_findings_of(job);
 
     if (!fs)
         return;

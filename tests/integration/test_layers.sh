@@ -9,10 +9,17 @@
 #     its own folder or one below (the objects of the build).
 set -u
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
-layers="util read model layout match time hang findings analyse views"
+# the order is the Makefile's (one list: a new layer is added there only)
+layers=$(sed -n 's/^ANALYZER_DIRS := //p' "$P3D_SRC/Makefile")
 A=$P3D_SRC/analyzer
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+[ -n "$layers" ] || { echo "FAIL: no ANALYZER_DIRS in $P3D_SRC/Makefile"; exit 1; }
+for d in "$A"/*/; do   # a folder the build does not know is not built
+    d=$(basename "$d")
+    [ "$d" = mpi ] && continue  # p3d-analyze-mpi's, outside the layers
+    case " $layers " in *" $d "*) ;; *) fail "analyzer/$d is in no layer (ANALYZER_DIRS)";; esac
+done
 
 level() { # level NAME: the layer number of the folder holding NAME, or -1
     i=0

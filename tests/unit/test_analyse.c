@@ -102,10 +102,10 @@ static void test_no_hang(void **state)
     assert_non_null(job->hang);
     assert_false(job->hang->detected);
     assert_int_equal(job->hang->n_roots, 0);
-    assert_non_null(job->findings);
-    for (int i = 0; i < job->findings->n; i++) {
-        assert_non_null(job->findings->f[i].next);
-        assert_null(strstr(job->findings->f[i].what, "HUNG"));
+    assert_non_null(p3d_findings_of(job));
+    for (int i = 0; i < p3d_findings_of(job)->n; i++) {
+        assert_non_null(p3d_findings_of(job)->f[i].next);
+        assert_null(strstr(p3d_findings_of(job)->f[i].what, "HUNG"));
     }
     unload(&set);
 }
@@ -115,7 +115,7 @@ static void test_layout_misfit(void **state)
     struct p3d_jobset set = load("tp=4,pp=4"); /* 16 ranks: not 8 */
 
     (void)state;
-    assert_null(set.jobs[0].findings); /* the pipeline stopped */
+    assert_null(p3d_findings_of(&set.jobs[0])); /* the pipeline stopped */
     unload(&set);
 }
 
@@ -239,9 +239,9 @@ static void check_mesh_hang(const char *mode)
             waits_on_5 |= h->wait[i].rank != 5 &&
                           h->wait[i].waiting_for[k] == 5;
     assert_true(waits_on_5); /* another rank's wait ends at the root */
-    assert_non_null(set.jobs[0].findings);
-    assert_int_equal(set.jobs[0].findings->f[0].sev, P3D_SEV_BAD);
-    assert_non_null(strstr(set.jobs[0].findings->f[0].what, "root rank 5"));
+    assert_non_null(p3d_findings_of(&set.jobs[0]));
+    assert_int_equal(p3d_findings_of(&set.jobs[0])->f[0].sev, P3D_SEV_BAD);
+    assert_non_null(strstr(p3d_findings_of(&set.jobs[0])->f[0].what, "root rank 5"));
     unload(&set);
     extract_rm(dir);
 }

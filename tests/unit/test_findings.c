@@ -39,9 +39,9 @@ static void fx_init(struct fx *x)
 
 static const struct p3d_finding *find(const struct p3d_job *job, int label)
 {
-    for (int i = 0; i < job->findings->n; i++)
-        if (job->findings->f[i].label == label)
-            return &job->findings->f[i];
+    for (int i = 0; i < p3d_findings_of(job)->n; i++)
+        if (p3d_findings_of(job)->f[i].label == label)
+            return &p3d_findings_of(job)->f[i];
     return NULL;
 }
 
@@ -56,7 +56,7 @@ static void test_groups_by_share(void **state)
     x.t.f_lbl[P3D_LBL_DP] = 0.08;      /* warn: >= 5% */
     x.t.f_lbl[P3D_LBL_WORLD] = 0.049;  /* under 5%: none */
     p3d_findings_job(&x.job);
-    assert_int_equal(x.job.findings->n, 2);
+    assert_int_equal(p3d_findings_of(&x.job)->n, 2);
     tp = find(&x.job, P3D_LBL_TP);
     dp = find(&x.job, P3D_LBL_DP);
     assert_non_null(tp);
@@ -64,14 +64,14 @@ static void test_groups_by_share(void **state)
     assert_null(find(&x.job, P3D_LBL_WORLD));
     assert_int_equal(tp->sev, P3D_SEV_BAD);
     assert_int_equal(dp->sev, P3D_SEV_WARN);
-    assert_ptr_equal(&x.job.findings->f[0], tp); /* most severe first */
+    assert_ptr_equal(&p3d_findings_of(&x.job)->f[0], tp); /* most severe first */
     assert_true(tp->value > 24.9 && tp->value < 25.1);
     assert_string_equal(tp->unit, "% of step");
     assert_non_null(strstr(tp->next, "NVLink"));
     assert_non_null(strstr(dp->next, "overlap"));
     assert_non_null(strstr(dp->next, "bucket"));
     p3d_findings_free(&x.job);
-    assert_null(x.job.findings);
+    assert_null(p3d_findings_of(&x.job));
 }
 
 static void test_no_compute_only_warns(void **state)
@@ -124,8 +124,8 @@ static void test_bubble_straggler_idle(void **state)
     x.strag[1] = (struct p3d_tstrag){.rank = 2, .caused_ms = 10};
     x.t.f_idle = 0.12;
     p3d_findings_job(&x.job);
-    for (int i = 0; i < x.job.findings->n; i++) {
-        const struct p3d_finding *f = &x.job.findings->f[i];
+    for (int i = 0; i < p3d_findings_of(&x.job)->n; i++) {
+        const struct p3d_finding *f = &p3d_findings_of(&x.job)->f[i];
         if (strstr(f->what, "pipeline bubble")) {
             kinds |= 1;
             assert_int_equal(f->sev, P3D_SEV_BAD);
@@ -140,8 +140,8 @@ static void test_bubble_straggler_idle(void **state)
     /* a close second: no straggler named */
     x.strag[1].caused_ms = 25;
     p3d_findings_job(&x.job);
-    for (int i = 0; i < x.job.findings->n; i++)
-        assert_null(strstr(x.job.findings->f[i].what, "straggler"));
+    for (int i = 0; i < p3d_findings_of(&x.job)->n; i++)
+        assert_null(strstr(p3d_findings_of(&x.job)->f[i].what, "straggler"));
     p3d_findings_free(&x.job);
 }
 
@@ -157,10 +157,10 @@ static void test_hang_first_no_step_advice(void **state)
     x.hang.n_waiting = 4;
     x.job.hang = &x.hang;
     p3d_findings_job(&x.job);
-    assert_int_equal(x.job.findings->n, 1);
-    assert_int_equal(x.job.findings->f[0].sev, P3D_SEV_BAD);
-    assert_non_null(strstr(x.job.findings->f[0].what, "HUNG"));
-    assert_non_null(strstr(x.job.findings->f[0].next, "NCCL_RAS_ENABLE"));
+    assert_int_equal(p3d_findings_of(&x.job)->n, 1);
+    assert_int_equal(p3d_findings_of(&x.job)->f[0].sev, P3D_SEV_BAD);
+    assert_non_null(strstr(p3d_findings_of(&x.job)->f[0].what, "HUNG"));
+    assert_non_null(strstr(p3d_findings_of(&x.job)->f[0].next, "NCCL_RAS_ENABLE"));
     p3d_findings_free(&x.job);
 }
 
@@ -172,7 +172,7 @@ static void test_no_time(void **state)
     fx_init(&x);
     x.job.time = NULL;
     p3d_findings_job(&x.job);
-    assert_int_equal(x.job.findings->n, 0);
+    assert_int_equal(p3d_findings_of(&x.job)->n, 0);
     p3d_findings_free(&x.job);
 }
 

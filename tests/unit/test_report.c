@@ -92,23 +92,23 @@ static char *report_of(const struct p3d_job *job, unsigned detail)
 
 static void test_findings_text(void **state)
 {
-    struct p3d_findings fs;
+    struct p3d_findings *fs;
     struct p3d_job job;
     char *s;
 
     (void)state;
-    memset(&fs, 0, sizeof(fs));
     memset(&job, 0, sizeof(job));
-    job.findings = &fs;
+    p3d_findings_job(&job); /* nothing analysed: no findings */
+    fs = (struct p3d_findings *)p3d_findings_of(&job);
     s = report_of(&job, 0);
     assert_non_null(strstr(s, "findings: none"));
     free(s);
-    fs.n = 8;
-    for (int i = 0; i < fs.n; i++) {
-        snprintf(fs.f[i].what, sizeof(fs.f[i].what), "finding %d", i);
-        fs.f[i].next = "do this";
-        fs.f[i].unit = "ms";
-        fs.f[i].sev = P3D_SEV_WARN;
+    fs->n = 8;
+    for (int i = 0; i < fs->n; i++) {
+        snprintf(fs->f[i].what, sizeof(fs->f[i].what), "finding %d", i);
+        fs->f[i].next = "do this";
+        fs->f[i].unit = "ms";
+        fs->f[i].sev = P3D_SEV_WARN;
     }
     s = report_of(&job, 0);
     assert_non_null(strstr(s, "  1. [warn] finding 0\n     next: do this\n"));
@@ -119,6 +119,7 @@ static void test_findings_text(void **state)
     s = report_of(&job, P3D_DETAIL_ALL);
     assert_non_null(strstr(s, "  8. [warn] finding 7\n"));
     free(s);
+    p3d_job_free(&job); /* frees the findings it keeps */
 }
 
 int main(void)
