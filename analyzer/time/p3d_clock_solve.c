@@ -13,6 +13,7 @@
  * uncertainty.  Hosts with no bracket keep the anchor-only estimate.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "p3d_clock_solve.h"
 #include "p3d_map.h"
@@ -204,6 +205,13 @@ static int p3d_cbounds_count(const struct p3d_cbounds *c, int a, int b)
  * Floyd-Warshall's figures there compound around the cycle just the
  * same, but its table does not say which hosts the cycle reaches.
  */
+static int p3d_cedge_cmp(const void *x, const void *y)
+{
+    const struct p3d_cedge *a = x, *b = y;
+
+    return P3D_CMP(a->a, b->a) ?: P3D_CMP(a->b, b->b);
+}
+
 static void p3d_cbounds_sparse(const struct p3d_cbounds *c,
                                struct p3d_csol *sol)
 {
@@ -211,9 +219,17 @@ static void p3d_cbounds_sparse(const struct p3d_cbounds *c,
     int64_t *hi = p3d_xcalloc(n, sizeof(*hi));
     int64_t *back = p3d_xcalloc(n, sizeof(*back));
     uint8_t *neg = p3d_xcalloc(n, 1);
+    struct p3d_cbounds sorted = *c;
 
-    p3d_cbounds_paths(c, 0, hi, neg);
-    p3d_cbounds_paths(c, 1, back, neg);
+    /* Where bounds contradict, what the rounds reach depends on the
+     * order of the edges: host pair order, not the order the bounds were
+     * first seen in (which depends on how the folding was split). */
+    sorted.e = p3d_xcalloc(c->n_e + 1, sizeof(*sorted.e));
+    memcpy(sorted.e, c->e, c->n_e * sizeof(*c->e));
+    qsort(sorted.e, c->n_e, sizeof(*sorted.e), p3d_cedge_cmp);
+    p3d_cbounds_paths(&sorted, 0, hi, neg);
+    p3d_cbounds_paths(&sorted, 1, back, neg);
+    free(sorted.e);
     for (int b = 1; b < c->nh; b++) {
         int k = p3d_cbounds_count(c, 0, b) + p3d_cbounds_count(c, b, 0);
         if (neg[b]) {

@@ -18,10 +18,24 @@
 #include "p3d_time.h"
 #include "p3d_util.h"
 
+/*
+ * Every sum here is of integers (ns, bytes), turned into ms or bytes/ns
+ * once, at the end: so the figures do not depend on the order in which
+ * instances are folded (a double sum does), which is what lets the
+ * folding be split by communicator over several processes.  Bus bytes
+ * are kept raw per communicator and op, and weighed by their nccl-tests
+ * factor at the end, in communicator order.
+ */
 struct p3d_wctx {
+    const struct p3d_job *job;
     int64_t t0; /* start of the steady iterations */
     int *late_n; /* [label][timeline] instances it arrived last at */
-    double bytes[P3D_LBL_COUNT], ns[P3D_LBL_COUNT];
+    uint64_t *raw; /* [gcomm][op + 1] bytes of timed instances; op
+                      P3D_OP_COUNT: of timed send/recv pairs */
+    int n_comms;
+    int64_t ns[P3D_LBL_COUNT];    /* their shortest member's time */
+    int64_t nxn_ns[P3D_LBL_COUNT]; /* wait at NxN, steady */
+    int64_t late_sender_ns, late_receiver_ns;
     uint64_t best_key;
 };
 
@@ -56,15 +70,16 @@ static int p3d_wait_layer(int lbl)
  * best is the fastest instance of 64 KiB or more (the first in creation
  * order, key, among equals).
  */
-static void p3d_bw_add(struct p3d_time_res *t, struct p3d_wctx *w, int lbl,
-                       double b, int64_t d, uint64_t raw, uint64_t key)
+static void p3d_bw_add(struct p3d_time_res *t, struct p3d_wctx *w,
+                       int gcomm, int op, int lbl, double b, int64_t d,
+                       uint64_t raw, uint64_t key)
 {
     double v;
 
     if (d <= 0 || b <= 0)
         return;
-    w->bytes[lbl] += b;
-    w->ns[lbl] += (double)d;
+    w->raw[(size_t)gcomm * (P3D_OP_COUNT + 1) + (size_t)op] += raw;
+    w->ns[lbl] += d;
     v = b / (double)d;
     if (raw >= 65536 && (v > t->best_busbw ||
                          (v == t->best_busbw && key < w->best_key))) {
@@ -108,7 +123,7 @@ static void p3d_wait_nxn(const struct p3d_job *job, struct p3d_time_res *t,
     }
     t->tl[late].nxn[kind].caused += sum;
     t->tl[late].nxn[kind].late++;
-    t->nxn_ms[lbl] += (double)sum / 1e6;
+    w->nxn_ns[lbl] += sum;
     w->late_n[lbl * t->n + late]++;
     t->n_wait_inst++;
 }
@@ -134,9 +149,10 @@ static void p3d_wait_inst(void *ctx, const struct p3d_join *j,
             d = 0;
         d = g->e[x] - g->s[x] < d ? g->e[x] - g->s[x] : d;
     }
-    p3d_bw_add(j->t, w, c->label, p3d_bw_bytes(r->op, c->size,
-               (double)r->bytes) * p3d_bw_factor(r->op, c->size), d,
-               r->bytes, r->ckey);
+    p3d_bw_add(j->t, w, g->gcomm, r->op, c->label,
+               p3d_bw_bytes(r->op, c->size, (double)r->bytes) *
+                   p3d_bw_factor(r->op, c->size),
+               d, r->bytes, r->ckey);
 }
 
 static void p3d_wait_pair(void *ctx, const struct p3d_join *j,
@@ -152,7 +168,7 @@ static void p3d_wait_pair(void *ctx, const struct p3d_join *j,
     if (!(g->f[xs] & 1) || !(g->f[xr] & 1))
         return;
     if ((g->f[xs] & 2) && (g->f[xr] & 2))
-        p3d_bw_add(t, w, job->comms[g->gcomm].label,
+        p3d_bw_add(t, w, g->gcomm, P3D_OP_COUNT, job->comms[g->gcomm].label,
                    (double)g->rec[k].bytes,
                    p3d_bubble_split(ss, rs, re).transfer, g->rec[k].bytes,
                    g->rec[k].ckey | 1ull << 63);
@@ -164,10 +180,10 @@ static void p3d_wait_pair(void *ctx, const struct p3d_join *j,
     t->n_p2p++;
     if (d > 0) {
         t->tl[g->tl[0]].caused_p2p += d;
-        t->late_sender_ms += (double)d / 1e6;
+        w->late_sender_ns += d;
     } else if (d < 0) {
         t->tl[g->tl[1]].caused_p2p -= d;
-        t->late_receiver_ms -= (double)d / 1e6;
+        w->late_receiver_ns -= d;
     }
 }
 
@@ -178,6 +194,10 @@ void *p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j)
     w->t0 = t->n_iter ? p3d_wait_steady_start(t) : INT64_MIN;
     w->late_n = p3d_xcalloc((size_t)P3D_LBL_COUNT * (size_t)t->n + 1,
                             sizeof(*w->late_n));
+    w->job = j->job;
+    w->n_comms = j->job->n_comms;
+    w->raw = p3d_xcalloc((size_t)w->n_comms * (P3D_OP_COUNT + 1) + 1,
+                         sizeof(*w->raw));
     w->best_key = UINT64_MAX;
     p3d_join_use(j, p3d_wait_inst, p3d_wait_pair, w);
     return w;
@@ -239,6 +259,26 @@ int p3d_time_straggler(const struct p3d_time_res *t)
     return t->strag[0].rank;
 }
 
+/* Bus bandwidth per label: every communicator's bytes weighed by their
+ * op's factor, in communicator order, over the time they took. */
+static void p3d_wait_busbw(const struct p3d_job *job, struct p3d_time_res *t,
+                           const struct p3d_wctx *w)
+{
+    double bytes[P3D_LBL_COUNT] = {0};
+
+    for (int g = 0; g < w->n_comms; g++) {
+        const struct p3d_gcomm *c = &job->comms[g];
+        const uint64_t *raw = &w->raw[(size_t)g * (P3D_OP_COUNT + 1)];
+        for (int op = 0; op < P3D_OP_COUNT; op++)
+            if (raw[op])
+                bytes[c->label] += p3d_bw_bytes(op, c->size, (double)raw[op]) *
+                                   p3d_bw_factor(op, c->size);
+        bytes[c->label] += (double)raw[P3D_OP_COUNT]; /* pairs */
+    }
+    for (int l = 0; l < P3D_LBL_COUNT; l++)
+        t->busbw[l] = w->ns[l] > 0 ? bytes[l] / (double)w->ns[l] : 0;
+}
+
 /* After pass 2 (p3d_wait_begin's folds): late ranks, stragglers,
  * bandwidths. */
 void p3d_wait_end(struct p3d_time_res *t, void *ctx)
@@ -255,8 +295,12 @@ void p3d_wait_end(struct p3d_time_res *t, void *ctx)
             }
     }
     p3d_wait_rank_list(t);
+    p3d_wait_busbw(w->job, t, w);
     for (int l = 0; l < P3D_LBL_COUNT; l++)
-        t->busbw[l] = w->ns[l] > 0 ? w->bytes[l] / w->ns[l] : 0;
+        t->nxn_ms[l] = (double)w->nxn_ns[l] / 1e6;
+    t->late_sender_ms = (double)w->late_sender_ns / 1e6;
+    t->late_receiver_ms = (double)w->late_receiver_ns / 1e6;
     free(w->late_n);
+    free(w->raw);
     free(w);
 }
