@@ -201,6 +201,66 @@ void p3d_bubble_use(struct p3d_join *j)
     p3d_join_use(j, NULL, p3d_bubble_pair_use, NULL);
 }
 
+/* The pairs' parts of timeline tl's iterations, as sums: [it][3]. */
+static void p3d_bubble_parts(const struct p3d_time_res *t,
+                             const struct p3d_tl *tl, uint64_t *v)
+{
+    for (int k = 0; k <= t->n_iter; k++) {
+        v[3 * k] = (uint64_t)tl->br[k].late_sender;
+        v[3 * k + 1] = (uint64_t)tl->br[k].transfer;
+        v[3 * k + 2] = (uint64_t)tl->br[k].late_receiver;
+    }
+}
+
+void p3d_bubble_pack(const struct p3d_time_res *t, struct p3d_bytes *b)
+{
+    size_t m = 3 * ((size_t)t->n_iter + 1), at = b->n;
+    uint64_t *v = p3d_xcalloc(m, sizeof(*v)), n = 0;
+
+    p3d_bytes_put(b, &n, sizeof(n)); /* the count, set below */
+    for (int i = 0; i < t->n; i++) {
+        uint64_t any = 0, ti = (uint64_t)i;
+        if (!t->tl[i].br)
+            continue;
+        p3d_bubble_parts(t, &t->tl[i], v);
+        for (size_t k = 0; k < m; k++)
+            any |= v[k];
+        if (!any)
+            continue;
+        p3d_bytes_put(b, &ti, sizeof(ti));
+        p3d_bytes_put_sums(b, v, m);
+        n++;
+    }
+    memcpy(b->p + at, &n, sizeof(n));
+    free(v);
+}
+
+int p3d_bubble_merge(struct p3d_time_res *t, struct p3d_bytes_in *in)
+{
+    size_t m = 3 * ((size_t)t->n_iter + 1);
+    uint64_t *v = p3d_xcalloc(m, sizeof(*v)), n = 0, ti;
+
+    p3d_bytes_get(in, &n, sizeof(n));
+    for (uint64_t r = 0; r < n && !in->bad; r++) {
+        struct p3d_tl *tl;
+        p3d_bytes_get(in, &ti, sizeof(ti));
+        if (in->bad || ti >= (uint64_t)t->n || !t->tl[ti].br) {
+            in->bad = 1; /* not a timeline with iterations here */
+            break;
+        }
+        tl = &t->tl[ti];
+        memset(v, 0, m * sizeof(*v));
+        p3d_bytes_add_sums(in, v, m);
+        for (int k = 0; !in->bad && k <= t->n_iter; k++) {
+            tl->br[k].late_sender += (int64_t)v[3 * k];
+            tl->br[k].transfer += (int64_t)v[3 * k + 1];
+            tl->br[k].late_receiver += (int64_t)v[3 * k + 2];
+        }
+    }
+    free(v);
+    return in->bad ? -1 : 0;
+}
+
 /* m and v from stage 0's first steady iteration (0 if unknown). */
 void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t)
 {

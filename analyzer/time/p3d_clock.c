@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_bytes.h"
 #include "p3d_clock_solve.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
@@ -211,6 +212,21 @@ void p3d_clock_end(struct p3d_time_res *t, void *ctx)
     t->clock_checked = 1;
     p3d_cbounds_free(c->b);
     P3D_FREE_ALL(sol, c->smax, c->emin, c->mark, c->list, c);
+}
+
+void p3d_clock_pack(const void *ctx, struct p3d_bytes *b)
+{
+    const struct p3d_cscr *c = ctx;
+
+    if (c)
+        p3d_cbounds_pack(c->b, b);
+}
+
+int p3d_clock_merge(void *ctx, struct p3d_bytes_in *in)
+{
+    struct p3d_cscr *c = ctx;
+
+    return c ? p3d_cbounds_merge(c->b, in) : 0;
 }
 
 /* Join every timeline held in memory, then fold the rest. */

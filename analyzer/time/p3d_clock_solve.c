@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_bytes.h"
 #include "p3d_clock_solve.h"
 #include "p3d_map.h"
 #include "p3d_util.h"
@@ -64,7 +65,9 @@ struct p3d_cbounds *p3d_cbounds_new(int nh, int sparse)
     return c;
 }
 
-void p3d_cbounds_add(struct p3d_cbounds *c, int a, int b, int64_t v)
+/* Bound (a, b, v) seen n times. */
+static void p3d_cbounds_add_n(struct p3d_cbounds *c, int a, int b, int64_t v,
+                              int n)
 {
     int64_t *lo;
     int *cnt, added = 0;
@@ -85,7 +88,63 @@ void p3d_cbounds_add(struct p3d_cbounds *c, int a, int b, int64_t v)
     }
     if (!*cnt || v > *lo)
         *lo = v;
-    (*cnt)++;
+    *cnt += n;
+}
+
+void p3d_cbounds_add(struct p3d_cbounds *c, int a, int b, int64_t v)
+{
+    p3d_cbounds_add_n(c, a, b, v, 1);
+}
+
+struct p3d_cbound_msg {
+    int32_t a, b, cnt;
+    int64_t lo;
+};
+
+static void p3d_cbound_put(struct p3d_bytes *out, int a, int b, int cnt,
+                           int64_t lo)
+{
+    struct p3d_cbound_msg m;
+
+    memset(&m, 0, sizeof(m));
+    m.a = a;
+    m.b = b;
+    m.cnt = cnt;
+    m.lo = lo;
+    p3d_bytes_put(out, &m, sizeof(m));
+}
+
+void p3d_cbounds_pack(const struct p3d_cbounds *c, struct p3d_bytes *b)
+{
+    uint64_t n = 0;
+    size_t at = b->n;
+
+    p3d_bytes_put(b, &n, sizeof(n)); /* the count, set below */
+    for (size_t i = 0; c->sparse && i < c->n_e; i++, n++)
+        p3d_cbound_put(b, c->e[i].a, c->e[i].b, c->e[i].cnt, c->e[i].lo);
+    for (size_t x = 0; !c->sparse && x < (size_t)c->nh * (size_t)c->nh; x++)
+        if (c->cnt[x]) {
+            p3d_cbound_put(b, (int)(x / (size_t)c->nh),
+                           (int)(x % (size_t)c->nh), c->cnt[x], c->lo[x]);
+            n++;
+        }
+    memcpy(b->p + at, &n, sizeof(n));
+}
+
+int p3d_cbounds_merge(struct p3d_cbounds *c, struct p3d_bytes_in *in)
+{
+    uint64_t n = 0;
+    struct p3d_cbound_msg m;
+
+    p3d_bytes_get(in, &n, sizeof(n));
+    for (uint64_t i = 0; i < n && !in->bad; i++) {
+        p3d_bytes_get(in, &m, sizeof(m));
+        if (in->bad || m.a < 0 || m.b < 0 || m.a >= c->nh || m.b >= c->nh ||
+            m.cnt <= 0)
+            return -1;
+        p3d_cbounds_add_n(c, m.a, m.b, m.lo, m.cnt);
+    }
+    return in->bad ? -1 : 0;
 }
 
 /* Host b's solution from its bracket [lo_b, hi] against host 0. */

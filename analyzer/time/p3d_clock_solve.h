@@ -34,6 +34,14 @@ struct p3d_csol {
 /* Bounds of nh hosts; sparse forces the sparse store at any size. */
 struct p3d_cbounds *p3d_cbounds_new(int nh, int sparse);
 void p3d_cbounds_add(struct p3d_cbounds *c, int a, int b, int64_t v);
+/* Bounds as bytes, and added into another store of as many hosts: the
+ * largest v of each pair and the counts summed, as if every bound had
+ * been added to it (p3d-analyze-mpi: each process holds the bounds of
+ * the communicators it owns).  Merge returns -1 if the bytes are bad. */
+struct p3d_bytes;
+struct p3d_bytes_in;
+void p3d_cbounds_pack(const struct p3d_cbounds *c, struct p3d_bytes *b);
+int p3d_cbounds_merge(struct p3d_cbounds *c, struct p3d_bytes_in *in);
 /* Fill sol[nh] (sol[0]: host 0, unsolved). */
 void p3d_cbounds_solve(const struct p3d_cbounds *c, struct p3d_csol *sol);
 void p3d_cbounds_free(struct p3d_cbounds *c);

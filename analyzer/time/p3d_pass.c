@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "p3d_dist.h"
-#include "p3d_time.h"
+#include "p3d_pass_int.h"
 #include "p3d_util.h"
 
 /*
@@ -34,25 +34,6 @@
  * buffers before it takes a rank, so the rank of the turn always has
  * some: the pool cannot run dry with that rank unloaded.
  */
-#define P3D_PASS_SPARE 2 /* loaded ranks that may wait beyond the threads */
-
-struct p3d_pass {
-    struct p3d_job *job;
-    struct p3d_time_res *t;
-    struct p3d_join *join; /* NULL: nothing to join */
-    int which, next, pp;
-    int *order; /* timelines in the order they are read and merged */
-    int turn;   /* position (in order) of the rank merged next */
-    int merging; /* a thread is merging */
-    struct p3d_tload **ready; /* [n]: loaded, waiting to be merged */
-    struct p3d_tload **pool;  /* free buffers */
-    int n_pool;
-    int *mine, n_mine; /* over several processes: the positions (in
-                          order) of this process's ranks */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-};
-
 static int p3d_pass_mono(const struct p3d_tl *tl)
 {
     for (int k = 0; k < tl->n_iter; k++)
@@ -120,7 +101,7 @@ static int p3d_pass_next(struct p3d_pass *p, struct p3d_tload **ld)
     return p->mine ? p->mine[p->next++] : p->next++;
 }
 
-static void *p3d_pass_worker(void *arg)
+void *p3d_pass_worker(void *arg)
 {
     struct p3d_pass *p = arg;
     struct p3d_tload *ld;
@@ -179,7 +160,7 @@ static int p3d_pass_cmp(const void *a, const void *b)
     return x - y;
 }
 
-static void p3d_pass_order(struct p3d_pass *p)
+void p3d_pass_order(struct p3d_pass *p)
 {
     int n = p->t->n, *key = p3d_xcalloc((size_t)n + 1, sizeof(*key));
 
@@ -202,134 +183,13 @@ static void p3d_pass_alloc(struct p3d_pass *p, int threads)
         p->pool[i] = p3d_tload_new();
 }
 
-static void p3d_pass_free(struct p3d_pass *p)
+void p3d_pass_free(struct p3d_pass *p)
 {
     for (int i = 0; i < p->n_pool; i++)
         p3d_tload_free(p->pool[i]);
     free(p->pool);
     free(p->ready);
     free(p->order);
-}
-
-/* Process 0, over several processes: rank order[k] from its reader. */
-static void p3d_pass_take(struct p3d_pass *p, struct p3d_dist *d,
-                          struct p3d_tload *ld, int k, int from,
-                          struct p3d_bytes *msg)
-{
-    int i = p->order[k];
-    struct p3d_tl *tl = &p->t->tl[i];
-    struct p3d_bytes_in in;
-    int tag = i; /* the rank file; phases are apart (p3d_dist.h) */
-
-    d->recv(d, &from, &tag, msg);
-    in = (struct p3d_bytes_in){msg->p, msg->n, 0, 0};
-    if (p3d_tl_unpack(tl, ld, p->which == 1, &in) < 0)
-        p3d_die("the timeline of rank file %d from process %d arrived "
-                "damaged", i, from);
-    if (p->which == 1) {
-        p3d_time_span_sums(p->t, tl);
-        if (tl->compute.n)
-            p->t->have_compute = 1;
-    }
-}
-
-/*
- * Over several processes, this process's ranks are loaded by threads
- * (p3d_pass_worker over p->mine), in the merge order, ahead of the thread
- * that calls the transport, which merges (process 0) or sends them in
- * that order.  A loader takes buffers before it takes a rank, and ranks in
- * order, so the rank the main thread waits for always has buffers.
- */
-/* The main thread: rank order[k], loaded by a loader. */
-static struct p3d_tload *p3d_dist_wait(struct p3d_pass *p, int k)
-{
-    struct p3d_tload *ld;
-
-    pthread_mutex_lock(&p->mu);
-    while (!p->ready[k])
-        pthread_cond_wait(&p->cv, &p->mu);
-    ld = p->ready[k];
-    p->ready[k] = NULL;
-    pthread_mutex_unlock(&p->mu);
-    return ld;
-}
-
-static void p3d_dist_give_back(struct p3d_pass *p, struct p3d_tload *ld)
-{
-    pthread_mutex_lock(&p->mu);
-    p->pool[p->n_pool++] = ld;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* This process's positions in the merge order, and its loaders. */
-static int p3d_dist_start(struct p3d_pass *p, struct p3d_dist *d,
-                          pthread_t *tid, int max)
-{
-    int n = 0, want = p->job->threads - (d->self == 0);
-
-    p->mine = p3d_xcalloc((size_t)p->t->n + 1, sizeof(*p->mine));
-    for (int k = 0; k < p->t->n; k++)
-        if (p3d_dist_owner_of(d, p->job, p->order[k]) == d->self)
-            p->mine[p->n_mine++] = k;
-    want = want < 1 ? 1 : want > max ? max : want;
-    want = want > p->n_mine ? p->n_mine : want;
-    /* spare buffers: the main thread sends or merges one while the
-     * loaders fill the next */
-    p->ready = p3d_xcalloc((size_t)p->t->n + 1, sizeof(*p->ready));
-    p->n_pool = want + P3D_PASS_SPARE;
-    p->pool = p3d_xcalloc((size_t)p->n_pool, sizeof(*p->pool));
-    for (int i = 0; i < p->n_pool; i++)
-        p->pool[i] = p3d_tload_new();
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    for (; n < want; n++)
-        if (pthread_create(&tid[n], NULL, p3d_pass_worker, p))
-            p3d_die("cannot start a reader thread");
-    return n;
-}
-
-/*
- * The pass over several processes (model/p3d_dist.h): each loads and
- * analyses the ranks it reads, in the merge order, and sends them to
- * process 0, which merges every rank in that order, its own loaded
- * there: the same merges, in the same order, as one process makes.
- */
-static void p3d_pass_dist(struct p3d_pass *p, struct p3d_dist *d)
-{
-    struct p3d_tload *recv_ld = p3d_tload_new();
-    struct p3d_bytes msg = {0}; /* process 0: every message, in turn */
-    pthread_t tid[64];
-    int n_tid;
-
-    p3d_pass_order(p);
-    n_tid = p3d_dist_start(p, d, tid, 64);
-    for (int k = 0; k < p->t->n; k++) {
-        int i = p->order[k], from = p3d_dist_owner_of(d, p->job, i);
-        struct p3d_tload *ld = from == d->self ? p3d_dist_wait(p, k) : NULL;
-        struct p3d_bytes b = {0};
-        if (d->self == 0) {
-            if (!ld)
-                p3d_pass_take(p, d, recv_ld, k, from, &msg);
-            if (p->join)
-                p3d_join_rank(p->join, i);
-            p3d_time_unload(&p->t->tl[i], ld ? ld : recv_ld);
-        } else if (ld) {
-            p3d_tl_pack(&p->t->tl[i], p->which == 1, &b);
-            d->send(d, i, &b);
-            p3d_time_unload(&p->t->tl[i], ld);
-        }
-        if (ld)
-            p3d_dist_give_back(p, ld);
-    }
-    for (int t = 0; t < n_tid; t++)
-        pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
-    p3d_pass_free(p);
-    free(p->mine);
-    p3d_tload_free(recv_ld);
-    p3d_bytes_free(&msg);
 }
 
 /* Ranks in job->threads threads (the scan's count), group by group. */
@@ -383,6 +243,8 @@ static void p3d_pass_joined(struct p3d_job *job, struct p3d_time_res *t,
     else
         p3d_pass_run(&p);
     p3d_join_finish(&j); /* folds the rest */
+    if (p3d_dist_active)
+        p3d_pass_dist_sums(&p, p3d_dist_active, ctx);
     end(t, ctx);
 }
 
@@ -416,40 +278,3 @@ void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t)
     p3d_pass_joined(job, t, 2, p3d_pass_two_begin, p3d_wait_end);
 }
 
-/*
- * Over several processes, after pass 1: process 0's count of ops loaded
- * (the others loaded only their own) and the hosts' clock shifts, which
- * pass 2 loads with, from process 0 to all.
- */
-void p3d_pass_agree(struct p3d_time_res *t, size_t *n_ops)
-{
-    struct p3d_dist *d = p3d_dist_active;
-    struct p3d_bytes b = {0};
-    struct p3d_bytes_in in;
-    uint64_t n = *n_ops;
-
-    if (!d)
-        return;
-    if (d->self == 0) {
-        p3d_bytes_put(&b, &n, sizeof(n));
-        for (int h = 0; h < t->n_hosts; h++)
-            p3d_bytes_put(&b, &t->hosts[h].shift, sizeof(t->hosts[h].shift));
-    }
-    d->bcast(d, &b);
-    in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
-    p3d_bytes_get(&in, &n, sizeof(n));
-    for (int h = 0; d->self != 0 && h < t->n_hosts; h++)
-        p3d_bytes_get(&in, &t->hosts[h].shift, sizeof(t->hosts[h].shift));
-    if (in.bad)
-        p3d_die("the clock shifts from process 0 arrived damaged");
-    *n_ops = (size_t)n;
-    p3d_bytes_free(&b);
-}
-
-void p3d_pass_leave(void)
-{
-    struct p3d_dist *d = p3d_dist_active;
-
-    if (d && d->self != 0 && !d->local) /* --local: p3d_dist_fetch */
-        d->done(d);
-}

@@ -167,6 +167,7 @@ void p3d_time_job(struct p3d_job *job)
     p3d_time_cmdline(job, t);
     p3d_overlap_all(job, t);
     p3d_bubble_sched(job, t);
+    p3d_pass_share(t);
     p3d_pass_two(job, t); /* waits, pipeline pairs, bandwidths */
     p3d_pass_leave(); /* a process that only read files is done */
     p3d_bubble_all(job, t);

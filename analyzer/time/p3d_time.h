@@ -259,11 +259,12 @@ void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld);
 /* ld's (emptied) buffers to tl, as loading starts (p3d_time_pack.c fills
  * them from bytes instead of a file). */
 void p3d_time_lend(struct p3d_tl *tl, struct p3d_tload *ld);
-/* A loaded timeline to bytes (found: with pass 1's per-rank results) and
- * back into ld's buffers, lent to tl; -1: the bytes are damaged. */
-void p3d_tl_pack(const struct p3d_tl *tl, int found, struct p3d_bytes *b);
-int p3d_tl_unpack(struct p3d_tl *tl, struct p3d_tload *ld, int found,
-                  struct p3d_bytes_in *in);
+/* Pass 1's per-rank results of a loaded timeline (not its ops) to bytes,
+ * and back into a timeline of another process (*has_compute: it had
+ * compute spans); -1: the bytes are damaged. */
+void p3d_tl_pack_results(const struct p3d_tl *tl, struct p3d_bytes *b);
+int p3d_tl_unpack_results(struct p3d_tl *tl, struct p3d_bytes_in *in,
+                          int *has_compute);
 /* The next p3d_time_load_rank with ld adds d to every time it loads (as
  * p3d_time_shift_ops after it, without another walk over the ops). */
 void p3d_tload_shift(struct p3d_tload *ld, int64_t d);
@@ -303,10 +304,13 @@ void p3d_time_shift_ivs(struct p3d_tl *tl, int64_t d);
 /* The two passes over the rank files (p3d_pass.c). */
 void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t);
-/* Over several processes (model/p3d_dist.h): process 0's op count and
- * clock shifts to all after pass 1; a process other than 0 leaves after
- * pass 2 (does not return).  Nothing in one process. */
+/* Over several processes (model/p3d_dist.h, p3d_pass_dist.c): process
+ * 0's op count and clock shifts to all after pass 1; its job iterations
+ * (what pass 2's consumers read of them) to all before pass 2; a process
+ * other than 0 leaves after pass 2 (does not return).  Nothing in one
+ * process. */
 void p3d_pass_agree(struct p3d_time_res *t, size_t *n_ops);
+void p3d_pass_share(struct p3d_time_res *t);
 void p3d_pass_leave(void);
 /* Job-level parts, after both passes (p3d_pass.c). */
 void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t);
@@ -432,6 +436,24 @@ void p3d_join_use(struct p3d_join *j, p3d_jfold inst, p3d_jfold pair,
                   void *ctx);
 /* Join timeline ti's ops (tl->ops), mark it merged, fold complete groups. */
 void p3d_join_rank(struct p3d_join *j, int ti);
+/*
+ * What the join reads of an op, with its index in its timeline (the
+ * instances' keys are made of it): the form an op travels in to its
+ * communicator's owner over several processes (p3d_pass_dist.c).
+ */
+struct p3d_jop {
+    int64_t s, e;
+    uint64_t seq, bytes;
+    int32_t gcomm, peer;
+    uint32_t oi;
+    uint8_t op, has_gpu;
+};
+void p3d_jop_of(struct p3d_jop *k, const struct p3d_top *o, uint32_t oi);
+/* The same as p3d_join_rank, over the n ops of timeline ti in k (those of
+ * the communicators this process owns: possibly none, which still marks
+ * ti merged). */
+void p3d_join_rank_ops(struct p3d_join *j, int ti, const struct p3d_jop *k,
+                       size_t n);
 /* Fold what is left and free everything. */
 void p3d_join_finish(struct p3d_join *j);
 /* Clock bounds from the joins of pass 1 (returns its state, NULL: not
@@ -449,6 +471,22 @@ void *p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j);
 void p3d_wait_end(struct p3d_time_res *t, void *ctx);
 /* Pipeline transfers of pass 2 into the bubble split. */
 void p3d_bubble_use(struct p3d_join *j);
+/*
+ * Over several processes, each folds the instances of the communicators
+ * it owns; at the end of a pass the others send process 0 what their
+ * consumers gathered, which it adds to its own (p3d_pass_dist.c): the
+ * clock bounds (pass 1), the wait states with their sums in t, the
+ * pipeline pairs' parts of the bubble in t (pass 2).  Merges return -1
+ * if the bytes are bad.
+ */
+void p3d_clock_pack(const void *ctx, struct p3d_bytes *b);
+int p3d_clock_merge(void *ctx, struct p3d_bytes_in *in);
+void p3d_wait_pack(const struct p3d_time_res *t, const void *ctx,
+                   struct p3d_bytes *b);
+int p3d_wait_merge(struct p3d_time_res *t, void *ctx,
+                   struct p3d_bytes_in *in);
+void p3d_bubble_pack(const struct p3d_time_res *t, struct p3d_bytes *b);
+int p3d_bubble_merge(struct p3d_time_res *t, struct p3d_bytes_in *in);
 void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
                      const struct p3d_jgrp *g, size_t k);
 /*

@@ -383,6 +383,17 @@ static int p3d_join_complete(const struct p3d_join *j,
     return 1;
 }
 
+/* Timeline ti is merged: fold the groups it touched that are complete. */
+static void p3d_join_done(struct p3d_join *j, int ti)
+{
+    j->done[ti] = 1;
+    for (size_t i = 0; i < j->n_touched; i++) {
+        struct p3d_jgrp *g = &j->g[j->touched[i]];
+        if (g->live && p3d_join_complete(j, g))
+            p3d_join_fold(j, g);
+    }
+}
+
 void p3d_join_rank(struct p3d_join *j, int ti)
 {
     const struct p3d_tl *tl = &j->t->tl[ti];
@@ -392,12 +403,36 @@ void p3d_join_rank(struct p3d_join *j, int ti)
     /* op indexes are 32-bit: 2^32 ops would take 320 GiB anyway */
     for (size_t oi = 0; oi < tl->n_ops && oi < UINT32_MAX; oi++)
         p3d_join_op(j, ti, (uint32_t)oi, &tl->ops[oi]);
-    j->done[ti] = 1;
-    for (size_t i = 0; i < j->n_touched; i++) {
-        struct p3d_jgrp *g = &j->g[j->touched[i]];
-        if (g->live && p3d_join_complete(j, g))
-            p3d_join_fold(j, g);
+    p3d_join_done(j, ti);
+}
+
+void p3d_jop_of(struct p3d_jop *k, const struct p3d_top *o, uint32_t oi)
+{
+    memset(k, 0, sizeof(*k));
+    k->s = o->s;
+    k->e = o->e;
+    k->seq = o->seq;
+    k->bytes = o->bytes;
+    k->gcomm = o->gcomm;
+    k->peer = o->peer;
+    k->oi = oi;
+    k->op = o->op;
+    k->has_gpu = o->has_gpu;
+}
+
+void p3d_join_rank_ops(struct p3d_join *j, int ti, const struct p3d_jop *k,
+                       size_t n)
+{
+    j->gen++;
+    j->n_touched = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct p3d_top o = {.s = k[i].s, .e = k[i].e, .seq = k[i].seq,
+                            .bytes = k[i].bytes, .gcomm = k[i].gcomm,
+                            .peer = k[i].peer, .op = k[i].op,
+                            .has_gpu = k[i].has_gpu};
+        p3d_join_op(j, ti, k[i].oi, &o);
     }
+    p3d_join_done(j, ti);
 }
 
 void p3d_join_finish(struct p3d_join *j)

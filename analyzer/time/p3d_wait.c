@@ -203,6 +203,121 @@ void *p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j)
     return w;
 }
 
+/* What the wait states keep per timeline, as sums: [timeline][7]. */
+enum { P3D_WT_N = 7 };
+
+static uint64_t *p3d_wait_per_tl(const struct p3d_time_res *t)
+{
+    uint64_t *v = p3d_xcalloc((size_t)t->n * P3D_WT_N + 1, sizeof(*v));
+
+    for (int i = 0; i < t->n; i++) {
+        const struct p3d_tl *l = &t->tl[i];
+        uint64_t *x = &v[(size_t)i * P3D_WT_N];
+        for (int k = 0; k < 2; k++) {
+            x[3 * k] = (uint64_t)l->nxn[k].caused;
+            x[3 * k + 1] = (uint64_t)l->nxn[k].suffered;
+            x[3 * k + 2] = (uint64_t)l->nxn[k].late;
+        }
+        x[6] = (uint64_t)l->caused_p2p;
+    }
+    return v;
+}
+
+/* The late counts as sums ([label][timeline]). */
+static uint64_t *p3d_wait_late(const struct p3d_time_res *t,
+                               const struct p3d_wctx *w)
+{
+    size_t n = (size_t)P3D_LBL_COUNT * (size_t)t->n;
+    uint64_t *v = p3d_xcalloc(n + 1, sizeof(*v));
+
+    for (size_t i = 0; i < n; i++)
+        v[i] = (uint64_t)w->late_n[i];
+    return v;
+}
+
+struct p3d_wait_fixed { /* the sums and the best instance */
+    uint64_t n_inst, n_wait_inst, n_p2p, best_key;
+    int64_t ns[P3D_LBL_COUNT], nxn_ns[P3D_LBL_COUNT];
+    int64_t late_sender_ns, late_receiver_ns;
+    double best_busbw;
+    int64_t best_lbl;
+};
+
+void p3d_wait_pack(const struct p3d_time_res *t, const void *ctx,
+                   struct p3d_bytes *b)
+{
+    const struct p3d_wctx *w = ctx;
+    struct p3d_wait_fixed f;
+    uint64_t *v;
+
+    memset(&f, 0, sizeof(f));
+    f.n_inst = t->n_inst;
+    f.n_wait_inst = t->n_wait_inst;
+    f.n_p2p = t->n_p2p;
+    f.best_key = w->best_key;
+    memcpy(f.ns, w->ns, sizeof(f.ns));
+    memcpy(f.nxn_ns, w->nxn_ns, sizeof(f.nxn_ns));
+    f.late_sender_ns = w->late_sender_ns;
+    f.late_receiver_ns = w->late_receiver_ns;
+    f.best_busbw = t->best_busbw;
+    f.best_lbl = t->best_lbl;
+    p3d_bytes_put(b, &f, sizeof(f));
+    v = p3d_wait_per_tl(t);
+    p3d_bytes_put_sums(b, v, (size_t)t->n * P3D_WT_N);
+    free(v);
+    v = p3d_wait_late(t, w);
+    p3d_bytes_put_sums(b, v, (size_t)P3D_LBL_COUNT * (size_t)t->n);
+    free(v);
+    p3d_bytes_put_sums(b, w->raw, (size_t)w->n_comms * (P3D_OP_COUNT + 1));
+}
+
+int p3d_wait_merge(struct p3d_time_res *t, void *ctx, struct p3d_bytes_in *in)
+{
+    struct p3d_wctx *w = ctx;
+    struct p3d_wait_fixed f;
+    size_t n_late = (size_t)P3D_LBL_COUNT * (size_t)t->n;
+    uint64_t *v = p3d_xcalloc((size_t)t->n * P3D_WT_N + n_late + 1,
+                              sizeof(*v));
+
+    p3d_bytes_get(in, &f, sizeof(f));
+    p3d_bytes_add_sums(in, v, (size_t)t->n * P3D_WT_N);
+    p3d_bytes_add_sums(in, v + (size_t)t->n * P3D_WT_N, n_late);
+    p3d_bytes_add_sums(in, w->raw, (size_t)w->n_comms * (P3D_OP_COUNT + 1));
+    if (in->bad || f.best_lbl < 0 || f.best_lbl >= P3D_LBL_COUNT) {
+        free(v);
+        return -1;
+    }
+    t->n_inst += f.n_inst;
+    t->n_wait_inst += f.n_wait_inst;
+    t->n_p2p += f.n_p2p;
+    for (int l = 0; l < P3D_LBL_COUNT; l++) {
+        w->ns[l] += f.ns[l];
+        w->nxn_ns[l] += f.nxn_ns[l];
+    }
+    w->late_sender_ns += f.late_sender_ns;
+    w->late_receiver_ns += f.late_receiver_ns;
+    if (f.best_busbw > t->best_busbw ||
+        (f.best_busbw == t->best_busbw && f.best_key < w->best_key)) {
+        t->best_busbw = f.best_busbw; /* as p3d_bw_add chooses */
+        t->best_lbl = (int)f.best_lbl;
+        w->best_key = f.best_key;
+    }
+    for (int i = 0; i < t->n; i++) {
+        struct p3d_tl *l = &t->tl[i];
+        const uint64_t *x = &v[(size_t)i * P3D_WT_N];
+        for (int k = 0; k < 2; k++) {
+            l->nxn[k].caused += (int64_t)x[3 * k];
+            l->nxn[k].suffered += (int64_t)x[3 * k + 1];
+            l->nxn[k].late += (int64_t)x[3 * k + 2];
+        }
+        l->caused_p2p += (int64_t)x[6];
+    }
+    for (size_t i = 0; i < n_late; i++)
+        w->late_n[i] += (int)v[(size_t)t->n * P3D_WT_N + i];
+    free(v);
+    return 0;
+}
+
 static int p3d_strag_cmp(const void *a, const void *b)
 {
     const struct p3d_tstrag *x = a, *y = b;

@@ -81,3 +81,33 @@ void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n)
     memcpy(c, v, *n);
     return c;
 }
+
+void p3d_bytes_put_sums(struct p3d_bytes *b, const uint64_t *v, size_t n)
+{
+    uint64_t k = 0;
+    size_t at = b->n;
+
+    p3d_bytes_put(b, &k, sizeof(k)); /* the count, set below */
+    for (size_t i = 0; i < n; i++)
+        if (v[i]) {
+            uint64_t e[2] = {i, v[i]};
+            p3d_bytes_put(b, e, sizeof(e));
+            k++;
+        }
+    memcpy(b->p + at, &k, sizeof(k));
+}
+
+void p3d_bytes_add_sums(struct p3d_bytes_in *r, uint64_t *v, size_t n)
+{
+    uint64_t k = 0, e[2];
+
+    p3d_bytes_get(r, &k, sizeof(k));
+    for (uint64_t i = 0; i < k && !r->bad; i++) {
+        p3d_bytes_get(r, e, sizeof(e));
+        if (r->bad || e[0] >= n) {
+            r->bad = 1;
+            return;
+        }
+        v[e[0]] += e[1];
+    }
+}

@@ -37,4 +37,13 @@ void *p3d_bytes_get_arr(struct p3d_bytes_in *r, size_t *n);
  * copied: valid while the message is. */
 const void *p3d_bytes_view_arr(struct p3d_bytes_in *r, size_t *n);
 
+/*
+ * Sums that travel to process 0, which adds them to its own: the
+ * non-zero values of v[0..n) with their indexes (integers, so the sum
+ * does not depend on the order it is made in).  An index past n marks r
+ * bad.
+ */
+void p3d_bytes_put_sums(struct p3d_bytes *b, const uint64_t *v, size_t n);
+void p3d_bytes_add_sums(struct p3d_bytes_in *r, uint64_t *v, size_t n);
+
 #endif /* P3D_BYTES_H */
