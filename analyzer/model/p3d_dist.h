@@ -1,10 +1,12 @@
 /*
  * p3d_dist.h - what the passes ask of a run over several processes
- * (p3d-analyze-mpi, analyzer/mpi/): who reads which rank file, and three
- * ways to move bytes.  The passes do the same work in the same order as
- * in one process; process 0 merges what the others send in that order,
- * so the answer cannot depend on the number of processes.  NULL (no
- * p3d_dist_active) in p3d-analyze: nothing here runs.
+ * (p3d-analyze-mpi, analyzer/mpi/): who reads which rank file, who owns
+ * which communicator, and four ways to move bytes.  The passes do the
+ * same work as in one process, split by rank file and by communicator;
+ * process 0 folds what the others send in process order, and the time
+ * passes sum integers, so the answer cannot depend on the number of
+ * processes.  NULL (no p3d_dist_active) in p3d-analyze: nothing here
+ * runs.
  */
 #ifndef P3D_DIST_H
 #define P3D_DIST_H
@@ -17,10 +19,12 @@
 struct p3d_rank;
 
 /*
- * A message's tag is its rank file's index.  The phases cannot mix: the
- * scan's messages all reach process 0 before the broadcast that ends
- * the scan, pass 1's before the one that ends pass 1, and pass 2's are
- * the last.
+ * Tags: the rounds of a shuffle have their own (p3d_dist_round_tag); a
+ * process's results of a phase to process 0 (the matching's, each time
+ * pass's sums) another (p3d_dist_match_tag), --local's file lists tag 0
+ * and its fetch a rank file's index.  Messages of one tag cannot mix
+ * between phases: process 0 takes each phase's before the broadcast that
+ * ends it, or (pass 2's sums) before the fetch, whose tags differ.
  */
 struct p3d_dist {
     int self, n; /* this process, processes (n > 1) */
@@ -39,7 +43,8 @@ struct p3d_dist {
     /* every process at once: out[p] to process p (out[self] stays),
      * in[p] from process p (emptied first); done: this process has
      * nothing more to send.  Returns 1 once every process said done.
-     * One round of the scan's shuffle (analyse/p3d_dist_scan.c). */
+     * One round of a shuffle by communicator (the scan's,
+     * analyse/p3d_dist_scan.c; the time passes', time/p3d_pass_dist.c). */
     int (*exchange)(struct p3d_dist *d, struct p3d_bytes *out,
                     struct p3d_bytes *in, int done);
     /* a process other than 0 has sent all it had: it leaves (does not
@@ -64,12 +69,13 @@ struct p3d_job;
 int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
                       int i);
 
-/* The process that matches the collectives and sends/recvs of the
- * communicator with this hash (the scan sends it their ops). */
+/* The process that matches and joins the collectives and sends/recvs of
+ * the communicator with this hash (the scan and the time passes send it
+ * their ops). */
 int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash);
-/* The tag of the message that carries a process's matching results to
- * process 0, and of the scan's rounds (both above every rank file's:
- * rank files need tags 0 .. n - 1 below p3d_dist_round_tag). */
+/* The tag of a process's results of a phase to process 0, and of the
+ * shuffles' rounds (both above every rank file's: rank files need tags
+ * 0 .. n - 1 below p3d_dist_round_tag). */
 int p3d_dist_match_tag(const struct p3d_dist *d);
 int p3d_dist_round_tag(const struct p3d_dist *d);
 

@@ -125,8 +125,9 @@ static void p3d_mpi_bcast(struct p3d_dist *d, struct p3d_bytes *b)
 }
 
 /*
- * One round of the scan's shuffle: the sizes (and whether each process
- * is done, in the top bit) go all to all, then every pair's bytes in
+ * One round of a shuffle (the scan's or a time pass's): the sizes (and
+ * whether each process is done, in the top bit) go all to all, then every
+ * pair's bytes in
  * pieces, all posted at once and waited for together, so no order of
  * sends and receives can block, with a tag no other message uses
  * (p3d_dist_round_tag).

@@ -280,9 +280,11 @@ static void p3d_cbounds_sparse(const struct p3d_cbounds *c,
     uint8_t *neg = p3d_xcalloc(n, 1);
     struct p3d_cbounds sorted = *c;
 
-    /* Where bounds contradict, what the rounds reach depends on the
-     * order of the edges: host pair order, not the order the bounds were
-     * first seen in (which depends on how the folding was split). */
+    /* The edges in host-pair order, not the order the bounds were first
+     * seen in (which depends on how the folding was split over
+     * processes).  Bellman-Ford's distances, and the hosts a
+     * contradiction reaches, do not depend on that order; where sums
+     * stop at P3D_FLOOR they might, and this rules it out. */
     sorted.e = p3d_xcalloc(c->n_e + 1, sizeof(*sorted.e));
     memcpy(sorted.e, c->e, c->n_e * sizeof(*c->e));
     qsort(sorted.e, c->n_e, sizeof(*sorted.e), p3d_cedge_cmp);

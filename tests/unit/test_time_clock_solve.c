@@ -3,7 +3,8 @@
  * sparse solver (beyond P3D_CBOUNDS_DENSE hosts) gives what the dense
  * one gives wherever the bounds agree, flags a host whose own bounds
  * contradict, and brackets the true offsets of a job with more hosts
- * than the dense table takes.
+ * than the dense table takes; bounds gathered in parts (p3d-analyze-mpi's
+ * processes) and merged in any order solve as if gathered in one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "p3d_bytes.h"
 #include "p3d_clock_solve.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -148,12 +150,79 @@ static void test_more_hosts_than_dense(void **state)
     p3d_cbounds_free(c);
 }
 
+/* The bounds of a random job (with a contradiction) dealt to 3 parts in
+ * random order and merged back into an empty store, for both stores:
+ * every figure as in one store that took them all, in first-seen order. */
+static void test_parts_merge_as_one(void **state)
+{
+    static struct p3d_csol one[MAX_NH], merged[MAX_NH];
+
+    (void)state;
+    for (int seed = 0; seed < 200; seed++) {
+        int nh = (int)pick(3, MAX_NH), sparse = seed % 2;
+        int pairs = (int)pick(0, 6 * nh);
+        struct p3d_cbounds *all = p3d_cbounds_new(nh, sparse);
+        struct p3d_cbounds *part[3], *back = p3d_cbounds_new(nh, sparse);
+        struct p3d_bytes b = {0};
+        for (int k = 0; k < 3; k++)
+            part[k] = p3d_cbounds_new(nh, sparse);
+        for (int k = 0; k < pairs + 2; k++) {
+            int a = (int)pick(0, nh - 1), c = (int)pick(0, nh - 1);
+            int64_t v = pick(-50000000, 50000000);
+            if (k >= pairs) { /* hosts 0 and 1 contradict */
+                a = k == pairs ? 0 : 1;
+                c = 1 - a;
+                v = k == pairs ? 100000 : -50000;
+            }
+            p3d_cbounds_add(all, a, c, v);
+            p3d_cbounds_add(part[pick(0, 2)], a, c, v);
+        }
+        for (int k = 2; k >= 0; k--) { /* the parts in another order */
+            struct p3d_bytes_in in;
+            b.n = 0;
+            p3d_cbounds_pack(part[k], &b);
+            in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
+            assert_int_equal(p3d_cbounds_merge(back, &in), 0);
+            assert_int_equal(in.off, b.n);
+            p3d_cbounds_free(part[k]);
+        }
+        p3d_cbounds_solve(all, one);
+        p3d_cbounds_solve(back, merged);
+        assert_memory_equal(one, merged, (size_t)nh * sizeof(*one));
+        p3d_cbounds_free(all);
+        p3d_cbounds_free(back);
+        p3d_bytes_free(&b);
+    }
+}
+
+/* A bound naming a host the store does not have is refused. */
+static void test_merge_refuses_bad(void **state)
+{
+    struct p3d_cbounds *big = p3d_cbounds_new(5, 0), *small;
+    struct p3d_bytes b = {0};
+    struct p3d_bytes_in in;
+
+    (void)state;
+    p3d_cbounds_add(big, 4, 1, 7);
+    p3d_cbounds_pack(big, &b);
+    small = p3d_cbounds_new(3, 0);
+    in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
+    assert_int_equal(p3d_cbounds_merge(small, &in), -1);
+    in = (struct p3d_bytes_in){b.p, b.n - 1, 0, 0}; /* cut short */
+    assert_int_equal(p3d_cbounds_merge(big, &in), -1);
+    p3d_cbounds_free(big);
+    p3d_cbounds_free(small);
+    p3d_bytes_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sparse_equals_dense),
         cmocka_unit_test(test_contradictions_flagged),
         cmocka_unit_test(test_more_hosts_than_dense),
+        cmocka_unit_test(test_parts_merge_as_one),
+        cmocka_unit_test(test_merge_refuses_bad),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "p3d_bytes.h"
 #include "p3d_strbuf.h"
 #include "p3d_util.h"
 
@@ -141,10 +142,39 @@ static void test_strbuf_grows_without_cutting(void **state)
     assert_null(sb.buf);
 }
 
+/* Sums travel as their non-zero entries and add up into another array;
+ * an index past the receiver's array, or cut bytes, are refused. */
+static void test_bytes_sums(void **state)
+{
+    uint64_t a[6] = {0, 5, 0, 0, 9, 1}, into[6] = {1, 1, 1, 1, 1, 1};
+    uint64_t small[3] = {0};
+    struct p3d_bytes b = {0};
+    struct p3d_bytes_in in;
+
+    (void)state;
+    p3d_bytes_put_sums(&b, a, 6);
+    assert_int_equal(b.n, 8 + 3 * 16); /* the count, three entries */
+    in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
+    p3d_bytes_add_sums(&in, into, 6);
+    assert_false(in.bad);
+    assert_int_equal(into[1], 6);
+    assert_int_equal(into[4], 10);
+    assert_int_equal(into[5], 2);
+    assert_int_equal(into[0] + into[2] + into[3], 3);
+    in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
+    p3d_bytes_add_sums(&in, small, 3); /* index 4 is past it */
+    assert_true(in.bad);
+    in = (struct p3d_bytes_in){b.p, b.n - 4, 0, 0};
+    p3d_bytes_add_sums(&in, into, 6);
+    assert_true(in.bad);
+    p3d_bytes_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_le),
+        cmocka_unit_test(test_bytes_sums),
         cmocka_unit_test(test_cmp_chain),
         cmocka_unit_test(test_grow_zeroes),
         cmocka_unit_test(test_free_all),
