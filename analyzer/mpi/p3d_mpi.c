@@ -28,6 +28,11 @@ int p3d_cli_main(int argc, char **argv); /* p3d_main.c's main */
 
 static int p3d_mpi_err = 2; /* a dup of stderr, for this file's messages */
 
+/* What this process moved (P3D_MPI_STATS=1 prints it at the end). */
+static struct {
+    uint64_t rounds, round_msgs, round_out, round_in, to0_msgs, to0_bytes;
+} p3d_mpi_stat;
+
 /* The bytes of a message of n that go in the piece at off. */
 static int p3d_mpi_piece(uint64_t n, uint64_t off)
 {
@@ -81,6 +86,8 @@ static void p3d_mpi_send(struct p3d_dist *d, int tag, struct p3d_bytes *b)
     o->n = b->n;
     o->b = *b;
     memset(b, 0, sizeof(*b));
+    p3d_mpi_stat.to0_msgs++;
+    p3d_mpi_stat.to0_bytes += o->n;
     if (o->n > (uint64_t)P3D_MPI_PIECE * (P3D_MPI_REQS - 1)) {
         dprintf(p3d_mpi_err, "p3d-analyze-mpi: error: a message of %llu "
                 "bytes is past what one message may hold\n",
@@ -172,11 +179,15 @@ static int p3d_mpi_exchange(struct p3d_dist *d, struct p3d_bytes *out,
         all &= !!(got[p] & P3D_MPI_DONE);
         p3d_bytes_room(&in[p], (size_t)n); /* 0 from this process */
         if (p != d->self) {
+            p3d_mpi_stat.round_msgs += out[p].n > 0;
+            p3d_mpi_stat.round_out += out[p].n;
+            p3d_mpi_stat.round_in += n;
             p3d_mpi_post(&in[p], n, p, 0, &r, &n_req, &cap);
             p3d_mpi_post(&out[p], out[p].n, p, 1, &r, &n_req, &cap);
         }
     }
     MPI_Waitall(n_req, r, MPI_STATUSES_IGNORE);
+    p3d_mpi_stat.rounds++;
     for (int p = 0; p < d->n; p++)
         if (p != d->self)
             out[p].n = 0;
@@ -185,9 +196,28 @@ static int p3d_mpi_exchange(struct p3d_dist *d, struct p3d_bytes *out,
     return all;
 }
 
+/* P3D_MPI_STATS=1: one line a process of what it sent and received, for
+ * the cluster model of bench/README.md. */
+static void p3d_mpi_stats(const struct p3d_dist *d)
+{
+    const char *on = getenv("P3D_MPI_STATS");
+
+    if (!on || strcmp(on, "1"))
+        return;
+    dprintf(p3d_mpi_err, "p3d-analyze-mpi: process %d: %llu rounds, %llu "
+            "messages and %llu bytes sent in them, %llu bytes received; "
+            "%llu messages and %llu bytes sent to process 0\n", d->self,
+            (unsigned long long)p3d_mpi_stat.rounds,
+            (unsigned long long)p3d_mpi_stat.round_msgs,
+            (unsigned long long)p3d_mpi_stat.round_out,
+            (unsigned long long)p3d_mpi_stat.round_in,
+            (unsigned long long)p3d_mpi_stat.to0_msgs,
+            (unsigned long long)p3d_mpi_stat.to0_bytes);
+}
+
 static void p3d_mpi_done(struct p3d_dist *d)
 {
-    (void)d;
+    p3d_mpi_stats(d);
     p3d_mpi_flush();
     MPI_Finalize();
     exit(0);
@@ -309,6 +339,7 @@ int main(int argc, char **argv)
         p3d_mpi_clean_on_signals();
     p3d_mpi_test_fault(&d);
     ret = p3d_cli_main(argc, argv);
+    p3d_mpi_stats(&d);
     p3d_mpi_flush();
     MPI_Finalize();
     return ret;

@@ -11,10 +11,11 @@
  * Pass 2 loads each rank again (ops only), puts it on the aligned clock
  * and joins all its ops for wait states, pipeline pairs and bandwidths,
  * which need the steady start and the iteration windows of pass 1.
- * Joins are merged one rank at a time under a lock, in rank order
- * whichever thread loaded the rank first (p3d_time_join.c): groups are
- * folded in the same order every run, so sums of doubles come out the
- * same.
+ * Joins are merged one rank at a time under a lock, in the merge order
+ * whichever thread loaded the rank first (p3d_time_join.c), group by
+ * group so that few groups wait for members at once.  The consumers sum
+ * integers, so their figures do not depend on the order groups fold in
+ * (over several processes, p3d_pass_dist.c, each folds its own).
  */
 #include <pthread.h>
 #include <stdlib.h>

@@ -76,6 +76,21 @@ same stall "$T/stall"
 same mm "$T/mm"
 grep -q '"mismatch_count": 1' "$T/mm.json" ||
     fail "mm: p3d-analyze did not find the mismatch"
+# the work is split: P3D_MPI_STATS=1 has each of the 4 processes say what
+# it moved. The ops go to their communicators' owners in the rounds, so
+# no process takes in most of the rounds' bytes, and what a process sends
+# process 0 besides (scan summaries, per-rank results, sums) is less than
+# what it sends in the rounds (before the split every loaded timeline,
+# 80-96 bytes an op, went to process 0)
+P3D_MPI_STATS=1 timeout 300 mpirun -n 4 "$M" -q --json "$T/mm.st.json" "$T/mm" \
+    2> "$T/mm.st.err"
+cmp -s "$T/mm.json" "$T/mm.st.json" || fail "mm with P3D_MPI_STATS: --json differs"
+sed -n 's/^p3d-analyze-mpi: process \([0-3]\): [0-9]* rounds, [0-9]* messages and \([0-9]*\) bytes sent in them, \([0-9]*\) bytes received; [0-9]* messages and \([0-9]*\) bytes sent to process 0$/\1 \2 \3 \4/p' \
+    "$T/mm.st.err" > "$T/mm.st"
+[ "$(wc -l < "$T/mm.st")" = 4 ] || { fail "mm: P3D_MPI_STATS printed no line per process"; cat "$T/mm.st.err"; }
+awk '{ s += $3; if ($3 > m) m = $3; if ($1 > 0 && $4 >= $2) bad = 1 }
+     END { exit !(s > 0 && m < 0.6 * s && !bad) }' "$T/mm.st" ||
+    { fail "mm: the rounds' work is not split (process, sent, received, to 0):"; cat "$T/mm.st"; }
 # rounds of 1 KiB: the scan's exchange runs many rounds, and its threads
 # wait for the rounds to take their ops, on a small job
 export P3D_MPI_ROUND_BYTES=1024
