@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,16 +39,28 @@ static struct sim_truth *sim_truth_read(const struct sim_run *run, int r)
 {
     char path[PATH_MAX + 32];
     struct sim_truth *t = NULL;
+    struct stat st;
     int fd;
 
     snprintf(path, sizeof(path), "%s/truth/rank-%05d.bin", run->scratch, r);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
+    /* A rank creates its file empty, then sizes it (rank_truth_map):
+     * mapping it in between and reading would be a SIGBUS (seen under
+     * load in CI), so a file not yet full size reads as not there yet. */
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(*t)) {
+        close(fd);
+        return NULL;
+    }
     t = mmap(NULL, sizeof(*t), PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (t == MAP_FAILED || t->magic != SIM_TRUTH_MAGIC)
+    if (t == MAP_FAILED)
         return NULL;
+    if (t->magic != SIM_TRUTH_MAGIC) { /* sized, not yet filled in */
+        munmap(t, sizeof(*t));
+        return NULL;
+    }
     return t;
 }
 
