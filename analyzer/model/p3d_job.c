@@ -83,6 +83,11 @@ void p3d_job_drop(struct p3d_job *job, const void *key)
     if (s->free)
         s->free(s->res);
     *s = job->results[--job->n_results]; /* order does not matter */
+    if (job->n_results == 0) { /* none kept: nothing left to free */
+        free(job->results);
+        job->results = NULL;
+        job->cap_results = 0;
+    }
 }
 
 void p3d_job_keep(struct p3d_job *job, const void *key, void *res,

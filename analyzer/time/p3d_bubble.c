@@ -164,6 +164,16 @@ static int p3d_bubble_iter(const struct p3d_time_res *t,
     return -1;
 }
 
+/* tl's breakdowns for the pairs' parts; over several processes made at
+ * the first pair (br_lazy: process 0 has them, p3d_pass_share). */
+static struct p3d_tbreak *p3d_bubble_br(const struct p3d_time_res *t,
+                                        struct p3d_tl *tl)
+{
+    if (!tl->br && tl->br_lazy)
+        tl->br = p3d_xcalloc((size_t)t->n_iter + 1, sizeof(*tl->br));
+    return tl->br;
+}
+
 /* Late sender / receiver and transfer of matched pipeline pair k of
  * channel g (pass 2: times aligned, windows known). */
 void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
@@ -176,7 +186,8 @@ void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
     struct p3d_split sp;
     int j;
 
-    if (g->src < 0 || p3d_time_stage(job, g->src) == rt->stage || !rt->br)
+    if (g->src < 0 || p3d_time_stage(job, g->src) == rt->stage ||
+        !p3d_bubble_br(t, rt))
         return;
     if ((j = p3d_bubble_iter(t, rt, rs)) < 0)
         return;
@@ -184,7 +195,7 @@ void p3d_bubble_pair(const struct p3d_job *job, struct p3d_time_res *t,
     rt->br[j].late_sender += sp.late;
     rt->br[j].transfer += sp.transfer;
     sp = p3d_bubble_split(rs, ss, se);
-    if (st->br)
+    if (p3d_bubble_br(t, st))
         st->br[j].late_receiver += sp.late;
 }
 

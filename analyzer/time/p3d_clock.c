@@ -21,6 +21,7 @@
 
 #include "p3d_bytes.h"
 #include "p3d_clock_solve.h"
+#include "p3d_dist.h"
 #include "p3d_time.h"
 #include "p3d_util.h"
 
@@ -192,6 +193,14 @@ void p3d_clock_end(struct p3d_time_res *t, void *ctx)
     if (!c) { /* one host, or too many: the anchors only */
         for (int h = 0; h < nh; h++)
             t->hosts[h].offset_ns = -(t->hosts[h].shift - t->hosts[0].shift);
+        return;
+    }
+    if (p3d_dist_active && p3d_dist_active->self != 0) {
+        /* its bounds went to process 0, which solves all of them and
+         * sends the shifts (p3d_pass_agree); clock_checked comes with
+         * the iterations (p3d_pass_share) */
+        p3d_cbounds_free(c->b);
+        P3D_FREE_ALL(c->smax, c->emin, c->mark, c->list, c);
         return;
     }
     sol = p3d_xcalloc((size_t)nh, sizeof(*sol));

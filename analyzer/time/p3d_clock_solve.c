@@ -139,8 +139,7 @@ int p3d_cbounds_merge(struct p3d_cbounds *c, struct p3d_bytes_in *in)
     p3d_bytes_get(in, &n, sizeof(n));
     for (uint64_t i = 0; i < n && !in->bad; i++) {
         p3d_bytes_get(in, &m, sizeof(m));
-        if (in->bad || m.a < 0 || m.b < 0 || m.a >= c->nh || m.b >= c->nh ||
-            m.cnt <= 0)
+        if (in->bad || m.a < 0 || m.b < 0 || m.a >= c->nh || m.b >= c->nh)
             return -1;
         p3d_cbounds_add_n(c, m.a, m.b, m.lo, m.cnt);
     }

@@ -269,6 +269,12 @@ void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t)
         int64_t d = t->hosts[tl->host].shift;
         for (int k = 0; d && k <= tl->n_iter && tl->it_t; k++)
             tl->it_t[k] += d;
+        /* kept from pass 1 where pass 2 does not load the rank again
+         * (process 0, a rank another process read), drawn by --chrome */
+        for (size_t k = 0; d && k < tl->kwin.n; k++) {
+            tl->kwin.v[k].s += d;
+            tl->kwin.v[k].e += d;
+        }
         if (tl->peak_mem > t->peak_mem)
             t->peak_mem = tl->peak_mem;
     }

@@ -9,8 +9,10 @@
  * results in pass 1 (not its ops), and at the end of each pass every
  * other process's sums (p3d_pass_dist_sums): the consumers add integers
  * only, so the answer does not depend on how the folding was split, nor
- * on the order the instances were folded in.  No process receives every
- * op of the job, and none holds more than its share of the instances.
+ * on the order the instances were folded in.  Each process receives the
+ * ops of the communicators it owns (about 1/n of them, unless one
+ * communicator carries most of the job's ops), not every op of the job;
+ * pass 1 sends only the ops of groups spanning hosts (p3d_join_skips).
  *
  * The bytes move in rounds of d->exchange, one loaded rank per process
  * and round: for it, every other process gets one piece (its share of the
@@ -65,8 +67,8 @@ static void p3d_tround_route(struct p3d_tround *r, int i)
     for (size_t oi = 0; oi < tl->n_ops && oi < UINT32_MAX; oi++) {
         const struct p3d_top *o = &tl->ops[oi];
         int q;
-        if (o->gcomm < 0)
-            continue; /* the join takes no op of an unknown comm */
+        if (o->gcomm < 0 || p3d_join_skips(r->p->join, i, o))
+            continue; /* the join would take nothing of it */
         q = o->gcomm < n_comms ? r->owner[o->gcomm] : 0;
         r->cap_to[q] = p3d_grow((void **)&r->to[q], r->cap_to[q], r->n_to[q],
                                 sizeof(*r->to[q]));
@@ -86,7 +88,8 @@ static void p3d_tround_results(struct p3d_tround *r, int i, int from,
     struct p3d_bytes_in in = {v, n, 0, 0};
     int has_compute = 0;
 
-    if (p3d_tl_unpack_results(&r->p->t->tl[i], &in, &has_compute) < 0)
+    if (p3d_tl_unpack_results(&r->p->t->tl[i], &in, &has_compute) < 0 ||
+        in.off != in.n)
         p3d_die("the results of rank file %d from process %d arrived "
                 "damaged", i, from);
     if (has_compute)
@@ -108,9 +111,12 @@ static void p3d_tround_take(struct p3d_tround *r, int from)
             break;
         if (h.kind == P3D_TP_RESULTS && r->d->self == 0)
             p3d_tround_results(r, h.tl, from, v, h.len);
-        else if (h.kind == P3D_TP_OPS && r->p->join)
+        else if (h.kind == P3D_TP_OPS && r->p->join) {
+            if (h.len % sizeof(struct p3d_jop))
+                break;
             p3d_join_rank_ops(r->p->join, h.tl, (const void *)v,
                               h.len / sizeof(struct p3d_jop));
+        }
         off += sizeof(h) + h.len + (8 - h.len % 8) % 8;
     }
     if (off != b->n)
@@ -335,10 +341,12 @@ static void p3d_share_put(const struct p3d_time_res *t, struct p3d_bytes *b)
     struct p3d_share_job j = {t->n_iter, t->warm, t->pp, t->clock_checked};
 
     p3d_bytes_put(b, &j, sizeof(j));
+    int pairs = t->pp >= 2 && t->n_iter; /* p3d_bubble_use in pass 2 */
+
     for (int i = 0; i < t->n; i++) {
         const struct p3d_tl *tl = &t->tl[i];
         struct p3d_share_tl s = {tl->n_iter, tl->first_it, tl->it_mono,
-                                 tl->br != NULL};
+                                 pairs && tl->br != NULL};
         p3d_bytes_put(b, &s, sizeof(s));
         p3d_bytes_put_arr(b, tl->it_t, tl->it_t && tl->n_iter
                           ? ((size_t)tl->n_iter + 1) * sizeof(*tl->it_t) : 0);
@@ -367,9 +375,13 @@ static void p3d_share_get(struct p3d_time_res *t, struct p3d_bytes_in *in)
         tl->first_it = s.first_it;
         tl->it_mono = s.it_mono;
         tl->it_t = p3d_bytes_get_arr(in, &n);
-        tl->br = s.has_br ? p3d_xcalloc((size_t)t->n_iter + 1,
-                                        sizeof(*tl->br))
-                          : NULL;
+        if (s.n_iter < 0 || n != (tl->it_t && s.n_iter ?
+                                  ((size_t)s.n_iter + 1) * sizeof(*tl->it_t)
+                                  : 0))
+            in->bad = 1;
+        tl->br = NULL; /* made by the first pair that needs it: the pairs
+                          of this process's communicators only */
+        tl->br_lazy = s.has_br;
     }
 }
 

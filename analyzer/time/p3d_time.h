@@ -146,6 +146,8 @@ struct p3d_tl { /* one rank */
     int first_it;   /* this rank's iteration matching job iteration 0 */
     size_t period;
     struct p3d_tbreak *br; /* [job n_iter]; per own iteration in pass 1 */
+    int br_lazy; /* over several processes, not process 0: br exists on
+                    process 0, made here at the first pipeline pair */
     /* Exposed NCCL time by label, as br: [iteration][n_lbl], a column per
      * label with time in some iteration (lbl[c]: its P3D_LBL_*); most
      * ranks have a few of the labels, and this is the largest array the
@@ -416,6 +418,7 @@ struct p3d_join {
     struct p3d_juse use[P3D_JOIN_USES];
     int n_use;
     int skip_local;       /* groups on one host are not joined */
+    uint8_t *lcl;         /* p3d_join_skips' cache per communicator */
     struct p3d_jgrp *g;
     size_t n_g, cap_g;
     int *coll;            /* [n_coll] group of a communicator, -1 */
@@ -449,6 +452,9 @@ struct p3d_jop {
     uint8_t op, has_gpu;
 };
 void p3d_jop_of(struct p3d_jop *k, const struct p3d_top *o, uint32_t oi);
+/* 1 if the join would take no part of op o of timeline ti: a group on
+ * one host when they are skipped (pass 1), so it need not be sent. */
+int p3d_join_skips(struct p3d_join *j, int ti, const struct p3d_top *o);
 /* The same as p3d_join_rank, over the n ops of timeline ti in k (those of
  * the communicators this process owns: possibly none, which still marks
  * ti merged). */

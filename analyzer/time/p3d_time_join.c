@@ -86,17 +86,23 @@ static int p3d_join_group(struct p3d_join *j, int gcomm, int src, int dst,
     return (int)j->n_g++;
 }
 
-static void p3d_join_local(struct p3d_join *j, struct p3d_jgrp *g)
+/* Do the timelines of these slots (-1: none) all lie on one host? */
+static int p3d_join_one_host(const struct p3d_join *j, const int *tl, int m)
 {
     int h = -1;
 
-    for (int s = 0; s < g->m; s++) {
-        int ti = g->tl[s];
-        int hs = ti >= 0 ? j->t->tl[ti].host : -1;
+    for (int s = 0; s < m; s++) {
+        int hs = tl[s] >= 0 ? j->t->tl[tl[s]].host : -1;
         if (hs < 0 || (h >= 0 && hs != h))
-            g->local = 0;
-        h = hs >= 0 ? hs : h;
+            return 0;
+        h = hs;
     }
+    return 1;
+}
+
+static void p3d_join_local(struct p3d_join *j, struct p3d_jgrp *g)
+{
+    g->local = p3d_join_one_host(j, g->tl, g->m);
 }
 
 /* Members of a communicator; n 0: unknown (a test's bare timelines). */
@@ -150,6 +156,43 @@ static int p3d_join_coll(struct p3d_join *j, int gcomm)
     p3d_join_local(j, &j->g[k]);
     j->coll[gcomm] = k;
     return k;
+}
+
+/*
+ * Whether a communicator's group lies on one host, as p3d_join_coll's
+ * group would (its slots: the members' timelines, or every timeline),
+ * without making the group; cached per communicator (0 unknown, 1 no,
+ * 2 yes).
+ */
+static int p3d_join_comm_local(struct p3d_join *j, int gcomm)
+{
+    int n, m, *tl;
+    const int *mem;
+
+    if (!j->lcl)
+        j->lcl = p3d_xcalloc((size_t)j->job->n_comms + 1, 1);
+    if (j->lcl[gcomm])
+        return j->lcl[gcomm] == 2;
+    mem = p3d_join_members(j, gcomm, &n);
+    m = n > 0 ? n : j->t->n;
+    tl = p3d_xcalloc((size_t)m + 1, sizeof(*tl));
+    for (int s = 0; s < m; s++)
+        tl[s] = n > 0 ? p3d_join_tl(j, mem[s]) : s;
+    j->lcl[gcomm] = (uint8_t)(1 + p3d_join_one_host(j, tl, m));
+    free(tl);
+    return j->lcl[gcomm] == 2;
+}
+
+int p3d_join_skips(struct p3d_join *j, int ti, const struct p3d_top *o)
+{
+    if (!j->skip_local || o->gcomm < 0 || o->gcomm >= j->job->n_comms)
+        return 0;
+    if (P3D_OP_IS_P2P(o->op)) {
+        int tl[2] = {p3d_join_tl(j, j->t->tl[ti].rank),
+                     p3d_join_tl(j, o->peer)}; /* as p3d_join_chan's */
+        return o->peer >= 0 && p3d_join_one_host(j, tl, 2);
+    }
+    return p3d_join_comm_local(j, o->gcomm);
 }
 
 static int p3d_join_chan(struct p3d_join *j, int gcomm, int src, int dst)
@@ -442,7 +485,7 @@ void p3d_join_finish(struct p3d_join *j)
             p3d_join_fold(j, &j->g[k]);
         free(j->g[k].tl);
     }
-    P3D_FREE_ALL(j->g, j->coll, j->rank_tl, j->done, j->touched);
+    P3D_FREE_ALL(j->g, j->coll, j->rank_tl, j->done, j->touched, j->lcl);
     p3d_map_free(&j->chan);
     memset(j, 0, sizeof(*j));
 }
