@@ -285,7 +285,8 @@ static void p3d_cbounds_sparse(const struct p3d_cbounds *c,
      * contradiction reaches, do not depend on that order; where sums
      * stop at P3D_FLOOR they might, and this rules it out. */
     sorted.e = p3d_xcalloc(c->n_e + 1, sizeof(*sorted.e));
-    memcpy(sorted.e, c->e, c->n_e * sizeof(*c->e));
+    if (c->n_e)
+        memcpy(sorted.e, c->e, c->n_e * sizeof(*c->e));
     qsort(sorted.e, c->n_e, sizeof(*sorted.e), p3d_cedge_cmp);
     p3d_cbounds_paths(&sorted, 0, hi, neg);
     p3d_cbounds_paths(&sorted, 1, back, neg);

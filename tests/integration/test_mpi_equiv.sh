@@ -60,6 +60,32 @@ timeout 300 mpirun -n 2 "$M" -q --html "$T/m.html" --chrome "$T/m.chrome" \
     "$T/sim3d" 2> /dev/null || fail "views -n 2: exit $?"
 cmp -s "$T/a.html" "$T/m.html" || fail "views -n 2: --html differs"
 cmp -s "$T/a.chrome" "$T/m.chrome" || fail "views -n 2: --chrome differs"
+# two hosts with kernel windows: the H200 recording with ranks 4-7 given
+# another host name, so the clocks are aligned from the collectives, and
+# the window marks --chrome draws for ranks process 1 read are on the
+# aligned clock too (process 0 keeps pass 1's of them)
+mkdir -p "$T/h2"
+tar -C "$T/h2" -xzf "$P3D_SRC/tests/data/h200-megatron-gpt/gpt222.tar.gz" ||
+    fail "unpack gpt222"
+python3 - "$T/h2/gpt222" <<'PY' || fail "gpt222: cannot rename its hosts"
+import glob, sys
+for f in glob.glob(sys.argv[1] + "/rank-*.p3d"):
+    if int(f[-9:-4]) < 4:
+        continue
+    b = bytearray(open(f, "rb").read())
+    i = b[:256].find(b"vm\0")
+    assert i > 0, f
+    b[i:i + 2] = b"vn"
+    open(f, "wb").write(b)
+PY
+same h2 "$T/h2/gpt222"
+grep -q '"host": "vn", "offset_ns": [1-9-]' "$T/h2.json" ||
+    fail "h2: no clock offset found for the second host"
+"$A" -q --chrome "$T/h2.chrome" "$T/h2/gpt222" 2> /dev/null
+timeout 300 mpirun -n 2 "$M" -q --chrome "$T/h2.2.chrome" "$T/h2/gpt222" \
+    2> /dev/null || fail "h2 views -n 2: exit $?"
+grep -q "kernel records on" "$T/h2.chrome" || fail "h2: no window marks drawn"
+cmp -s "$T/h2.chrome" "$T/h2.2.chrome" || fail "h2 views -n 2: --chrome differs"
 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 3 --hang 6:pp:5 --stop-when-hung \
     --out "$T" --job-id hang --shim "$L" --quiet > "$T/hang.log" 2>&1
 same hang "$T/hang"
