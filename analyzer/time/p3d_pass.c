@@ -114,7 +114,8 @@ void *p3d_pass_worker(void *arg)
         p3d_pass_load(p, ld, k);
         pthread_mutex_lock(&p->mu);
         p->ready[k] = ld;
-        if (p->mine) /* over several processes: the main thread merges */
+        if (p->mine) /* over several processes: the main thread routes
+                        (p3d_pass_dist.c) */
             pthread_cond_broadcast(&p->cv);
         else
             p3d_pass_merge(p);

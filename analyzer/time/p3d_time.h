@@ -258,8 +258,7 @@ void p3d_tload_free(struct p3d_tload *ld);
 void p3d_time_load_rank(struct p3d_job *job, struct p3d_tl *tl, int i,
                         struct p3d_tload *ld, int spans);
 void p3d_time_unload(struct p3d_tl *tl, struct p3d_tload *ld);
-/* ld's (emptied) buffers to tl, as loading starts (p3d_time_pack.c fills
- * them from bytes instead of a file). */
+/* ld's (emptied) buffers to tl, as loading starts. */
 void p3d_time_lend(struct p3d_tl *tl, struct p3d_tload *ld);
 /* Pass 1's per-rank results of a loaded timeline (not its ops) to bytes,
  * and back into a timeline of another process (*has_compute: it had
