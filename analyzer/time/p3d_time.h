@@ -448,7 +448,7 @@ struct p3d_jop {
     uint64_t seq, bytes;
     int32_t gcomm, peer;
     uint32_t oi;
-    uint8_t op, has_gpu;
+    uint8_t op, has_gpu, pad[2]; /* no byte of it unset: it travels */
 };
 void p3d_jop_of(struct p3d_jop *k, const struct p3d_top *o, uint32_t oi);
 /* 1 if the join would take no part of op o of timeline ti: a group on

@@ -451,16 +451,10 @@ void p3d_join_rank(struct p3d_join *j, int ti)
 
 void p3d_jop_of(struct p3d_jop *k, const struct p3d_top *o, uint32_t oi)
 {
-    memset(k, 0, sizeof(*k));
-    k->s = o->s;
-    k->e = o->e;
-    k->seq = o->seq;
-    k->bytes = o->bytes;
-    k->gcomm = o->gcomm;
-    k->peer = o->peer;
-    k->oi = oi;
-    k->op = o->op;
-    k->has_gpu = o->has_gpu;
+    *k = (struct p3d_jop){.s = o->s, .e = o->e, .seq = o->seq,
+                          .bytes = o->bytes, .gcomm = o->gcomm,
+                          .peer = o->peer, .oi = oi, .op = o->op,
+                          .has_gpu = o->has_gpu}; /* .pad zero */
 }
 
 void p3d_join_rank_ops(struct p3d_join *j, int ti, const struct p3d_jop *k,

@@ -247,20 +247,16 @@ void p3d_wait_pack(const struct p3d_time_res *t, const void *ctx,
                    struct p3d_bytes *b)
 {
     const struct p3d_wctx *w = ctx;
-    struct p3d_wait_fixed f;
+    struct p3d_wait_fixed f = {
+        .n_inst = t->n_inst, .n_wait_inst = t->n_wait_inst,
+        .n_p2p = t->n_p2p, .best_key = w->best_key,
+        .late_sender_ns = w->late_sender_ns,
+        .late_receiver_ns = w->late_receiver_ns,
+        .best_busbw = t->best_busbw, .best_lbl = t->best_lbl};
     uint64_t *v;
 
-    memset(&f, 0, sizeof(f));
-    f.n_inst = t->n_inst;
-    f.n_wait_inst = t->n_wait_inst;
-    f.n_p2p = t->n_p2p;
-    f.best_key = w->best_key;
     memcpy(f.ns, w->ns, sizeof(f.ns));
     memcpy(f.nxn_ns, w->nxn_ns, sizeof(f.nxn_ns));
-    f.late_sender_ns = w->late_sender_ns;
-    f.late_receiver_ns = w->late_receiver_ns;
-    f.best_busbw = t->best_busbw;
-    f.best_lbl = t->best_lbl;
     p3d_bytes_put(b, &f, sizeof(f));
     v = p3d_wait_per_tl(t);
     p3d_bytes_put_sums(b, v, (size_t)t->n * P3D_WT_N);
