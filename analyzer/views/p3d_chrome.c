@@ -18,7 +18,7 @@
 #include "p3d_chrome.h"
 #include "p3d_chrome_flow.h"
 #include "p3d_chrome_lane.h"
-#include "p3d_chrome_time.h"
+#include "p3d_vclock.h"
 #include "p3d_layout.h"
 #include "p3d_util.h"
 
@@ -205,7 +205,7 @@ static void p3d_chrome_mark(struct p3d_cw *w, int rank, int64_t t,
 }
 
 /* Iteration starts of the rank (time analysis) as process-wide marks. */
-static void p3d_chrome_iters(struct p3d_cw *w, const struct p3d_rank *r)
+static void p3d_vsels(struct p3d_cw *w, const struct p3d_rank *r)
 {
     const struct p3d_time_res *t = p3d_vtime(w->job);
     long i = r - w->job->ranks;
@@ -264,7 +264,7 @@ static void p3d_chrome_rank(struct p3d_cw *w, const struct p3d_rank *r)
         p3d_flows_note(&w->flows, e, r->rank, &gpu);
     }
     p3d_chrome_mem(w, &v);
-    p3d_chrome_iters(w, r);
+    p3d_vsels(w, r);
     p3d_chrome_kwin(w, r);
     p3d_map_free(&gpu);
     p3d_vrank_free(&v);

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "p3d_chrome_iter.h"
+#include "p3d_vsel.h"
 #include "p3d_job.h"
 
 /*

@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "p3d_chrome_scan.h"
+#include "p3d_vrank.h"
 #include "p3d_map.h"
 
 /* One end of an arrow: where its event was written. */

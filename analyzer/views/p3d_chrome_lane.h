@@ -6,7 +6,7 @@
 #ifndef P3D_CHROME_LANE_H
 #define P3D_CHROME_LANE_H
 
-#include "p3d_chrome_scan.h"
+#include "p3d_vrank.h"
 
 #define P3D_LANES 64     /* sub-tracks per thread or stream */
 #define P3D_LANE_DEPTH 64 /* nesting depth per sub-track */

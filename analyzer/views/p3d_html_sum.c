@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_chrome_time.h"
+#include "p3d_vclock.h"
 #include "p3d_html_sum.h"
 #include "p3d_util.h"
 

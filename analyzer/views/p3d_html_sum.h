@@ -6,8 +6,8 @@
 #ifndef P3D_HTML_SUM_H
 #define P3D_HTML_SUM_H
 
-#include "p3d_chrome_iter.h"
-#include "p3d_chrome_scan.h"
+#include "p3d_vsel.h"
+#include "p3d_vrank.h"
 #include "p3d_html_time.h"
 #include "p3d_time.h"
 

@@ -8,7 +8,7 @@
 #ifndef P3D_HTML_TIME_H
 #define P3D_HTML_TIME_H
 
-#include "p3d_chrome_scan.h"
+#include "p3d_vrank.h"
 #include "p3d_layout.h"
 
 enum p3d_vstate { P3D_VS_COMPUTE, P3D_VS_NCCL, P3D_VS_BUBBLE, P3D_VS_IDLE };

@@ -93,7 +93,7 @@ family() { # family FILE-BASENAME: the family of a views/ file
     p3d_compare) echo compare ;;
     p3d_dump) echo dump ;;
     # shared by every view: formatting, the seed table, the views' model
-    p3d_vfmt|p3d_seedtab|p3d_chrome_scan|p3d_chrome_iter|p3d_chrome_time|p3d_html_sum|p3d_html_time) echo shared ;;
+    p3d_vfmt|p3d_seedtab|p3d_vrank|p3d_vsel|p3d_vclock|p3d_html_sum|p3d_html_time) echo shared ;;
     *) echo unknown ;;
     esac
 }

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "p3d_chrome_flow.h"
-#include "p3d_chrome_iter.h"
+#include "p3d_vsel.h"
 #include "p3d_chrome_lane.h"
 #include "p3d_seedtab.h"
 #include "p3d_html.h"

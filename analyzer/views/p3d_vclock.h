@@ -1,13 +1,13 @@
 /*
- * p3d_chrome_time.h - the views' use of the time analysis (p3d_time.h):
+ * p3d_vclock.h - the views' use of the time analysis (p3d_time.h):
  * clock shifts and iteration boundaries on the views' clock.  Each call
  * fails (-1 / NULL) when the time analysis has not run or found nothing,
  * and the views fall back to their own estimates.
  */
-#ifndef P3D_CHROME_TIME_H
-#define P3D_CHROME_TIME_H
+#ifndef P3D_VCLOCK_H
+#define P3D_VCLOCK_H
 
-#include "p3d_chrome_iter.h"
+#include "p3d_vsel.h"
 #include "p3d_time.h"
 
 /* job->time if it is usable by the views, else NULL. */
@@ -23,4 +23,4 @@ int p3d_vtime_shift(const struct p3d_job *job, const struct p3d_rank *r,
 int p3d_vtime_iters(const struct p3d_job *job, const struct p3d_vsel *sel,
                     struct p3d_viters *it);
 
-#endif /* P3D_CHROME_TIME_H */
+#endif /* P3D_VCLOCK_H */

@@ -1,12 +1,12 @@
 /*
- * p3d_chrome_scan.h - the views' model of one rank: its host NCCL calls,
+ * p3d_vrank.h - the views' model of one rank: its host NCCL calls,
  * GPU NCCL ops, GPU compute spans and memory levels as intervals on the
  * job's common clock, cut to a time window.  The Chrome trace, the HTML
  * report and the comparison table all read ranks through this, one rank
  * at a time, so a big job never sits in memory whole.
  */
-#ifndef P3D_CHROME_SCAN_H
-#define P3D_CHROME_SCAN_H
+#ifndef P3D_VRANK_H
+#define P3D_VRANK_H
 
 #include <stdint.h>
 
@@ -74,4 +74,4 @@ void p3d_vrank_free(struct p3d_vrank *v);
 /* Label of the communicator with hash h in job, -1 if unknown. */
 int p3d_vlabel(const struct p3d_job *job, uint64_t h);
 
-#endif /* P3D_CHROME_SCAN_H */
+#endif /* P3D_VRANK_H */

@@ -1,13 +1,13 @@
 /*
- * p3d_chrome_scan.c - read one rank file into the views' interval model
- * (p3d_chrome_scan.h): host calls, ncclGroup brackets, GPU NCCL ops
+ * p3d_vrank.c - read one rank file into the views' interval model
+ * (p3d_vrank.h): host calls, ncclGroup brackets, GPU NCCL ops
  * joined to their host call by op_id, GPU spans, memory levels.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_chrome_scan.h"
-#include "p3d_chrome_time.h"
+#include "p3d_vrank.h"
+#include "p3d_vclock.h"
 #include "p3d_reader.h"
 #include "p3d_util.h"
 

@@ -1,12 +1,12 @@
 /*
- * p3d_chrome_iter.c - --window / --ranks parsing, and the iterations a
- * window selects, taken from the time analysis (see p3d_chrome_iter.h).
+ * p3d_vsel.c - --window / --ranks parsing, and the iterations a
+ * window selects, taken from the time analysis (see p3d_vsel.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "p3d_chrome_iter.h"
-#include "p3d_chrome_time.h"
+#include "p3d_vsel.h"
+#include "p3d_vclock.h"
 #include "p3d_util.h"
 
 int p3d_vsel_window(struct p3d_vsel *s, const char *spec)
@@ -104,7 +104,7 @@ void p3d_viters_free(struct p3d_viters *it)
 }
 
 /*
- * The time analysis's iterations (p3d_chrome_time.c), the only finder:
+ * The time analysis's iterations (p3d_vclock.c), the only finder:
  * when it found none, the views show none either, so --window iter:, the
  * HTML and the text report agree on what an iteration is.
  */

@@ -1,5 +1,5 @@
 /*
- * p3d_chrome_iter.h - what part of a job the views show: the --window
+ * p3d_vsel.h - what part of a job the views show: the --window
  * (iterations or a time range) and --ranks selections, and the iteration
  * boundaries they need.
  *
@@ -7,10 +7,10 @@
  * none, the views have none (they once had a stand-in finder of their own,
  * which could disagree with the report).
  */
-#ifndef P3D_CHROME_ITER_H
-#define P3D_CHROME_ITER_H
+#ifndef P3D_VSEL_H
+#define P3D_VSEL_H
 
-#include "p3d_chrome_scan.h"
+#include "p3d_vrank.h"
 
 struct p3d_viters {
     uint64_t *start; /* [n] iteration start, job ns */
@@ -50,4 +50,4 @@ int p3d_viters_job(const struct p3d_job *job, const struct p3d_vsel *s,
 int p3d_vsel_resolve(const struct p3d_job *job, const struct p3d_vsel *s,
                      struct p3d_vwin *w);
 
-#endif /* P3D_CHROME_ITER_H */
+#endif /* P3D_VSEL_H */

@@ -1,5 +1,5 @@
 /*
- * p3d_chrome_time.c - the views' bridge to the time analysis (issue 6,
+ * p3d_vclock.c - the views' bridge to the time analysis (issue 6,
  * p3d_time.h): its host clock shifts and its iteration boundaries, turned
  * into the views' clock (ns since the job's earliest CLOCK_REALTIME
  * start).  The time analysis works in host 0's CLOCK_MONOTONIC plus a
@@ -9,7 +9,7 @@
  */
 #include <stdlib.h>
 
-#include "p3d_chrome_time.h"
+#include "p3d_vclock.h"
 #include "p3d_util.h"
 
 const struct p3d_time_res *p3d_vtime(const struct p3d_job *job)
