@@ -339,10 +339,9 @@ struct p3d_share_tl {
 static void p3d_share_put(const struct p3d_time_res *t, struct p3d_bytes *b)
 {
     struct p3d_share_job j = {t->n_iter, t->warm, t->pp, t->clock_checked};
-
-    p3d_bytes_put(b, &j, sizeof(j));
     int pairs = t->pp >= 2 && t->n_iter; /* p3d_bubble_use in pass 2 */
 
+    p3d_bytes_put(b, &j, sizeof(j));
     for (int i = 0; i < t->n; i++) {
         const struct p3d_tl *tl = &t->tl[i];
         struct p3d_share_tl s = {tl->n_iter, tl->first_it, tl->it_mono,

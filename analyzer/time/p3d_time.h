@@ -417,7 +417,6 @@ struct p3d_join {
     struct p3d_juse use[P3D_JOIN_USES];
     int n_use;
     int skip_local;       /* groups on one host are not joined */
-    uint8_t *lcl;         /* p3d_join_skips' cache per communicator */
     struct p3d_jgrp *g;
     size_t n_g, cap_g;
     int *coll;            /* [n_coll] group of a communicator, -1 */
@@ -452,7 +451,8 @@ struct p3d_jop {
 };
 void p3d_jop_of(struct p3d_jop *k, const struct p3d_top *o, uint32_t oi);
 /* 1 if the join would take no part of op o of timeline ti: a group on
- * one host when they are skipped (pass 1), so it need not be sent. */
+ * one host when they are skipped (pass 1), so it need not be sent (the
+ * group is looked up as p3d_join_rank does, made empty if need be). */
 int p3d_join_skips(struct p3d_join *j, int ti, const struct p3d_top *o);
 /* The same as p3d_join_rank, over the n ops of timeline ti in k (those of
  * the communicators this process owns: possibly none, which still marks

@@ -86,23 +86,17 @@ static int p3d_join_group(struct p3d_join *j, int gcomm, int src, int dst,
     return (int)j->n_g++;
 }
 
-/* Do the timelines of these slots (-1: none) all lie on one host? */
-static int p3d_join_one_host(const struct p3d_join *j, const int *tl, int m)
+static void p3d_join_local(struct p3d_join *j, struct p3d_jgrp *g)
 {
     int h = -1;
 
-    for (int s = 0; s < m; s++) {
-        int hs = tl[s] >= 0 ? j->t->tl[tl[s]].host : -1;
+    for (int s = 0; s < g->m; s++) {
+        int ti = g->tl[s];
+        int hs = ti >= 0 ? j->t->tl[ti].host : -1;
         if (hs < 0 || (h >= 0 && hs != h))
-            return 0;
-        h = hs;
+            g->local = 0;
+        h = hs >= 0 ? hs : h;
     }
-    return 1;
-}
-
-static void p3d_join_local(struct p3d_join *j, struct p3d_jgrp *g)
-{
-    g->local = p3d_join_one_host(j, g->tl, g->m);
 }
 
 /* Members of a communicator; n 0: unknown (a test's bare timelines). */
@@ -156,43 +150,6 @@ static int p3d_join_coll(struct p3d_join *j, int gcomm)
     p3d_join_local(j, &j->g[k]);
     j->coll[gcomm] = k;
     return k;
-}
-
-/*
- * Whether a communicator's group lies on one host, as p3d_join_coll's
- * group would (its slots: the members' timelines, or every timeline),
- * without making the group; cached per communicator (0 unknown, 1 no,
- * 2 yes).
- */
-static int p3d_join_comm_local(struct p3d_join *j, int gcomm)
-{
-    int n, m, *tl;
-    const int *mem;
-
-    if (!j->lcl)
-        j->lcl = p3d_xcalloc((size_t)j->job->n_comms + 1, 1);
-    if (j->lcl[gcomm])
-        return j->lcl[gcomm] == 2;
-    mem = p3d_join_members(j, gcomm, &n);
-    m = n > 0 ? n : j->t->n;
-    tl = p3d_xcalloc((size_t)m + 1, sizeof(*tl));
-    for (int s = 0; s < m; s++)
-        tl[s] = n > 0 ? p3d_join_tl(j, mem[s]) : s;
-    j->lcl[gcomm] = (uint8_t)(1 + p3d_join_one_host(j, tl, m));
-    free(tl);
-    return j->lcl[gcomm] == 2;
-}
-
-int p3d_join_skips(struct p3d_join *j, int ti, const struct p3d_top *o)
-{
-    if (!j->skip_local || o->gcomm < 0 || o->gcomm >= j->job->n_comms)
-        return 0;
-    if (P3D_OP_IS_P2P(o->op)) {
-        int tl[2] = {p3d_join_tl(j, j->t->tl[ti].rank),
-                     p3d_join_tl(j, o->peer)}; /* as p3d_join_chan's */
-        return o->peer >= 0 && p3d_join_one_host(j, tl, 2);
-    }
-    return p3d_join_comm_local(j, o->gcomm);
 }
 
 static int p3d_join_chan(struct p3d_join *j, int gcomm, int src, int dst)
@@ -367,22 +324,41 @@ static void p3d_join_put(struct p3d_jgrp *g, size_t k, int s, int ti,
         r->bytes = o->bytes;
 }
 
+/* The group op o of timeline ti joins: its communicator's, or its
+ * channel's (-1: none, a Send/Recv without a peer). */
+static int p3d_join_group_of(struct p3d_join *j, int ti,
+                             const struct p3d_top *o)
+{
+    int rank = j->t->tl[ti].rank, send = o->op == P3D_OP_SEND;
+
+    if (!P3D_OP_IS_P2P(o->op))
+        return p3d_join_coll(j, o->gcomm);
+    if (o->peer < 0)
+        return -1;
+    return p3d_join_chan(j, o->gcomm, send ? rank : o->peer,
+                         send ? o->peer : rank);
+}
+
+int p3d_join_skips(struct p3d_join *j, int ti, const struct p3d_top *o)
+{
+    int k;
+
+    if (!j->skip_local || o->gcomm < 0)
+        return 0;
+    k = p3d_join_group_of(j, ti, o); /* made empty where not owned */
+    return k >= 0 && j->g[k].local;
+}
+
 static void p3d_join_op(struct p3d_join *j, int ti, uint32_t oi,
                         const struct p3d_top *o)
 {
-    int k, s, rank = j->t->tl[ti].rank;
+    int k, s;
 
-    if (o->gcomm < 0)
+    if (o->gcomm < 0 || (k = p3d_join_group_of(j, ti, o)) < 0)
         return;
     if (P3D_OP_IS_P2P(o->op)) {
-        int send = o->op == P3D_OP_SEND;
-        if (o->peer < 0)
-            return;
-        k = p3d_join_chan(j, o->gcomm, send ? rank : o->peer,
-                          send ? o->peer : rank);
-        s = send ? 0 : 1;
+        s = o->op == P3D_OP_SEND ? 0 : 1;
     } else {
-        k = p3d_join_coll(j, o->gcomm);
         if (j->g[k].slot_gen != j->gen) { /* once per rank and group */
             j->g[k].slot = p3d_join_slot(j, &j->g[k], ti);
             j->g[k].slot_gen = j->gen;
@@ -479,7 +455,7 @@ void p3d_join_finish(struct p3d_join *j)
             p3d_join_fold(j, &j->g[k]);
         free(j->g[k].tl);
     }
-    P3D_FREE_ALL(j->g, j->coll, j->rank_tl, j->done, j->touched, j->lcl);
+    P3D_FREE_ALL(j->g, j->coll, j->rank_tl, j->done, j->touched);
     p3d_map_free(&j->chan);
     memset(j, 0, sizeof(*j));
 }
