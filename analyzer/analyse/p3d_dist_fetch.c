@@ -26,7 +26,7 @@
 #define P3D_FETCH_PIECE ((size_t)16 << 20) /* bytes of file per message */
 
 /* What starts each piece of a file (then its bytes). */
-struct p3d_piece {
+struct p3d_file_piece {
     uint64_t size; /* the file's */
     uint64_t off;  /* of this piece */
     int32_t err;   /* errno: the owner could not read on; no bytes */
@@ -98,7 +98,7 @@ static void p3d_fetch_send(struct p3d_dist *d, const struct p3d_rank *r,
 {
     int fd = open(r->path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    struct p3d_piece h = {0, 0, 0, 0};
+    struct p3d_file_piece h = {0, 0, 0, 0};
 
     if (fd < 0 || fstat(fd, &st) < 0)
         h.err = errno ? errno : EIO;
@@ -138,7 +138,7 @@ static const char *p3d_fetch_take(struct p3d_dist *d, struct p3d_rank *r,
     static char why[512];
     char *path = NULL;
     int fd = p3d_fetch_create(i, &path), ok = fd >= 0;
-    struct p3d_piece h;
+    struct p3d_file_piece h;
 
     why[0] = 0;
     if (!ok)

@@ -44,11 +44,6 @@ enum { P3D_PIECE_RANK = 1, /* a rank file's scan results: its index */
        P3D_PIECE_OPS = 2 /* ops of one global rank: (int32 comm rank,
                             struct p3d_rec_op) each */ };
 
-struct p3d_piece_head {
-    int32_t kind, num;
-    uint64_t len;
-};
-
 struct p3d_shuffle {
     struct p3d_dist *d;
     struct p3d_job *job;
@@ -69,15 +64,6 @@ struct p3d_route_st {
     struct p3d_bytes *to; /* [d->n] */
 };
 
-static void p3d_piece_put(struct p3d_bytes *b, int kind, int num,
-                          const void *p, size_t n)
-{
-    struct p3d_piece_head h = {kind, num, n};
-
-    p3d_bytes_put(b, &h, sizeof(h));
-    p3d_bytes_put(b, p, n);
-}
-
 static void *p3d_route_open(void *ctx)
 {
     struct p3d_shuffle *s = ctx;
@@ -95,7 +81,7 @@ static void p3d_route_hand(struct p3d_shuffle *s, struct p3d_route_st *st,
 {
     while (s->out_bytes >= s->round_max)
         pthread_cond_wait(&s->cv, &s->mu);
-    p3d_piece_put(&s->out[p], P3D_PIECE_OPS, rank, st->to[p].p, st->to[p].n);
+    p3d_bytes_put_piece(&s->out[p], P3D_PIECE_OPS, rank, st->to[p].p, st->to[p].n);
     s->out_bytes += st->to[p].n;
     st->to[p].n = 0;
     pthread_cond_broadcast(&s->cv);
@@ -197,7 +183,7 @@ static int p3d_round_take(struct p3d_shuffle *s, struct p3d_bytes *send)
         if (s->d->self == 0)
             continue; /* process 0's own results are where they go */
         p3d_rank_pack(&s->job->ranks[i], &b);
-        p3d_piece_put(&s->out[0], P3D_PIECE_RANK, i, b.p, b.n);
+        p3d_bytes_put_piece(&s->out[0], P3D_PIECE_RANK, i, b.p, b.n);
         s->out_bytes += b.n;
         p3d_bytes_free(&b);
     }
@@ -255,23 +241,19 @@ static void p3d_round_take_in(struct p3d_shuffle *s, int from,
                               const struct p3d_bytes *b)
 {
     size_t off = 0;
+    struct p3d_piece pc;
+    int got;
 
-    while (off < b->n) {
-        struct p3d_piece_head h;
-        if (b->n - off < sizeof(h))
-            p3d_die("a damaged round of the scan from process %d", from);
-        memcpy(&h, b->p + off, sizeof(h));
-        off += sizeof(h);
-        if (h.len > b->n - off)
-            p3d_die("a damaged round of the scan from process %d", from);
-        if (h.kind == P3D_PIECE_RANK)
-            p3d_dist_take_rank(s, from, h.num, b->p + off, (size_t)h.len);
-        else if (h.kind == P3D_PIECE_OPS)
-            p3d_dist_feed(s->local, h.num, b->p + off, (size_t)h.len);
+    while ((got = p3d_bytes_next_piece(b, &off, &pc)) > 0) {
+        if (pc.kind == P3D_PIECE_RANK)
+            p3d_dist_take_rank(s, from, pc.num, pc.p, pc.n);
+        else if (pc.kind == P3D_PIECE_OPS)
+            p3d_dist_feed(s->local, pc.num, pc.p, pc.n);
         else
-            p3d_die("a damaged round of the scan from process %d", from);
-        off += (size_t)h.len;
+            break;
     }
+    if (got != 0)
+        p3d_die("a damaged round of the scan from process %d", from);
 }
 
 /*

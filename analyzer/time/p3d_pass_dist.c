@@ -29,11 +29,6 @@
 enum { P3D_TP_RESULTS = 1, /* pass 1's per-rank results, to process 0 */
        P3D_TP_OPS = 2 /* the ops (struct p3d_jop) of one timeline */ };
 
-struct p3d_tpiece {
-    int32_t kind, tl;
-    uint64_t len; /* bytes after this head, before the padding */
-};
-
 struct p3d_tround {
     struct p3d_pass *p;
     struct p3d_dist *d;
@@ -42,18 +37,6 @@ struct p3d_tround {
     size_t *n_to, *cap_to;
     int *owner;                 /* [n_comms]: the process that joins it */
 };
-
-/* A piece, padded to 8 bytes so that the ops after it stay aligned. */
-static void p3d_tpiece_put(struct p3d_bytes *b, int kind, int tl,
-                           const void *v, size_t n)
-{
-    struct p3d_tpiece h = {kind, tl, n};
-    static const char pad[8];
-
-    p3d_bytes_put(b, &h, sizeof(h));
-    p3d_bytes_put(b, v, n);
-    p3d_bytes_put(b, pad, (8 - n % 8) % 8);
-}
 
 /* Timeline i's ops to their owners: this process's joined at once. */
 static void p3d_tround_route(struct p3d_tround *r, int i)
@@ -76,7 +59,7 @@ static void p3d_tround_route(struct p3d_tround *r, int i)
     }
     for (int q = 0; q < d->n; q++)
         if (q != d->self)
-            p3d_tpiece_put(&r->out[q], P3D_TP_OPS, i, r->to[q],
+            p3d_bytes_put_piece(&r->out[q], P3D_TP_OPS, i, r->to[q],
                            r->n_to[q] * sizeof(*r->to[q]));
     p3d_join_rank_ops(r->p->join, i, r->to[d->self], r->n_to[d->self]);
 }
@@ -96,30 +79,27 @@ static void p3d_tround_results(struct p3d_tround *r, int i, int from,
         r->p->t->have_compute = 1;
 }
 
-/* What a round brought from process `from`. */
+/* What a round brought from process `from` (its ops pieces are
+ * aligned: p3d_bytes_put_piece pads). */
 static void p3d_tround_take(struct p3d_tround *r, int from)
 {
-    const struct p3d_bytes *b = &r->in[from];
     size_t off = 0;
+    struct p3d_piece pc;
+    int got;
 
-    while (off + sizeof(struct p3d_tpiece) <= b->n) {
-        struct p3d_tpiece h;
-        const char *v = b->p + off + sizeof(h);
-        memcpy(&h, b->p + off, sizeof(h));
-        if (h.tl < 0 || h.tl >= r->p->t->n ||
-            h.len > b->n - off - sizeof(h))
+    while ((got = p3d_bytes_next_piece(&r->in[from], &off, &pc)) > 0) {
+        if (pc.num < 0 || pc.num >= r->p->t->n)
             break;
-        if (h.kind == P3D_TP_RESULTS && r->d->self == 0)
-            p3d_tround_results(r, h.tl, from, v, h.len);
-        else if (h.kind == P3D_TP_OPS && r->p->join) {
-            if (h.len % sizeof(struct p3d_jop))
+        if (pc.kind == P3D_TP_RESULTS && r->d->self == 0)
+            p3d_tround_results(r, pc.num, from, pc.p, pc.n);
+        else if (pc.kind == P3D_TP_OPS && r->p->join) {
+            if (pc.n % sizeof(struct p3d_jop))
                 break;
-            p3d_join_rank_ops(r->p->join, h.tl, (const void *)v,
-                              h.len / sizeof(struct p3d_jop));
+            p3d_join_rank_ops(r->p->join, pc.num, (const void *)pc.p,
+                              pc.n / sizeof(struct p3d_jop));
         }
-        off += sizeof(h) + h.len + (8 - h.len % 8) % 8;
     }
-    if (off != b->n)
+    if (got != 0)
         p3d_die("a round of the time pass from process %d arrived damaged",
                 from);
 }
@@ -140,7 +120,7 @@ static void p3d_tround_give(struct p3d_tround *r, int k)
     if (p->which == 1 && r->d->self != 0) {
         struct p3d_bytes b = {0};
         p3d_tl_pack_results(&p->t->tl[i], &b);
-        p3d_tpiece_put(&r->out[0], P3D_TP_RESULTS, i, b.p, b.n);
+        p3d_bytes_put_piece(&r->out[0], P3D_TP_RESULTS, i, b.p, b.n);
         p3d_bytes_free(&b);
     }
     if (p->join)

@@ -111,3 +111,39 @@ void p3d_bytes_add_sums(struct p3d_bytes_in *r, uint64_t *v, size_t n)
         v[e[0]] += e[1];
     }
 }
+
+struct p3d_piece_head {
+    int32_t kind, num;
+    uint64_t len; /* bytes after the head, before the padding */
+};
+
+void p3d_bytes_put_piece(struct p3d_bytes *b, int kind, int num,
+                         const void *v, size_t n)
+{
+    struct p3d_piece_head h = {kind, num, n};
+    static const char pad[8];
+
+    p3d_bytes_put(b, &h, sizeof(h));
+    p3d_bytes_put(b, v, n);
+    p3d_bytes_put(b, pad, (8 - n % 8) % 8);
+}
+
+int p3d_bytes_next_piece(const struct p3d_bytes *b, size_t *off,
+                         struct p3d_piece *pc)
+{
+    struct p3d_piece_head h;
+    size_t at = *off, pad;
+
+    if (at == b->n)
+        return 0;
+    if (b->n - at < sizeof(h))
+        return -1;
+    memcpy(&h, b->p + at, sizeof(h));
+    at += sizeof(h);
+    pad = (8 - h.len % 8) % 8;
+    if (h.len > b->n - at || pad > b->n - at - h.len)
+        return -1;
+    *pc = (struct p3d_piece){h.kind, h.num, b->p + at, (size_t)h.len};
+    *off = at + (size_t)h.len + pad;
+    return 1;
+}

@@ -46,4 +46,21 @@ const void *p3d_bytes_view_arr(struct p3d_bytes_in *r, size_t *n);
 void p3d_bytes_put_sums(struct p3d_bytes *b, const uint64_t *v, size_t n);
 void p3d_bytes_add_sums(struct p3d_bytes_in *r, uint64_t *v, size_t n);
 
+/*
+ * A shuffle's round to one process is a run of pieces: a kind, a number
+ * (a rank file, a timeline) and n bytes, padded to 8 so that the next
+ * piece, and what it holds, stays aligned.
+ */
+struct p3d_piece {
+    int kind, num;
+    const char *p;
+    size_t n;
+};
+void p3d_bytes_put_piece(struct p3d_bytes *b, int kind, int num,
+                         const void *v, size_t n);
+/* The piece of b at *off into pc, *off moved past it: 1; 0 at b's end;
+ * -1 if what is there is not a whole piece. */
+int p3d_bytes_next_piece(const struct p3d_bytes *b, size_t *off,
+                         struct p3d_piece *pc);
+
 #endif /* P3D_BYTES_H */

@@ -170,11 +170,45 @@ static void test_bytes_sums(void **state)
     p3d_bytes_free(&b);
 }
 
+/* Pieces come back in order, each padded to 8 bytes; a cut run is not
+ * read as pieces. */
+static void test_bytes_pieces(void **state)
+{
+    struct p3d_bytes b = {0};
+    struct p3d_piece pc;
+    size_t off = 0;
+
+    (void)state;
+    p3d_bytes_put_piece(&b, 1, 7, "abc", 3);
+    p3d_bytes_put_piece(&b, 2, -1, NULL, 0);
+    assert_int_equal(b.n % 8, 0);
+    assert_int_equal(p3d_bytes_next_piece(&b, &off, &pc), 1);
+    assert_int_equal(pc.kind, 1);
+    assert_int_equal(pc.num, 7);
+    assert_int_equal(pc.n, 3);
+    assert_memory_equal(pc.p, "abc", 3);
+    assert_int_equal(off % 8, 0);
+    assert_int_equal(p3d_bytes_next_piece(&b, &off, &pc), 1);
+    assert_int_equal(pc.kind, 2);
+    assert_int_equal(pc.num, -1);
+    assert_int_equal(pc.n, 0);
+    assert_int_equal(p3d_bytes_next_piece(&b, &off, &pc), 0);
+    off = 0;
+    b.n -= 1; /* the last piece's head cut short */
+    assert_int_equal(p3d_bytes_next_piece(&b, &off, &pc), 1);
+    assert_int_equal(p3d_bytes_next_piece(&b, &off, &pc), -1);
+    b.n = 20; /* inside the first piece's padding */
+    off = 0;
+    assert_int_equal(p3d_bytes_next_piece(&b, &off, &pc), -1);
+    p3d_bytes_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_le),
         cmocka_unit_test(test_bytes_sums),
+        cmocka_unit_test(test_bytes_pieces),
         cmocka_unit_test(test_cmp_chain),
         cmocka_unit_test(test_grow_zeroes),
         cmocka_unit_test(test_free_all),
