@@ -14,6 +14,18 @@
 #include "p3d_dist_match.h"
 #include "p3d_util.h"
 
+/* Process 0: another process's part, folded into res. */
+static void p3d_dist_match_take(void *ctx, int from,
+                                const struct p3d_bytes *msg)
+{
+    struct p3d_match_res part;
+
+    if (msg->n != sizeof(part))
+        p3d_die("the matching results of process %d arrived damaged", from);
+    memcpy(&part, msg->p, sizeof(part));
+    p3d_match_fold(ctx, &part);
+}
+
 void p3d_dist_match(struct p3d_dist *d, struct p3d_matcher *m,
                     struct p3d_job *job)
 {
@@ -28,22 +40,12 @@ void p3d_dist_match(struct p3d_dist *d, struct p3d_matcher *m,
      * no longer.  (One process gains nothing from it: 1.94 -> 1.87 GB,
      * with five times the page faults.) */
     malloc_trim(0);
-    if (d->self != 0) {
+    if (d->self != 0)
         p3d_bytes_put(&b, res, sizeof(*res));
-        d->send(d, p3d_dist_match_tag(d), &b);
+    p3d_dist_to_zero(d, &b, p3d_dist_match_take, res);
+    if (d->self != 0) {
         job->match = res; /* a part: this process writes no report */
         return;
     }
-    for (int p = 1; p < d->n; p++) {
-        struct p3d_match_res part;
-        int from = p, tag = p3d_dist_match_tag(d);
-        d->recv(d, &from, &tag, &b);
-        if (b.n != sizeof(part))
-            p3d_die("the matching results of process %d arrived damaged",
-                    p);
-        memcpy(&part, b.p, sizeof(part));
-        p3d_match_fold(res, &part);
-    }
-    p3d_bytes_free(&b);
     p3d_match_close(res, job);
 }

@@ -53,6 +53,23 @@ int p3d_dist_round_tag(const struct p3d_dist *d)
     return d->tag_max - 1;
 }
 
+void p3d_dist_to_zero(struct p3d_dist *d, struct p3d_bytes *b,
+                      void (*take)(void *ctx, int from,
+                                   const struct p3d_bytes *msg),
+                      void *ctx)
+{
+    if (d->self != 0) {
+        d->send(d, p3d_dist_match_tag(d), b);
+        return;
+    }
+    for (int p = 1; p < d->n; p++) {
+        int from = p, tag = p3d_dist_match_tag(d);
+        d->recv(d, &from, &tag, b);
+        take(ctx, p, b);
+    }
+    p3d_bytes_free(b);
+}
+
 int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
                       int i)
 {

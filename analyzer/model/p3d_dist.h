@@ -79,6 +79,14 @@ int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash);
 int p3d_dist_match_tag(const struct p3d_dist *d);
 int p3d_dist_round_tag(const struct p3d_dist *d);
 
+/* A phase's results to process 0: a process other than 0 sends b (one
+ * message, p3d_dist_match_tag); process 0 calls take for each other
+ * process's, in process order.  b is emptied. */
+void p3d_dist_to_zero(struct p3d_dist *d, struct p3d_bytes *b,
+                      void (*take)(void *ctx, int from,
+                                   const struct p3d_bytes *msg),
+                      void *ctx);
+
 /* The process that reads rank file i of n (blocks of consecutive files,
  * the way they are sorted by rank). */
 int p3d_dist_owner(const struct p3d_dist *d, int n, int i);

@@ -254,27 +254,31 @@ static int p3d_pass_sums_merge(struct p3d_pass *p, void *ctx,
     return 0;
 }
 
+struct p3d_sums_take {
+    struct p3d_pass *p;
+    void *ctx;
+};
+
+/* Process 0: another process's sums of this pass, added to its own. */
+static void p3d_pass_sums_take(void *arg, int from,
+                               const struct p3d_bytes *msg)
+{
+    struct p3d_sums_take *k = arg;
+    struct p3d_bytes_in in = {msg->p, msg->n, 0, 0};
+
+    if (p3d_pass_sums_merge(k->p, k->ctx, &in) < 0 || in.off != in.n)
+        p3d_die("the sums of time pass %d from process %d arrived "
+                "damaged", k->p->which, from);
+}
+
 void p3d_pass_dist_sums(struct p3d_pass *p, struct p3d_dist *d, void *ctx)
 {
     struct p3d_bytes b = {0};
-    int tag = p3d_dist_match_tag(d); /* one message a process and phase */
+    struct p3d_sums_take k = {p, ctx};
 
-    if (d->self != 0) {
+    if (d->self != 0)
         p3d_pass_sums_pack(p, ctx, &b);
-        d->send(d, tag, &b);
-        p3d_bytes_free(&b);
-        return;
-    }
-    for (int q = 1; q < d->n; q++) { /* in process order */
-        int from = q, tg = tag;
-        struct p3d_bytes_in in;
-        d->recv(d, &from, &tg, &b);
-        in = (struct p3d_bytes_in){b.p, b.n, 0, 0};
-        if (p3d_pass_sums_merge(p, ctx, &in) < 0 || in.off != in.n)
-            p3d_die("the sums of time pass %d from process %d arrived "
-                    "damaged", p->which, q);
-    }
-    p3d_bytes_free(&b);
+    p3d_dist_to_zero(d, &b, p3d_pass_sums_take, &k);
 }
 
 /*
