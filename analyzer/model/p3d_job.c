@@ -109,9 +109,10 @@ void *p3d_job_result(const struct p3d_job *job, const void *key)
 
 void p3d_job_free(struct p3d_job *job)
 {
-    while (job->n_results > 0) /* the later passes' results may point */
+    /* the later passes' results may point into the model: freed first
+     * (the last drop frees their array) */
+    while (job->n_results > 0)
         p3d_job_drop(job, job->results[job->n_results - 1].key);
-    free(job->results);        /* into the model: freed first */
     for (int i = 0; i < job->n_ranks; i++)
         p3d_rank_free(&job->ranks[i]);
     for (int i = 0; i < job->n_comms; i++) {

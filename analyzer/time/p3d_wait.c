@@ -32,7 +32,6 @@ struct p3d_wctx {
     int *late_n; /* [label][timeline] instances it arrived last at */
     uint64_t *raw; /* [gcomm][op + 1] bytes of timed instances; op
                       P3D_OP_COUNT: of timed send/recv pairs */
-    int n_comms;
     int64_t ns[P3D_LBL_COUNT];    /* their shortest member's time */
     int64_t nxn_ns[P3D_LBL_COUNT]; /* wait at NxN, steady */
     int64_t late_sender_ns, late_receiver_ns;
@@ -195,8 +194,7 @@ void *p3d_wait_begin(struct p3d_time_res *t, struct p3d_join *j)
     w->late_n = p3d_xcalloc((size_t)P3D_LBL_COUNT * (size_t)t->n + 1,
                             sizeof(*w->late_n));
     w->job = j->job;
-    w->n_comms = j->job->n_comms;
-    w->raw = p3d_xcalloc((size_t)w->n_comms * (P3D_OP_COUNT + 1) + 1,
+    w->raw = p3d_xcalloc((size_t)w->job->n_comms * (P3D_OP_COUNT + 1) + 1,
                          sizeof(*w->raw));
     w->best_key = UINT64_MAX;
     p3d_join_use(j, p3d_wait_inst, p3d_wait_pair, w);
@@ -264,7 +262,7 @@ void p3d_wait_pack(const struct p3d_time_res *t, const void *ctx,
     v = p3d_wait_late(t, w);
     p3d_bytes_put_sums(b, v, (size_t)P3D_LBL_COUNT * (size_t)t->n);
     free(v);
-    p3d_bytes_put_sums(b, w->raw, (size_t)w->n_comms * (P3D_OP_COUNT + 1));
+    p3d_bytes_put_sums(b, w->raw, (size_t)w->job->n_comms * (P3D_OP_COUNT + 1));
 }
 
 int p3d_wait_merge(struct p3d_time_res *t, void *ctx, struct p3d_bytes_in *in)
@@ -278,7 +276,7 @@ int p3d_wait_merge(struct p3d_time_res *t, void *ctx, struct p3d_bytes_in *in)
     p3d_bytes_get(in, &f, sizeof(f));
     p3d_bytes_add_sums(in, v, (size_t)t->n * P3D_WT_N);
     p3d_bytes_add_sums(in, v + (size_t)t->n * P3D_WT_N, n_late);
-    p3d_bytes_add_sums(in, w->raw, (size_t)w->n_comms * (P3D_OP_COUNT + 1));
+    p3d_bytes_add_sums(in, w->raw, (size_t)w->job->n_comms * (P3D_OP_COUNT + 1));
     if (in->bad || f.best_lbl < 0 || f.best_lbl >= P3D_LBL_COUNT) {
         free(v);
         return -1;
@@ -377,7 +375,7 @@ static void p3d_wait_busbw(const struct p3d_job *job, struct p3d_time_res *t,
 {
     double bytes[P3D_LBL_COUNT] = {0};
 
-    for (int g = 0; g < w->n_comms; g++) {
+    for (int g = 0; g < w->job->n_comms; g++) {
         const struct p3d_gcomm *c = &job->comms[g];
         const uint64_t *raw = &w->raw[(size_t)g * (P3D_OP_COUNT + 1)];
         for (int op = 0; op < P3D_OP_COUNT; op++)
