@@ -164,15 +164,6 @@ uint64_t p3d_hang_count(const struct p3d_hrank *h, uint64_t comm, int kind,
     return h->keys[lo - 1].seq + 1;
 }
 
-uint64_t p3d_hang_count_comm(const struct p3d_hrank *h, uint64_t comm)
-{
-    uint64_t n = 0;
-
-    for (size_t i = 0; i < h->n_ops; i++)
-        n += h->ops[i]->comm_hash == comm;
-    return n;
-}
-
 static size_t p3d_hang_find(const struct p3d_hrank *h, uint64_t op_id)
 {
     size_t lo = 0, hi = h->n_ops;
@@ -292,13 +283,14 @@ static void p3d_hang_scan(struct p3d_hrank *h)
 {
     if (p3d_reader_open_mapped(&h->rd, p3d_rank_file(h->r)) != 0)
         return;
-    h->open = 1;
+    h->open = h->mapped = 1;
     p3d_reader_walk(&h->rd, p3d_hang_rec, h);
     h->closed = !!(h->rd.hdr.flags & P3D_F_CLOSED);
     h->term = h->r->saw_term;      /* the scan saw every NOTE already */
     h->t_close = h->closed ? h->rd.hdr.end_mono_ns : 0;
     if (h->n_ops && !p3d_ops_sorted(h))
         qsort(h->ops, h->n_ops, sizeof(*h->ops), p3d_op_cmp);
+    h->n_kept = h->n_ops; /* until p3d_hang_keep_all */
     p3d_hang_keys(h);
     p3d_hang_gpu_done(h);
     free(h->gpu);                  /* only p3d_hang_gpu_done reads them */
@@ -406,10 +398,14 @@ void p3d_hang_analyze(struct p3d_job *job)
         hj->hr[i].r = r != NULL && !r->failed ? r : NULL;
         hj->hr[i].state = P3D_HS_NO_TRACE;
     }
-    if (p3d_hang_all_exited(job))
+    if (p3d_hang_all_exited(job)) {
         p3d_hang_mark_exited(hj);
-    else
+    } else {
+        struct p3d_hg g = {job, hj, NULL, 0, 0};
         p3d_hang_scan_all(hj);
+        p3d_hg_prove(&g); /* reads every op: before they are dropped */
+        p3d_hang_keep_all(job, hj);
+    }
     res->priv = hj;
     job->hang = res;
     p3d_hang_graph(job, hj, res);
@@ -423,14 +419,8 @@ void p3d_hang_free(struct p3d_job *job)
     if (res == NULL)
         return;
     hj = res->priv;
-    for (int i = 0; hj && i < hj->world; i++) {
-        struct p3d_hrank *h = &hj->hr[i];
-        if (h->open)
-            p3d_reader_close(&h->rd);
-        free(h->ops), free(h->done), free(h->pend), free(h->keys);
-        free(h->proven);
-        free(h->gends), free(h->gpu), free(h->stacks), free(h->mods);
-    }
+    for (int i = 0; hj && i < hj->world; i++)
+        p3d_hang_rank_free(&hj->hr[i]);
     if (hj)
         free(hj->hr);
     free(hj);

@@ -12,20 +12,10 @@
 #include "p3d_match.h"
 #include "p3d_util.h"
 
-/* How often rank r used `count` in ops of kind `op` on `comm`. */
-static int p3d_hg_uses(const struct p3d_hg *g, int r, uint64_t comm, int op,
-                       int64_t count)
+/* How often rank r used its value of mismatch i (p3d_hang_mm_uses). */
+static int p3d_hg_uses(const struct p3d_hg *g, int r, int i)
 {
-    const struct p3d_hrank *h;
-    int n = 0;
-
-    if (!p3d_hg_has_file(g, r))
-        return 0;
-    h = &g->hj->hr[r];
-    for (size_t i = 0; i < h->n_ops; i++)
-        n += h->ops[i]->comm_hash == comm && h->ops[i]->op == op &&
-             (int64_t)h->ops[i]->count == count;
-    return n;
+    return p3d_hg_has_file(g, r) ? p3d_hang_mm_uses(&g->hj->hr[r], i) : 0;
 }
 
 /* 1 if comm is on the chain (a wait's or a root's communicator). */
@@ -68,8 +58,8 @@ void p3d_hg_mismatches(const struct p3d_hg *g,
         odd = p3d_hg_odd(g, x);
         if (odd == x->rank_a ||
             (odd < 0 && x->field == P3D_MM_COUNT &&
-             p3d_hg_uses(g, x->rank_a, x->comm, x->op, x->va) == 1 &&
-             p3d_hg_uses(g, x->rank_b, x->comm, x->op, x->vb) > 1)) {
+             p3d_hg_uses(g, x->rank_a, i) == 1 &&
+             p3d_hg_uses(g, x->rank_b, i) > 1)) {
             y->rank_a = x->rank_a, y->rank_b = x->rank_b;  /* a is odd */
             y->va = x->va, y->vb = x->vb;
         }
@@ -85,7 +75,7 @@ static int64_t p3d_hg_min_pending(const struct p3d_hrank *h, uint64_t comm,
     int64_t m = -1;
 
     *any = 0;
-    for (size_t i = 0; i < h->n_ops; i++) {
+    for (size_t i = 0; i < h->n_kept; i++) {
         const struct p3d_rec_op *o = h->ops[i];
         if (!h->pend[i] || o->comm_hash != comm)
             continue;

@@ -78,7 +78,7 @@ static void p3d_hg_soft(struct p3d_hg *g, int a)
 {
     const struct p3d_hrank *h = &g->hj->hr[a];
 
-    for (size_t i = 0; i < h->n_ops; i++) {
+    for (size_t i = 0; i < h->n_kept; i++) {
         int gi;
         if (!h->pend[i])
             continue;
@@ -116,7 +116,7 @@ static void p3d_hg_unknown(struct p3d_hg *g, int a)
 {
     const struct p3d_hrank *h = &g->hj->hr[a];
 
-    for (size_t i = 0; i < h->n_ops; i++) {
+    for (size_t i = 0; i < h->n_kept; i++) {
         const struct p3d_rec_op *o = h->ops[i];
         int gi;
         if (!h->pend[i])
@@ -146,7 +146,7 @@ static void p3d_hg_edges(struct p3d_hg *g)
         int n = 0;
         if (h->state != P3D_HS_WAITING)
             continue;
-        for (size_t i = 0; i < h->n_ops; i++)
+        for (size_t i = 0; i < h->n_kept; i++)
             if (h->pend[i])
                 n += p3d_hg_op_edges(g, a, h->ops[i]);
         for (int k = 0; k < h->n_hang; k++)
@@ -237,7 +237,7 @@ static int p3d_hg_roots(struct p3d_hg *g, int *root)
 /* Whether rank a's op record o is pending only by p3d_hang_prove.c. */
 static int p3d_hg_proven(const struct p3d_hrank *h, const struct p3d_rec_op *o)
 {
-    for (size_t i = 0; h->proven && i < h->n_ops; i++)
+    for (size_t i = 0; h->proven && i < h->n_kept; i++)
         if (h->ops[i] == o)
             return h->proven[i];
     return 0;
@@ -266,7 +266,7 @@ static void p3d_hg_wait_plain(const struct p3d_hg *g, int a,
 {
     const struct p3d_hrank *h = &g->hj->hr[a];
 
-    for (size_t i = 0; i < h->n_ops; i++)
+    for (size_t i = 0; i < h->n_kept; i++)
         if (h->pend[i]) {
             p3d_hg_wait_op(g, h->ops[i], w);
             return;
@@ -404,7 +404,6 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
 
     res->t_end = p3d_hg_t_end(hj);
     res->state = p3d_xcalloc((size_t)hj->world, sizeof(int));
-    p3d_hg_prove(&g);
     for (int a = 0; a < hj->world; a++)
         res->detected |= hj->hr[a].state == P3D_HS_WAITING ||
                          hj->hr[a].state == P3D_HS_NOT_IN_NCCL;

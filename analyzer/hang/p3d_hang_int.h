@@ -1,8 +1,11 @@
 /*
  * p3d_hang_int.h - what the hang modules share (p3d_hang.c scans and
  * classifies ranks, p3d_hang_graph.c follows waits to the roots,
- * p3d_hang_out.c prints).  Record pointers point into the trace files,
- * which stay mapped until p3d_hang_free.
+ * p3d_hang_out.c prints).  While a rank's file is read its record
+ * pointers point into the mapped file; once every rank is read and the
+ * returned ops that cannot have completed are proven, each rank keeps
+ * copies of the few records the graph and the views can ask for
+ * (p3d_hang_keep.c) and its file is closed.
  */
 #ifndef P3D_HANG_INT_H
 #define P3D_HANG_INT_H
@@ -22,17 +25,31 @@ struct p3d_hkey {            /* (comm, kind, peer) -> seq, for counts */
     uint64_t seq;
 };
 
+struct p3d_hcount {          /* ops of one communicator */
+    uint64_t comm, n;
+};
+
 struct p3d_hrank {
     int rank;
     struct p3d_rank *r;
     struct p3d_reader rd;
-    int open;
-    const struct p3d_rec_op **ops;   /* sorted by op_id */
-    size_t n_ops, cap_ops;
-    uint8_t *done;                   /* GPU said complete */
-    uint8_t *pend;                   /* never completed */
+    int open;                        /* its file was read */
+    int mapped;                      /* rd is open (until kept) */
+    const struct p3d_rec_op **ops;   /* [n_kept], sorted by op_id */
+    size_t n_ops, cap_ops;           /* n_ops: every op of the file */
+    size_t n_kept;                   /* n_ops while read; then the kept */
+    uint64_t *at;                    /* kept op k is op at[k] of all;
+                                        NULL: all are kept */
+    uint8_t *done;                   /* GPU said complete (until kept) */
+    uint8_t *pend;                   /* [n_kept] never completed */
     uint8_t *proven;                 /* pend because a member it needs
                                         never issued its part (NULL: none) */
+    struct p3d_hcount *per_comm;     /* sorted by comm (once kept) */
+    size_t n_per_comm;
+    int *mm_uses;                    /* [job's kept mismatches]: how often
+                                        it used its value of the field on
+                                        that comm and op (once kept) */
+    uint8_t *block;                  /* the kept records' copies */
     struct p3d_hkey *keys;           /* sorted */
     size_t n_keys;
     const struct p3d_rec_group **gends; /* outermost GroupEnds */
@@ -123,8 +140,27 @@ void p3d_hang_keys(struct p3d_hrank *h);
 /* Number of ops `h` issued on (comm, kind, peer); peer -1 for coll. */
 uint64_t p3d_hang_count(const struct p3d_hrank *h, uint64_t comm, int kind,
                         int peer);
-/* Ops `h` issued on `comm`, all kinds. */
+/* Ops `h` issued on `comm`, all kinds (p3d_hang_keep.c). */
 uint64_t p3d_hang_count_comm(const struct p3d_hrank *h, uint64_t comm);
+/* Op k (sorted by op_id) of all h issued, NULL if it was not kept. */
+const struct p3d_rec_op *p3d_hang_op_at(const struct p3d_hrank *h,
+                                        uint64_t k);
+/* Mismatch i of the job's matcher as rank h saw it: how often it used
+ * its value (va as rank_a, vb as rank_b) in ops of that kind on that
+ * communicator; 0 if h is neither. */
+int p3d_hang_mm_uses(const struct p3d_hrank *h, int i);
+/*
+ * Each read rank keeps copies of what the graph and the views can ask
+ * for, its pointers into the file are dropped and the file is closed:
+ * its pending ops; the ops at the seq of a mismatch the matcher kept;
+ * the ops at the positions a twin lookup can read (p3d_hg_twin_next:
+ * op n - 1 and n for every count n of a rank of its pipeline stage below
+ * its own); its last op; its stacks, modules, watchdog reports, aborts
+ * and proxy notes; its op count per communicator.
+ */
+void p3d_hang_keep_all(struct p3d_job *job, struct p3d_hjob *hj);
+/* Free what rank h holds (p3d_hang_free). */
+void p3d_hang_rank_free(struct p3d_hrank *h);
 /* Label of a communicator hash (P3D_LBL_*), -1 if unknown. */
 int p3d_hang_label(const struct p3d_job *job, uint64_t comm);
 /* Follow waits, find roots; fills res (p3d_hang_graph.c). */

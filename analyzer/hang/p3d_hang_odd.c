@@ -24,7 +24,7 @@
 static const struct p3d_rec_op *p3d_ho_at(const struct p3d_hrank *h,
                                           uint64_t comm, uint64_t seq)
 {
-    for (size_t i = 0; i < h->n_ops; i++)
+    for (size_t i = 0; i < h->n_kept; i++)
         if (h->ops[i]->comm_hash == comm && h->ops[i]->seq == seq &&
             !P3D_OP_IS_P2P(h->ops[i]->op))
             return h->ops[i];
@@ -118,7 +118,7 @@ static int p3d_ho_waits_on(const struct p3d_hg *g, int r, uint64_t comm)
 {
     const struct p3d_hrank *h = &g->hj->hr[r];
 
-    for (size_t i = 0; h->pend && i < h->n_ops; i++)
+    for (size_t i = 0; h->pend && i < h->n_kept; i++)
         if (h->pend[i] && h->ops[i]->comm_hash == comm)
             return 1;
     return 0;

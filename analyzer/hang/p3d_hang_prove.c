@@ -66,7 +66,7 @@ static void p3d_hp_mark(struct p3d_hrank *h, size_t i)
 {
     uint64_t s = h->ops[i]->stream;
 
-    for (size_t k = i; k < h->n_ops; k++)
+    for (size_t k = i; k < h->n_kept; k++)
         if (k == i || h->ops[k]->stream == s)
             if (!h->pend[k] && !h->done[k]) {
                 h->pend[k] = 1;
@@ -82,8 +82,8 @@ static void p3d_hp_rank(struct p3d_hg *g, int a)
     if (!h->open || !h->pend || !(h->term || h->n_hang > 0) ||
         (h->closed && !h->term))
         return;
-    h->proven = p3d_xcalloc(h->n_ops + 1, 1);
-    for (size_t i = 0; i < h->n_ops; i++) /* each stream's first such op */
+    h->proven = p3d_xcalloc(h->n_kept + 1, 1);
+    for (size_t i = 0; i < h->n_kept; i++) /* each stream's first such op */
         if (!h->pend[i] && !h->done[i] && p3d_hp_unmatched(g, a, h->ops[i]))
             p3d_hp_mark(h, i);
     if (h->n_pend > 0 && h->state == P3D_HS_NOT_IN_NCCL)

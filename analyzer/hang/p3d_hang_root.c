@@ -49,13 +49,13 @@ const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
             p3d_hg_stage(g->job, t) != st)
             continue;
         if (n == 0)
-            return x->ops[0];
-        a = h->ops[n - 1];
-        b = x->ops[n - 1];
-        if (a->op == b->op && a->seq == b->seq &&
+            return p3d_hang_op_at(x, 0);
+        a = p3d_hang_op_at(h, n - 1);
+        b = p3d_hang_op_at(x, n - 1);
+        if (a && b && a->op == b->op && a->seq == b->seq &&
             p3d_hang_label(g->job, a->comm_hash) ==
                 p3d_hang_label(g->job, b->comm_hash))
-            return x->ops[n];
+            return p3d_hang_op_at(x, n);
     }
     return NULL;
 }
@@ -118,7 +118,7 @@ void p3d_hg_fill_root(const struct p3d_hg *g, int r,
     rt->state = h->odd ? P3D_HS_MISMATCH : h->cycle ? P3D_HS_CYCLE
                 : h->state == P3D_HS_WAITING ? P3D_HS_STUCK : h->state;
     rt->owed_label = rt->owed_op = -1;
-    rt->last = h->n_ops ? h->ops[h->n_ops - 1] : NULL;
+    rt->last = h->n_ops ? p3d_hang_op_at(h, h->n_ops - 1) : NULL;
     rt->t_last = h->t_last;
     rt->since_ns = t_end > h->t_last && h->t_last ? t_end - h->t_last : 0;
     p3d_hg_owed(g, rt);
