@@ -12,9 +12,12 @@
  *           over several processes each matched its communicators, and
  *           process 0 folds their results (p3d_dist_match.c)
  *   time    clocks, iterations, overlap, bubble, wait states (time/)
- *   fetch   p3d-analyze-mpi --local: process 0 gets the files it reads
- *           again from the nodes that hold them (p3d_dist_fetch.c)
- *   hang    frontiers, wait graph, root (hang/; uses match and time)
+ *   hang    frontiers, wait graph, root (hang/; uses match and time);
+ *           over several processes each reads its own files and sends
+ *           process 0 what each rank keeps (hang/p3d_hang_dist.c)
+ *   fetch   over several processes, where the others leave; with
+ *           --local, process 0 first gets the files the views read
+ *           from the nodes that hold them (p3d_dist_fetch.c)
  *   findings  what is worth acting on, with a next step (findings/)
  * A new analysis adds one row and its function, nothing else: it keeps
  * its result in the job (p3d_job_keep), which frees it.
@@ -145,10 +148,18 @@ static int p3d_pass_match(struct p3d_run *run)
     return 0;
 }
 
+/* The last pass of the processes other than 0: they leave here. */
 static int p3d_pass_fetch(struct p3d_run *run)
 {
-    if (p3d_dist_active)
-        p3d_dist_fetch(p3d_dist_active, run->job, run->o->views);
+    struct p3d_dist *d = p3d_dist_active;
+
+    if (!d)
+        return 0;
+    p3d_dist_fetch(d, run->job, run->o->views);
+    if (d->self != 0)
+        d->done(d);
+    if (d->fetched)
+        d->fetched(d);
     return 0;
 }
 
@@ -169,8 +180,8 @@ static const struct {
     {"labelling groups", NULL, p3d_label_all, 0},
     {"matching across ranks", p3d_pass_match, NULL, 0},
     {"timing", NULL, p3d_time_job, 0},
-    {"fetching rank files", p3d_pass_fetch, NULL, 1},
     {"hang analysis", NULL, p3d_hang_analyze, 0},
+    {"fetching rank files", p3d_pass_fetch, NULL, 1},
     {"findings", NULL, p3d_findings_job, 0},
 };
 #define P3D_N_PASSES ((int)(sizeof(p3d_passes) / sizeof(p3d_passes[0])))

@@ -1,12 +1,11 @@
 /*
- * p3d_dist_fetch.c - p3d-analyze-mpi --local, after the time passes
- * (p3d_dist_fetch.h).  The hang analysis of a job that did not end
- * cleanly, and the --chrome/--html views, read rank files again, on
- * process 0, which cannot see the other nodes' folders.  So process 0
- * says which files it needs, their owners send them in pieces, and
- * process 0 keeps them in a folder of its own under $TMPDIR (removed when
- * it exits) that p3d_rank_file() then names.  The other processes leave
- * once they have sent theirs.
+ * p3d_dist_fetch.c - p3d-analyze-mpi --local, after the hang analysis
+ * (p3d_dist_fetch.h).  The --chrome/--html views read rank files again,
+ * on process 0, which cannot see the other nodes' folders (the hang
+ * analysis reads each file where it lies, hang/p3d_hang_dist.c).  So
+ * process 0 says which files it needs, their owners send them in pieces,
+ * and process 0 keeps them in a folder of its own under $TMPDIR (removed
+ * when it exits) that p3d_rank_file() then names.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +18,6 @@
 #include <unistd.h>
 
 #include "p3d_dist_fetch.h"
-#include "p3d_hang.h"
 #include "p3d_strbuf.h"
 #include "p3d_util.h"
 
@@ -129,8 +127,7 @@ static void p3d_fetch_send(struct p3d_dist *d, const struct p3d_rank *r,
  * Process 0: rank file i from its owner into a copy.  Without one (no
  * room under $TMPDIR, the owner could not read it) the rank's copy is ""
  * so that nothing reads r->path, a file on another node (or an unrelated
- * one of the same name here): the hang analysis and the views then have
- * no file for it.  Returns NULL, or why not (static text).
+ * one of the same name here): the views then have no file for it.  Returns NULL, or why not (static text).
  */
 static const char *p3d_fetch_take(struct p3d_dist *d, struct p3d_rank *r,
                                   int i, struct p3d_bytes *msg)
@@ -179,19 +176,16 @@ static void p3d_fetch_say(const struct p3d_sb *failed, int n,
     if (!n)
         return;
     p3d_error("--local: process 0 has no copy of the rank files of %d "
-              "rank(s) (%s): %s; the hang analysis and the views go "
-              "without them", n, p3d_sb_str(failed), why);
+              "rank(s) (%s): %s; the views go without them", n, p3d_sb_str(failed), why);
 }
 
 /* Process 0's choice: the files of other processes it reads again. */
 static void p3d_fetch_need(const struct p3d_job *job, int views,
                            struct p3d_bytes *b)
 {
-    int hang = p3d_hang_reads_files(job);
-
     for (int i = 0; i < job->n_ranks; i++) {
         const struct p3d_rank *r = &job->ranks[i];
-        uint8_t want = r->owner != 0 && !r->failed && (hang || views);
+        uint8_t want = r->owner != 0 && !r->failed && views;
         p3d_bytes_put(b, &want, 1);
     }
 }
@@ -233,8 +227,4 @@ void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views)
     p3d_sb_free(&failed);
     p3d_bytes_free(&need);
     p3d_bytes_free(&msg);
-    if (d->self != 0)
-        d->done(d);
-    if (d->fetched)
-        d->fetched(d);
 }

@@ -1,7 +1,7 @@
 /*
  * p3d_dist_fetch.h - p3d-analyze-mpi --local: process 0 fetches the rank
- * files it must read again (the hang analysis, --chrome, --html) from the
- * processes whose folders hold them; then those processes leave.
+ * files the --chrome and --html views read from the processes whose
+ * folders hold them.
  */
 #ifndef P3D_DIST_FETCH_H
 #define P3D_DIST_FETCH_H
@@ -9,9 +9,8 @@
 #include "p3d_dist.h"
 #include "p3d_job.h"
 
-/* Every process calls it after the time passes (nothing without
- * d->local); views: --chrome or --html will read the files.  Processes
- * other than 0 do not return. */
+/* Every process calls it after the hang analysis (nothing without
+ * d->local); views: --chrome or --html will read the files. */
 void p3d_dist_fetch(struct p3d_dist *d, struct p3d_job *job, int views);
 /* Remove process 0's copies (at exit; also before an abort, which skips
  * atexit). */

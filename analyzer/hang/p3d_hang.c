@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_dist.h"
 #include "p3d_hang_int.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
@@ -313,7 +314,7 @@ static void *p3d_hang_worker(void *arg)
 
     while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
            p->hj->world)
-        if (p->hj->hr[i].r != NULL)
+        if (p->hj->hr[i].r != NULL && p->hj->hr[i].mine)
             p3d_hang_scan(&p->hj->hr[i]);
     return NULL;
 }
@@ -385,10 +386,28 @@ static void p3d_hang_mark_exited(struct p3d_hjob *hj)
     }
 }
 
+/* Read the ranks this process reads, prove and keep them; over several
+ * processes with the others' counts, and then to process 0. */
+static void p3d_hang_read(struct p3d_job *job, struct p3d_hjob *hj,
+                          struct p3d_dist *d)
+{
+    struct p3d_hg g = {job, hj, NULL, 0, 0};
+
+    p3d_hang_scan_all(hj);
+    if (d)
+        p3d_hang_dist_counts(hj, d);
+    p3d_hg_prove(&g); /* reads every op: before they are dropped */
+    p3d_hang_keep_all(job, hj);
+    if (d)
+        p3d_hang_dist_gather(hj, job, d);
+}
+
 void p3d_hang_analyze(struct p3d_job *job)
 {
     struct p3d_hang_res *res = p3d_xcalloc(1, sizeof(*res));
     struct p3d_hjob *hj = p3d_xcalloc(1, sizeof(*hj));
+    struct p3d_dist *d = p3d_dist_active;
+    int reads;
 
     hj->world = job->world_size > 0 ? job->world_size : 1;
     hj->hr = p3d_xcalloc((size_t)hj->world, sizeof(*hj->hr));
@@ -397,17 +416,19 @@ void p3d_hang_analyze(struct p3d_job *job)
         hj->hr[i].rank = i;
         hj->hr[i].r = r != NULL && !r->failed ? r : NULL;
         hj->hr[i].state = P3D_HS_NO_TRACE;
-    }
-    if (p3d_hang_all_exited(job)) {
-        p3d_hang_mark_exited(hj);
-    } else {
-        struct p3d_hg g = {job, hj, NULL, 0, 0};
-        p3d_hang_scan_all(hj);
-        p3d_hg_prove(&g); /* reads every op: before they are dropped */
-        p3d_hang_keep_all(job, hj);
+        hj->hr[i].mine = r != NULL &&
+            (!d || p3d_dist_owner_of(d, job, (int)(r - job->ranks)) ==
+                       d->self);
     }
     res->priv = hj;
     job->hang = res;
+    reads = d ? p3d_hang_dist_reads(job, d) : p3d_hang_reads_files(job);
+    if (!reads)
+        p3d_hang_mark_exited(hj);
+    else
+        p3d_hang_read(job, hj, d);
+    if (d && d->self != 0)
+        return; /* process 0 follows the waits */
     p3d_hang_graph(job, hj, res);
 }
 

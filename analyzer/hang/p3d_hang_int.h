@@ -34,6 +34,7 @@ struct p3d_hrank {
     struct p3d_rank *r;
     struct p3d_reader rd;
     int open;                        /* its file was read */
+    int mine;                        /* this process reads its file */
     int mapped;                      /* rd is open (until kept) */
     const struct p3d_rec_op **ops;   /* [n_kept], sorted by op_id */
     size_t n_ops, cap_ops;           /* n_ops: every op of the file */
@@ -159,6 +160,36 @@ int p3d_hang_mm_uses(const struct p3d_hrank *h, int i);
  * and proxy notes; its op count per communicator.
  */
 void p3d_hang_keep_all(struct p3d_job *job, struct p3d_hjob *hj);
+/* X(ref) for every record pointer h holds once kept, in the order of
+ * its block (p3d_hang_keep.c copies them there; p3d_hang_dist.c sends the
+ * block and points them into it again). */
+#define P3D_KEEP_EACH(h, X)                                                   \
+    do {                                                                      \
+        for (size_t i_ = 0; i_ < (h)->n_kept; i_++)                           \
+            X((const void **)&(h)->ops[i_]);                                  \
+        for (size_t i_ = 0; i_ < (h)->n_stacks; i_++)                         \
+            X((const void **)&(h)->stacks[i_]);                               \
+        for (size_t i_ = 0; i_ < (h)->n_mods; i_++)                           \
+            X((const void **)&(h)->mods[i_]);                                 \
+        for (int i_ = 0; i_ < (h)->n_hang; i_++)                              \
+            X((const void **)&(h)->hang[i_]);                                 \
+        for (int i_ = 0; i_ < (h)->n_abort; i_++)                             \
+            X((const void **)&(h)->abort[i_]);                                \
+        for (int i_ = 0; i_ < (h)->n_proxy; i_++)                             \
+            X((const void **)&(h)->proxy[i_]);                                \
+    } while (0)
+
+/* p3d_hang_dist.c: the steps over several processes.  Whether the files
+ * are read (process 0's answer; it also sends its matcher's result). */
+struct p3d_dist;
+int p3d_hang_dist_reads(struct p3d_job *job, struct p3d_dist *d);
+/* Every rank's file read, op count and keys to every process (what
+ * proving and keeping read of the other ranks). */
+void p3d_hang_dist_counts(struct p3d_hjob *hj, struct p3d_dist *d);
+/* Each process's kept ranks to process 0. */
+void p3d_hang_dist_gather(struct p3d_hjob *hj, const struct p3d_job *job,
+                          struct p3d_dist *d);
+
 /* Free what rank h holds (p3d_hang_free). */
 void p3d_hang_rank_free(struct p3d_hrank *h);
 /* Label of a communicator hash (P3D_LBL_*), -1 if unknown. */

@@ -209,22 +209,6 @@ static void p3d_keep_copy(uint8_t *block, size_t *at, const void **ref)
     *at += p3d_rec_room(block + *at);
 }
 
-#define P3D_KEEP_EACH(h, X)                                                   \
-    do {                                                                      \
-        for (size_t i_ = 0; i_ < (h)->n_kept; i_++)                           \
-            X((const void **)&(h)->ops[i_]);                                  \
-        for (size_t i_ = 0; i_ < (h)->n_stacks; i_++)                         \
-            X((const void **)&(h)->stacks[i_]);                               \
-        for (size_t i_ = 0; i_ < (h)->n_mods; i_++)                           \
-            X((const void **)&(h)->mods[i_]);                                 \
-        for (int i_ = 0; i_ < (h)->n_hang; i_++)                              \
-            X((const void **)&(h)->hang[i_]);                                 \
-        for (int i_ = 0; i_ < (h)->n_abort; i_++)                             \
-            X((const void **)&(h)->abort[i_]);                                \
-        for (int i_ = 0; i_ < (h)->n_proxy; i_++)                             \
-            X((const void **)&(h)->proxy[i_]);                                \
-    } while (0)
-
 /* Every record h still points at, copied into one block of its own. */
 static void p3d_keep_records(struct p3d_hrank *h)
 {

@@ -387,10 +387,7 @@ void p3d_pass_share(struct p3d_time_res *t)
     p3d_bytes_free(&b);
 }
 
-void p3d_pass_leave(void)
+int p3d_pass_helper(void)
 {
-    struct p3d_dist *d = p3d_dist_active;
-
-    if (d && d->self != 0 && !d->local) /* --local: p3d_dist_fetch */
-        d->done(d);
+    return p3d_dist_active && p3d_dist_active->self != 0;
 }

@@ -156,7 +156,6 @@ void p3d_time_job(struct p3d_job *job)
         n_ops += t->tl[i].n_ops;
     p3d_pass_agree(t, &n_ops);
     if (!n_ops) { /* as if nothing had been analysed */
-        p3d_pass_leave();
         free(t->hosts);
         t->hosts = NULL;
         t->n_hosts = 0;
@@ -169,7 +168,8 @@ void p3d_time_job(struct p3d_job *job)
     p3d_bubble_sched(job, t);
     p3d_pass_share(t);
     p3d_pass_two(job, t); /* waits, pipeline pairs, bandwidths */
-    p3d_pass_leave(); /* a process that only read files is done */
+    if (p3d_pass_helper())
+        return; /* the job's figures are process 0's */
     p3d_bubble_all(job, t);
     p3d_time_rates(t);
 }

@@ -307,12 +307,13 @@ void p3d_pass_one(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_pass_two(struct p3d_job *job, struct p3d_time_res *t);
 /* Over several processes (model/p3d_dist.h, p3d_pass_dist.c): process
  * 0's op count and clock shifts to all after pass 1; its job iterations
- * (what pass 2's consumers read of them) to all before pass 2; a process
- * other than 0 leaves after pass 2 (does not return).  Nothing in one
- * process. */
+ * (what pass 2's consumers read of them) to all before pass 2.  Nothing
+ * in one process.  p3d_pass_helper: this is a process other than 0, which
+ * computes no job-level figure after pass 2 (it stays for the hang
+ * analysis, and leaves in the pipeline's fetch pass). */
 void p3d_pass_agree(struct p3d_time_res *t, size_t *n_ops);
 void p3d_pass_share(struct p3d_time_res *t);
-void p3d_pass_leave(void);
+int p3d_pass_helper(void);
 /* Job-level parts, after both passes (p3d_pass.c). */
 void p3d_overlap_all(struct p3d_job *job, struct p3d_time_res *t);
 void p3d_bubble_sched(const struct p3d_job *job, struct p3d_time_res *t);

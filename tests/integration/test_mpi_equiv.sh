@@ -173,8 +173,17 @@ local_same() {
 split "$T/sim3d" "$T/lb" blocks
 local_same sim3d-local "$T/sim3d" "$T/lb" 2
 split "$T/hang" "$T/lh" odd
-# the hang analysis reads every file again: process 0 fetches process 1's
 local_same hang-local "$T/hang" "$T/lh" 2
+# the hang analysis reads each file where it lies: process 0 gets what
+# each rank keeps, not the files, so it needs no room for copies
+timeout 300 mpirun -n 2 sh -c \
+    'cd "$1/n$OMPI_COMM_WORLD_RANK"; shift; TMPDIR=/nonexistent exec "$0" --local "$@"' \
+    "$M" "$T/lh" --json "$T/hang-nocopy.json" hang > /dev/null \
+    2> "$T/hang-nocopy.err"
+cmp -s "$T/hang-local.json" "$T/hang-nocopy.json" ||
+    fail "hang --local, no room for copies: --json differs from p3d-analyze's"
+grep -q "has no copy" "$T/hang-nocopy.err" &&
+    fail "hang --local: process 0 fetched files for the hang analysis"
 grep -q '"root_ranks": \[6\]' "$T/hang-local.l.json" ||
     fail "hang --local: rank 6 not named as the root"
 # a third process whose node has no such folder: said, and nothing else
@@ -203,11 +212,11 @@ grep -q "error: process 1 (.*): 'sim3d/junk.p3d': file too short" "$T/lx.err" ||
     { fail "--local: process 1's message is missing"; cat "$T/lx.err"; }
 grep -q "error: process 1: 'sim3d/rank-00005.p3d': file too short" "$T/lx.err" ||
     { fail "--local: process 1's unreadable rank file is not named as its"; cat "$T/lx.err"; }
-# process 0 cannot keep the copies it needs for the hang analysis: an
-# error naming the ranks, exit 2, and no file of another node read instead
+# process 0 cannot keep the copies the views need: an error naming the
+# ranks, exit 2, and no file of another node read instead
 timeout 300 mpirun -n 2 sh -c \
     'cd "$1/n$OMPI_COMM_WORLD_RANK"; shift; TMPDIR=/nonexistent exec "$0" --local "$@"' \
-    "$M" "$T/lh" hang > /dev/null 2> "$T/lnc.err"
+    "$M" "$T/lh" --chrome "$T/lnc.chrome" hang > /dev/null 2> "$T/lnc.err"
 rc=$?
 [ "$rc" = 2 ] || fail "--local, no room for the copies: exit $rc, want 2"
 grep -q "has no copy of the rank files of 4 rank(s) (1,3,5,7): cannot create" "$T/lnc.err" ||
@@ -217,7 +226,8 @@ grep -q "has no copy of the rank files of 4 rank(s) (1,3,5,7): cannot create" "$
 mkdir -p "$T/ltmp"
 P3D_MPI_TEST_PEER=term0 P3D_MPI_DEADLINE_S=60 timeout 100 mpirun -n 2 sh -c \
     'cd "$1/n$OMPI_COMM_WORLD_RANK"; shift; TMPDIR="$0" exec "$@"' \
-    "$T/ltmp" "$T/lh" "$M" --local hang > /dev/null 2> "$T/lterm.err"
+    "$T/ltmp" "$T/lh" "$M" --local --chrome "$T/lterm.chrome" hang \
+    > /dev/null 2> "$T/lterm.err"
 rc=$?
 [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "--local, process 0 killed: exit $rc"
 left=$(find "$T/ltmp" -mindepth 1 | head -3)
