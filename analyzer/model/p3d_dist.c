@@ -41,6 +41,14 @@ int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash)
     return (int)(hash % (uint64_t)d->n);
 }
 
+int p3d_dist_seq_owner(const struct p3d_dist *d, int base, uint64_t seq)
+{
+    uint64_t block = d->seq_block ? d->seq_block : 1;
+
+    return (int)(((uint64_t)base + (seq / block) % (uint64_t)d->n) %
+                 (uint64_t)d->n);
+}
+
 /* Tags: rank files from 0 up, the scan's rounds at tag_max - 1, the
  * matching results at tag_max. */
 int p3d_dist_match_tag(const struct p3d_dist *d)

@@ -56,6 +56,8 @@ struct p3d_dist {
     /* process 0, once it holds its copies of other processes' files
      * (--local); NULL: nothing to do */
     void (*fetched)(struct p3d_dist *d);
+    /* seqs per block of p3d_dist_seq_owner (P3D_MPI_SEQ_BLOCK) */
+    uint64_t seq_block;
 };
 
 /* The run over several processes, NULL in one process. */
@@ -69,10 +71,18 @@ struct p3d_job;
 int p3d_dist_owner_of(const struct p3d_dist *d, const struct p3d_job *job,
                       int i);
 
-/* The process that matches and joins the collectives and sends/recvs of
- * the communicator with this hash (the scan and the time passes send it
- * their ops). */
+/* The process that matches the collectives and sends/recvs of the
+ * communicator with this hash (the scan sends it their ops). */
 int p3d_dist_comm_owner(const struct p3d_dist *d, uint64_t hash);
+/*
+ * The process that joins instance (or Send/Recv pair) seq of a
+ * communicator whose p3d_dist_comm_owner is `base`, in the time passes:
+ * blocks of d->seq_block seqs go round the processes from base, so that
+ * a communicator that carries most of the job's ops (DDP's or FSDP's one
+ * process group) is joined by all processes, not one.  A pair's send and
+ * receive have the same seq, so they meet.
+ */
+int p3d_dist_seq_owner(const struct p3d_dist *d, int base, uint64_t seq);
 /* The tag of a process's results of a phase to process 0, and of the
  * shuffles' rounds (both above every rank file's: rank files need tags
  * 0 .. n - 1 below p3d_dist_round_tag). */

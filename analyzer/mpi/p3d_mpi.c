@@ -251,6 +251,18 @@ static void p3d_mpi_start_deadline(void)
         pthread_detach(t);
 }
 
+/* Seqs per block of a communicator's instances in the time passes
+ * (p3d_dist_seq_owner): P3D_MPI_SEQ_BLOCK, default 256; process 0's
+ * value for all, since every process must route alike. */
+static void p3d_mpi_seq_block(struct p3d_dist *d)
+{
+    const char *e = getenv("P3D_MPI_SEQ_BLOCK");
+    uint64_t b = e && *e ? strtoull(e, NULL, 10) : 256;
+
+    MPI_Bcast(&b, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    d->seq_block = b ? b : 1;
+}
+
 /* The others print nothing: process 0 says what there is to say. */
 static void p3d_mpi_silence(void)
 {
@@ -335,6 +347,7 @@ int main(int argc, char **argv)
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     if (flag)
         d.tag_max = *ub;
+    p3d_mpi_seq_block(&d);
     p3d_dist_mpi = &d;
     if (d.n > 1)
         p3d_dist_active = &d;

@@ -2,16 +2,16 @@
  * p3d_pass_dist.c - a time pass over several processes (model/p3d_dist.h,
  * p3d-analyze-mpi).  Each process loads the ranks it reads, in the merge
  * order, with its reader threads, which also run the per-rank analysis
- * (p3d_pass.c).  The join is split by communicator, as the scan's
- * matching is: each op goes to its communicator's owner
- * (p3d_dist_comm_owner), which joins and folds that communicator's
- * instances and Send/Recv pairs.  Process 0 gets each rank's per-rank
+ * (p3d_pass.c).  The join is split by communicator and seq: each op goes
+ * to the owner of its block of seqs (p3d_dist_seq_owner: blocks go round
+ * the processes from the communicator's owner), which joins and folds
+ * those instances and Send/Recv pairs.  Process 0 gets each rank's per-rank
  * results in pass 1 (not its ops), and at the end of each pass every
  * other process's sums (p3d_pass_dist_sums): the consumers add integers
  * only, so the answer does not depend on how the folding was split, nor
- * on the order the instances were folded in.  Each process receives the
- * ops of the communicators it owns (about 1/n of them, unless one
- * communicator carries most of the job's ops), not every op of the job;
+ * on the order the instances were folded in.  Each process receives
+ * about 1/n of the ops, even when one communicator carries most of them,
+ * not every op of the job;
  * pass 1 sends only the ops of groups spanning hosts (p3d_join_skips).
  *
  * The bytes move in rounds of d->exchange, one loaded rank per process
@@ -35,7 +35,8 @@ struct p3d_tround {
     struct p3d_bytes *out, *in; /* [d->n] */
     struct p3d_jop **to;        /* [d->n]: this rank's ops per owner */
     size_t *n_to, *cap_to;
-    int *owner;                 /* [n_comms]: the process that joins it */
+    int *owner;                 /* [n_comms]: its p3d_dist_comm_owner,
+                                   where its seq blocks start */
 };
 
 /* Timeline i's ops to their owners: this process's joined at once. */
@@ -52,7 +53,8 @@ static void p3d_tround_route(struct p3d_tround *r, int i)
         int q;
         if (o->gcomm < 0 || p3d_join_skips(r->p->join, i, o))
             continue; /* the join would take nothing of it */
-        q = o->gcomm < n_comms ? r->owner[o->gcomm] : 0;
+        q = o->gcomm < n_comms ? p3d_dist_seq_owner(d, r->owner[o->gcomm],
+                                                    o->seq) : 0;
         r->cap_to[q] = p3d_grow((void **)&r->to[q], r->cap_to[q], r->n_to[q],
                                 sizeof(*r->to[q]));
         p3d_jop_of(&r->to[q][r->n_to[q]++], o, (uint32_t)oi);
@@ -175,6 +177,8 @@ static void p3d_tround_init(struct p3d_tround *r, struct p3d_pass *p,
     r->owner = p3d_xcalloc((size_t)p->job->n_comms + 1, sizeof(*r->owner));
     for (int g = 0; g < p->job->n_comms; g++)
         r->owner[g] = p3d_dist_comm_owner(d, p->job->comms[g].hash);
+    if (p->join) /* it gets 1/n of each communicator's instances */
+        p3d_join_share(p->join, d->n, d->seq_block);
 }
 
 static void p3d_tround_free(struct p3d_tround *r)

@@ -430,9 +430,16 @@ struct p3d_join {
     int *touched;
     size_t n_touched, cap_touched;
     int gen;
+    int share;            /* it gets 1/share of each communicator's
+                             instances, in blocks of share_block seqs */
+    uint64_t share_block;
 };
 void p3d_join_init(struct p3d_join *j, const struct p3d_job *job,
                    struct p3d_time_res *t);
+/* Over several processes (p3d_pass_dist.c), before any op: this join gets
+ * blocks of `block` seqs of each communicator's instances, one in every
+ * n, so a group allocates room for its share, not for all of them. */
+void p3d_join_share(struct p3d_join *j, int n, uint64_t block);
 /* Register a consumer (at most P3D_JOIN_USES). */
 void p3d_join_use(struct p3d_join *j, p3d_jfold inst, p3d_jfold pair,
                   void *ctx);
