@@ -130,8 +130,8 @@ static size_t p3d_join_hint(const struct p3d_join *j, int gcomm)
     for (int op = 0; op < P3D_OP_COUNT; op++)
         n += P3D_OP_IS_P2P(op) ? 0 : c->st[op].calls;
     n /= (uint64_t)(c->n_members > 0 ? c->n_members : 1);
-    if (j->share > 1) /* its blocks: one in every share, rounded up */
-        n = n / (uint64_t)j->share + j->share_block;
+    if (j->share > 1 && n / (uint64_t)j->share + j->share_block < n)
+        n = n / (uint64_t)j->share + j->share_block; /* its blocks */
     return n < (1u << 26) ? (size_t)n + 1 : 0;
 }
 
