@@ -1,17 +1,13 @@
 /*
  * p3d_dist_scan.c - the scan pass over several processes
  * (p3d_dist_scan.h).  Each process scans its block of rank files.  The
- * matching is split by communicator and seq: a collective goes to the
- * owner of its block of seqs (p3d_dist_seq_owner, as the time passes'
- * joins), a Send/Recv to its communicator's owner (p3d_dist_comm_owner:
- * its pair's unmatched ops are counted per pair), and each matcher sees
- * every member of the instances it gets (its answer does not depend on
- * the order it is fed in, match/p3d_match.c).  The matcher's check of a
- * member's seqs (p3d_match_believed) needs all of the member's
- * collectives on the communicator, so it is made here, where the rank is
- * read.  Process 0 gets every rank file's scan results (a few KB each).
- * So no process receives every op of the job: each receives about 1/n of
- * them, even when one communicator carries most of them.
+ * matching is split by communicator: every communicator has an owner
+ * (p3d_dist_comm_owner), and an op read anywhere goes to its
+ * communicator's owner, whose matcher sees all of that communicator's
+ * instances (the matcher's answer does not depend on the order it is fed
+ * in, match/p3d_match.c).  Process 0 gets every rank file's scan results
+ * (a few KB each).  So no process receives every op of the job: each
+ * receives its communicators' ops, about 1/n of them.
  *
  * The bytes move in rounds of an all-to-all exchange (d->exchange), which
  * every process enters together; the thread that calls MPI runs them
@@ -31,8 +27,6 @@
 #include <string.h>
 
 #include "p3d_dist_scan.h"
-#include "p3d_map.h"
-#include "p3d_match.h"
 #include "p3d_util.h"
 
 #define P3D_ROUND_MIN (1u << 20)
@@ -68,25 +62,7 @@ struct p3d_shuffle {
 struct p3d_route_st {
     void *local_st;
     struct p3d_bytes *to; /* [d->n] */
-    struct p3d_map taken; /* comm hash -> index in n_taken: this rank's */
-    uint64_t *n_taken;    /* collectives the matcher takes, per comm */
-    size_t n_comms, cap_comms;
 };
-
-/* Whether the matcher takes collective o of the rank being read (what it
- * would have checked itself, seeing all of the member's ops). */
-static int p3d_route_believed(struct p3d_route_st *st,
-                              const struct p3d_rec_op *o)
-{
-    int added;
-    size_t k = p3d_map_index(&st->taken, o->comm_hash,
-                             (void **)&st->n_taken, &st->n_comms,
-                             &st->cap_comms, sizeof(*st->n_taken), &added);
-
-    if (added)
-        st->n_taken[k] = 0;
-    return p3d_match_believed(&st->n_taken[k], o);
-}
 
 static void *p3d_route_open(void *ctx)
 {
@@ -119,12 +95,6 @@ static void p3d_route_op(void *ctx, void *stp, int rank, int comm_rank,
     int to = p3d_dist_comm_owner(s->d, o->comm_hash);
     int32_t cr = comm_rank;
 
-    if (o->op < P3D_OP_COUNT && !P3D_OP_IS_P2P(o->op)) {
-        if (!p3d_route_believed(st, o))
-            return;
-        to = p3d_dist_seq_owner(s->d, to, o->seq);
-    }
-
     if (to == s->d->self) {
         s->local->op(s->local->ctx, st->local_st, rank, comm_rank, o);
         return;
@@ -145,8 +115,6 @@ static void p3d_route_rank_end(void *ctx, void *stp, int rank)
     struct p3d_route_st *st = stp;
 
     s->local->rank_end(s->local->ctx, st->local_st, rank);
-    p3d_map_free(&st->taken); /* the next rank counts its own */
-    st->n_comms = 0;
     pthread_mutex_lock(&s->mu);
     for (int p = 0; p < s->d->n; p++)
         if (st->to[p].n)
@@ -163,8 +131,6 @@ static void p3d_route_close(void *ctx, void *stp)
     for (int p = 0; p < s->d->n; p++)
         p3d_bytes_free(&st->to[p]);
     free(st->to);
-    p3d_map_free(&st->taken);
-    free(st->n_taken);
     free(st);
 }
 

@@ -153,13 +153,14 @@ static int p3d_hd_point(const uint8_t *block, size_t n, size_t *off,
     return 1;
 }
 
-/* An array of the message, NULL when it is empty; bad if not n bytes. */
-static void *p3d_hd_arr(struct p3d_bytes_in *in, size_t want)
+/* An array of the message, NULL when it is empty; bad if not `want`
+ * bytes (or, with may_lack, none: the sender had no such array). */
+static void *p3d_hd_arr(struct p3d_bytes_in *in, size_t want, int may_lack)
 {
     size_t n;
     void *v = p3d_bytes_get_arr(in, &n);
 
-    if (n != want && n != 0)
+    if (n != want && !(n == 0 && may_lack))
         in->bad = 1;
     if (n == 0) {
         free(v);
@@ -168,16 +169,42 @@ static void *p3d_hd_arr(struct p3d_bytes_in *in, size_t want)
     return v;
 }
 
-static void p3d_hd_rank_get(struct p3d_hjob *hj, size_t n_mm,
+/* What process 0 takes in: from whom, and which ranks it has. */
+struct p3d_hd_take {
+    const struct p3d_job *job;
+    struct p3d_hjob *hj;
+    struct p3d_dist *d;
+    size_t n_mm;
+    uint8_t *got;                    /* [world] a rank's part came */
+};
+
+/* Whether process `from` reads rank r's file, which came once only. */
+static int p3d_hd_sender_ok(struct p3d_hd_take *t, int from, int r)
+{
+    const struct p3d_hrank *h = &t->hj->hr[r];
+
+    if (h->r == NULL || h->mine || t->got[r] ||
+        p3d_dist_owner_of(t->d, t->job, (int)(h->r - t->job->ranks)) !=
+            from)
+        return 0;
+    t->got[r] = 1;
+    return 1;
+}
+
+static void p3d_hd_rank_get(struct p3d_hd_take *t, int from,
                             struct p3d_bytes_in *in)
 {
+    struct p3d_hjob *hj = t->hj;
+    size_t n_mm = t->n_mm;
     struct p3d_hrank got, *h;
     size_t n_block = 0, off = 0;
     int ok = 1;
 
     p3d_bytes_get(in, &got, sizeof(got));
     if (in->bad || got.rank < 0 || got.rank >= hj->world ||
-        got.n_kept > got.n_ops || got.n_stacks > (1u << 24) ||
+        !p3d_hd_sender_ok(t, from, got.rank) || got.n_ops > (1ull << 40) ||
+        got.n_kept > got.n_ops || got.n_per_comm > got.n_ops ||
+        got.n_stacks > (1u << 24) ||
         got.n_mods > (1u << 24) || got.n_hang < 0 || got.n_hang > 8 ||
         got.n_abort < 0 || got.n_abort > 4 || got.n_proxy < 0 ||
         got.n_proxy > P3D_HANG_PROXY_KEEP) {
@@ -195,11 +222,19 @@ static void p3d_hd_rank_get(struct p3d_hjob *hj, size_t n_mm,
     got.done = NULL;
     got.gends = NULL;
     got.gpu = NULL;
-    got.at = p3d_hd_arr(in, got.n_kept * sizeof(*got.at));
-    got.pend = p3d_hd_arr(in, got.n_kept);
-    got.proven = p3d_hd_arr(in, got.n_kept);
-    got.per_comm = p3d_hd_arr(in, got.n_per_comm * sizeof(*got.per_comm));
-    got.mm_uses = p3d_hd_arr(in, n_mm * sizeof(*got.mm_uses));
+    got.at = p3d_hd_arr(in, got.n_kept * sizeof(*got.at), 0);
+    got.pend = p3d_hd_arr(in, got.n_kept, !got.open);
+    got.proven = p3d_hd_arr(in, got.n_kept, 1);
+    got.per_comm = p3d_hd_arr(in, got.n_per_comm * sizeof(*got.per_comm),
+                              0);
+    got.mm_uses = p3d_hd_arr(in, n_mm * sizeof(*got.mm_uses), 1);
+    /* the sender's pointers past the counts mean nothing here */
+    memset(got.hang + got.n_hang, 0,
+           sizeof(got.hang) - (size_t)got.n_hang * sizeof(*got.hang));
+    memset(got.abort + got.n_abort, 0,
+           sizeof(got.abort) - (size_t)got.n_abort * sizeof(*got.abort));
+    memset(got.proxy + got.n_proxy, 0,
+           sizeof(got.proxy) - (size_t)got.n_proxy * sizeof(*got.proxy));
     got.block = p3d_bytes_get_arr(in, &n_block);
     got.ops = p3d_xcalloc(got.n_kept + 1, sizeof(*got.ops));
     got.stacks = p3d_xcalloc(got.n_stacks + 1, sizeof(*got.stacks));
@@ -217,18 +252,13 @@ static void p3d_hd_rank_get(struct p3d_hjob *hj, size_t n_mm,
     *h = got;                        /* freed with the rest if bad */
 }
 
-struct p3d_hd_take {
-    struct p3d_hjob *hj;
-    size_t n_mm;
-};
-
 static void p3d_hd_ranks_take(void *ctx, int from, const struct p3d_bytes *m)
 {
     struct p3d_hd_take *t = ctx;
     struct p3d_bytes_in in = {m->p, m->n, 0, 0};
 
     while (in.off < in.n && !in.bad)
-        p3d_hd_rank_get(t->hj, t->n_mm, &in);
+        p3d_hd_rank_get(t, from, &in);
     if (in.bad)
         p3d_die("the hang analysis's ranks from process %d arrived "
                 "damaged", from);
@@ -237,12 +267,16 @@ static void p3d_hd_ranks_take(void *ctx, int from, const struct p3d_bytes *m)
 void p3d_hang_dist_gather(struct p3d_hjob *hj, const struct p3d_job *job,
                           struct p3d_dist *d)
 {
-    struct p3d_hd_take t = {hj, job->match ? (size_t)job->match->n_kept : 0};
+    struct p3d_hd_take t = {job, hj, d,
+                            job->match ? (size_t)job->match->n_kept : 0,
+                            NULL};
     struct p3d_bytes b = {0};
 
     if (d->self != 0)
         for (int i = 0; i < hj->world; i++)
             if (hj->hr[i].r != NULL && hj->hr[i].mine)
                 p3d_hd_rank_put(&hj->hr[i], t.n_mm, &b);
+    t.got = p3d_xcalloc((size_t)hj->world + 1, 1);
     p3d_dist_to_zero(d, &b, p3d_hd_ranks_take, &t);
+    free(t.got);
 }

@@ -105,8 +105,16 @@ static void p3d_keep_stage_counts(struct p3d_keep_ctx *k)
         return;
     k->counts = p3d_xcalloc((size_t)k->n_stages, sizeof(*k->counts));
     k->n_counts = p3d_xcalloc((size_t)k->n_stages, sizeof(*k->n_counts));
-    for (int s = 0; s < k->n_stages; s++)
-        k->counts[s] = p3d_xcalloc((size_t)world + 1, sizeof(uint64_t));
+    for (int r = 0; r < world; r++) { /* each stage's room: its ranks */
+        int s = p3d_hg_stage(k->job, r);
+        if (s >= 0 && s < k->n_stages)
+            k->n_counts[s]++;
+    }
+    for (int s = 0; s < k->n_stages; s++) {
+        k->counts[s] = p3d_xcalloc((size_t)k->n_counts[s] + 1,
+                                   sizeof(uint64_t));
+        k->n_counts[s] = 0;
+    }
     for (int r = 0; r < world; r++) {
         int s = p3d_hg_stage(k->job, r);
         if (s >= 0 && s < k->n_stages)

@@ -132,14 +132,6 @@ struct p3d_matcher *p3d_matcher_new(void)
     return m;
 }
 
-void p3d_matcher_split(struct p3d_matcher *m, int n, uint64_t block)
-{
-    for (int i = 0; i < P3D_SHARDS; i++) {
-        m->shard[i].split_n = n > 1 ? (uint64_t)n : 0;
-        m->shard[i].split_block = block ? block : 1;
-    }
-}
-
 static int p3d_shard_index(uint64_t hash)
 {
     uint64_t x = hash * 0x9e3779b97f4a7c15ull;
@@ -168,56 +160,30 @@ static struct p3d_mcomm *p3d_mcomm_get(struct p3d_shard *sh, uint64_t hash)
     return &sh->comms[sh->last];
 }
 
-int p3d_match_believed(uint64_t *n_taken, const struct p3d_rec_op *o)
-{
-    if (o->op >= P3D_OP_COUNT || P3D_OP_IS_P2P(o->op) ||
-        o->seq >= P3D_MAX_SEQ)
-        return 1; /* not a collective the matcher counts */
-    if (o->seq >= *n_taken + P3D_SEQ_SLACK)
-        return 0;
-    (*n_taken)++;
-    return 1;
-}
-
-/* Where collective seq lies in this shard's arrays: one block of
- * split_block seqs in every split_n is here, so block b is the
- * (b / split_n)-th block here. */
-static uint64_t p3d_local_seq(const struct p3d_shard *sh, uint64_t seq)
-{
-    uint64_t b;
-
-    if (sh->split_n <= 1)
-        return seq;
-    b = seq / sh->split_block;
-    return b / sh->split_n * sh->split_block + seq % sh->split_block;
-}
-
 /*
  * A member's seqs beyond what it has taken plus P3D_SEQ_SLACK are not
- * believed (per member, so the same whatever the order of arrival; over
- * several processes the scan checks it where the rank is read, which
- * sees all of the member's ops: p3d_match_believed).  An instance keeps
- * the first record; disagreement makes it divergent.
+ * believed (per member, so the same whatever the order of arrival).  An
+ * instance keeps the first record; disagreement makes it divergent.
  */
 static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
                         const struct p3d_rec_op *o)
 {
     struct p3d_member *mb = p3d_member_get(c, rank);
-    uint64_t li = p3d_local_seq(sh, o->seq);
     struct p3d_ref *r;
 
-    if (sh->split_n <= 1 && !p3d_match_believed(&mb->n_taken, o))
+    if (o->seq >= mb->n_taken + P3D_SEQ_SLACK)
         return;
-    p3d_member_note(mb, li);
-    if ((size_t)li >= c->cap) /* a call per op otherwise */
-        c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)li,
+    mb->n_taken++;
+    p3d_member_note(mb, o->seq);
+    if ((size_t)o->seq >= c->cap) /* a call per op otherwise */
+        c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)o->seq,
                           sizeof(*c->v));
-    r = &c->v[li];
+    r = &c->v[o->seq];
     if (!r->set) {
         p3d_ref_set(r, o, rank);
         sh->res.n_coll++;
     } else if (r->div || !p3d_ref_agrees(r, o)) {
-        p3d_div_add(sh, o->comm_hash, o->seq, li, r, rank, o);
+        p3d_div_add(sh, o->comm_hash, o->seq, r, rank, o);
     }
 }
 

@@ -41,17 +41,6 @@ struct p3d_matcher;
 
 /* A matcher for one job; fed from several reader threads at once. */
 struct p3d_matcher *p3d_matcher_new(void);
-/*
- * Over several processes: m gets, of each communicator's collectives, the
- * blocks of `block` seqs one in every n (the time passes' split,
- * p3d_dist_seq_owner), and the scan has checked every member's seqs
- * (p3d_match_believed) before sending them.  Before any op.
- */
-void p3d_matcher_split(struct p3d_matcher *m, int n, uint64_t block);
-/* Whether the matcher believes op o of a member that has taken *n_taken
- * collectives of its communicator (a seq far past them is damaged); takes
- * it (*n_taken + 1) if so.  Not a collective: 1. */
-int p3d_match_believed(uint64_t *n_taken, const struct p3d_rec_op *o);
 /* One op record of global rank `rank`, whose rank in the op's comm is
  * comm_rank.  Thread-safe. */
 void p3d_matcher_op(struct p3d_matcher *m, int rank, int comm_rank,

@@ -79,8 +79,7 @@ static uint32_t p3d_var_new(struct p3d_shard *sh, const struct p3d_ref *r)
 }
 
 static struct p3d_div *p3d_div_new(struct p3d_shard *sh, uint64_t comm,
-                                   uint64_t seq, uint64_t li,
-                                   struct p3d_ref *r)
+                                   uint64_t seq, struct p3d_ref *r)
 {
     struct p3d_div *d;
 
@@ -89,7 +88,6 @@ static struct p3d_div *p3d_div_new(struct p3d_shard *sh, uint64_t comm,
     d = &sh->div[sh->n_div++];
     d->comm = comm;
     d->seq = seq;
-    d->li = li;
     d->var0 = p3d_var_new(sh, r);
     d->mem_head = 0;
     r->div = (uint32_t)sh->n_div;
@@ -117,11 +115,10 @@ static uint32_t p3d_var_of(struct p3d_shard *sh, const struct p3d_div *d,
 }
 
 void p3d_div_add(struct p3d_shard *sh, uint64_t comm, uint64_t seq,
-                 uint64_t li, struct p3d_ref *r, int rank,
-                 const struct p3d_rec_op *o)
+                 struct p3d_ref *r, int rank, const struct p3d_rec_op *o)
 {
     struct p3d_div *d = r->div ? &sh->div[r->div - 1]
-                               : p3d_div_new(sh, comm, seq, li, r);
+                               : p3d_div_new(sh, comm, seq, r);
     uint32_t v = p3d_var_of(sh, d, rank, o);
 
     if (v == d->var0)
@@ -181,7 +178,7 @@ static void p3d_div_decide(struct p3d_shard *sh, const struct p3d_mcomm *c,
     for (size_t i = 0; i < c->n_mem; i++) {
         const struct p3d_member *mb = &c->mem[i];
         uint32_t v = d->var0;
-        if (!p3d_member_has(mb, d->li))
+        if (!p3d_member_has(mb, d->seq))
             continue;
         while (k < n && (*buf)[k].rank < mb->rank)
             k++;

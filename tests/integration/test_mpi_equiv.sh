@@ -114,7 +114,8 @@ grep -q '"mismatch_count": 1' "$T/mm.json" ||
 # process 0 besides (scan summaries, per-rank results, sums) is less than
 # what it sends in the rounds (before the split every loaded timeline,
 # 80-96 bytes an op, went to process 0)
-# spread NAME DIR: that, at -n 4 on DIR, against $T/NAME.json
+# spread NAME DIR [MAX]: that, at -n 4 on DIR, against $T/NAME.json; no
+# process takes in MAX (default 0.6) of the rounds' bytes
 spread() {
     P3D_MPI_STATS=1 timeout 300 mpirun -n 4 "$M" -q --json "$T/$1.st.json" \
         "$2" 2> "$T/$1.st.err"
@@ -122,20 +123,23 @@ spread() {
     sed -n 's/^p3d-analyze-mpi: process \([0-3]\): [0-9]* rounds, [0-9]* messages and \([0-9]*\) bytes sent in them, \([0-9]*\) bytes received; [0-9]* messages and \([0-9]*\) bytes sent to process 0$/\1 \2 \3 \4/p' \
         "$T/$1.st.err" > "$T/$1.st"
     [ "$(wc -l < "$T/$1.st")" = 4 ] || { fail "$1: P3D_MPI_STATS printed no line per process"; cat "$T/$1.st.err"; }
-    awk '{ s += $3; if ($3 > m) m = $3; if ($1 > 0 && $4 >= $2) bad = 1 }
-         END { exit !(s > 0 && m < 0.6 * s && !bad) }' "$T/$1.st" ||
+    awk -v max="${3:-0.6}" \
+        '{ s += $3; if ($3 > m) m = $3; if ($1 > 0 && $4 >= $2) bad = 1 }
+         END { exit !(s > 0 && m < max * s && !bad) }' "$T/$1.st" ||
         { fail "$1: the rounds' work is not split (process, sent, received, to 0):"; cat "$T/$1.st"; }
 }
 spread mm "$T/mm"
-# FSDP: every op on one world communicator, whose instances are dealt
-# round the processes by blocks of seq (8 here: the job is small), so the
-# one communicator's work is split too (before, its owner took in 97% of
-# the rounds' bytes of a 64-rank FSDP job)
+# FSDP: every op on one world communicator. The time passes deal its
+# instances round the processes by blocks of seq (8 here: the job is
+# small); the scan still sends all of its ops to its owner (about 100
+# bytes an op against the time pass's 48), so that owner takes in most
+# of the rounds' bytes, but not nearly all (a 64-rank FSDP job: 76%;
+# 97% before the time passes were split)
 "$S" --framework fsdp --dp 8 --iters 12 --buckets 16 --out "$T" \
     --job-id fsdp --shim "$L" --quiet > "$T/fsdp.log" 2>&1 ||
     { fail "simulator (fsdp)"; cat "$T/fsdp.log"; }
 "$A" --json "$T/fsdp.json" "$T/fsdp" > /dev/null 2>&1
-P3D_MPI_SEQ_BLOCK=8 spread fsdp "$T/fsdp"
+P3D_MPI_SEQ_BLOCK=8 spread fsdp "$T/fsdp" 0.85
 # rounds of 1 KiB: the scan's exchange runs many rounds, and its threads
 # wait for the rounds to take their ops, on a small job
 export P3D_MPI_ROUND_BYTES=1024
