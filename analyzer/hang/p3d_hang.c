@@ -304,6 +304,8 @@ static void p3d_hang_scan(struct p3d_hrank *h)
 
 struct p3d_hpool {
     struct p3d_hjob *hj;
+    void (*fn)(void *ctx, struct p3d_hrank *h);
+    void *ctx;
     int next;
 };
 
@@ -314,14 +316,14 @@ static void *p3d_hang_worker(void *arg)
 
     while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
            p->hj->world)
-        if (p->hj->hr[i].r != NULL && p->hj->hr[i].mine)
-            p3d_hang_scan(&p->hj->hr[i]);
+        p->fn(p->ctx, &p->hj->hr[i]);
     return NULL;
 }
 
-static void p3d_hang_scan_all(struct p3d_hjob *hj)
+void p3d_hang_each(struct p3d_hjob *hj,
+                   void (*fn)(void *ctx, struct p3d_hrank *h), void *ctx)
 {
-    struct p3d_hpool pool = {hj, 0};
+    struct p3d_hpool pool = {hj, fn, ctx, 0};
     pthread_t t[3];
     int n = 0;
 
@@ -331,6 +333,13 @@ static void p3d_hang_scan_all(struct p3d_hjob *hj)
     p3d_hang_worker(&pool);
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
+}
+
+static void p3d_hang_scan_mine(void *ctx, struct p3d_hrank *h)
+{
+    (void)ctx;
+    if (h->r != NULL && h->mine)
+        p3d_hang_scan(h);
 }
 
 const struct p3d_rec_stack *p3d_hang_stack(const struct p3d_hrank *h,
@@ -393,7 +402,7 @@ static void p3d_hang_read(struct p3d_job *job, struct p3d_hjob *hj,
 {
     struct p3d_hg g = {job, hj, NULL, 0, 0};
 
-    p3d_hang_scan_all(hj);
+    p3d_hang_each(hj, p3d_hang_scan_mine, NULL);
     if (d)
         p3d_hang_dist_counts(hj, d);
     p3d_hg_prove(&g); /* reads every op: before they are dropped */

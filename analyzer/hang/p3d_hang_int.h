@@ -190,6 +190,10 @@ void p3d_hang_dist_counts(struct p3d_hjob *hj, struct p3d_dist *d);
 void p3d_hang_dist_gather(struct p3d_hjob *hj, const struct p3d_job *job,
                           struct p3d_dist *d);
 
+/* fn(ctx, h) for every rank of hj, in up to 4 threads (p3d_hang.c). */
+void p3d_hang_each(struct p3d_hjob *hj,
+                   void (*fn)(void *ctx, struct p3d_hrank *h), void *ctx);
+
 /* Free what rank h holds (p3d_hang_free). */
 void p3d_hang_rank_free(struct p3d_hrank *h);
 /* Label of a communicator hash (P3D_LBL_*), -1 if unknown. */

@@ -22,7 +22,6 @@
  * twin positions are two per distinct op count of a stage, which in a
  * hang is a handful (ranks stop at the same collective).
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,39 +264,19 @@ static void p3d_keep_rank(const struct p3d_keep_ctx *k, struct p3d_hrank *h)
     h->mapped = 0;
 }
 
-struct p3d_keep_pool {
-    const struct p3d_keep_ctx *k;
-    struct p3d_hjob *hj;
-    int next;
-};
-
-static void *p3d_keep_worker(void *arg)
+static void p3d_keep_mapped(void *ctx, struct p3d_hrank *h)
 {
-    struct p3d_keep_pool *p = arg;
-    int i;
-
-    while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) <
-           p->hj->world)
-        if (p->hj->hr[i].mapped)
-            p3d_keep_rank(p->k, &p->hj->hr[i]);
-    return NULL;
+    if (h->mapped)
+        p3d_keep_rank(ctx, h);
 }
 
 void p3d_hang_keep_all(struct p3d_job *job, struct p3d_hjob *hj)
 {
     struct p3d_keep_ctx k = {.job = job, .hj = hj};
-    struct p3d_keep_pool pool = {&k, hj, 0};
-    pthread_t t[3];
-    int n = 0;
 
     p3d_keep_mm_seqs(&k);
     p3d_keep_stage_counts(&k);
-    for (; n < 3 && n + 1 < hj->world; n++) /* as p3d_hang_scan_all */
-        if (pthread_create(&t[n], NULL, p3d_keep_worker, &pool))
-            break;
-    p3d_keep_worker(&pool);
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
+    p3d_hang_each(hj, p3d_keep_mapped, &k);
     for (int s = 0; s < k.n_stages; s++)
         free(k.counts[s]);
     free(k.counts);
