@@ -125,8 +125,7 @@ static void p3d_hd_rank_put(const struct p3d_hrank *h, size_t n_mm,
 {
     size_t block = 0;
 
-#define P3D_HD_ROOM(ref) (block += (((size_t)((const struct p3d_rec_hdr *) \
-                                               *(ref))->len + 7) & ~(size_t)7))
+#define P3D_HD_ROOM(ref) (block += p3d_hang_rec_room(*(ref)))
     P3D_KEEP_EACH(h, P3D_HD_ROOM);
 #undef P3D_HD_ROOM
     p3d_bytes_put(b, h, sizeof(*h));
@@ -149,7 +148,7 @@ static int p3d_hd_point(const uint8_t *block, size_t n, size_t *off,
         r->len > n - *off)
         return 0;
     *ref = r;
-    *off += ((size_t)r->len + 7) & ~(size_t)7;
+    *off += p3d_hang_rec_room(r);
     return 1;
 }
 

@@ -160,6 +160,12 @@ int p3d_hang_mm_uses(const struct p3d_hrank *h, int i);
  * and proxy notes; its op count per communicator.
  */
 void p3d_hang_keep_all(struct p3d_job *job, struct p3d_hjob *hj);
+/* Bytes a record takes in a kept rank's block (its length, to 8). */
+static inline size_t p3d_hang_rec_room(const void *rec)
+{
+    return ((size_t)((const struct p3d_rec_hdr *)rec)->len + 7) & ~(size_t)7;
+}
+
 /* X(ref) for every record pointer h holds once kept, in the order of
  * its block (p3d_hang_keep.c copies them there; p3d_hang_dist.c sends the
  * block and points them into it again). */

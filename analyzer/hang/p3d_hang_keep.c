@@ -65,18 +65,24 @@ static int p3d_u64_uniq(uint64_t *v, int n)
     return m;
 }
 
-static int p3d_u64_has(const uint64_t *v, int n, uint64_t x)
+/* Index of x in v[0..n) (sorted), or n if it is not there. */
+static size_t p3d_u64_find(const uint64_t *v, size_t n, uint64_t x)
 {
-    int lo = 0, hi = n;
+    size_t lo = 0, hi = n;
 
     while (lo < hi) {
-        int mid = (lo + hi) / 2;
+        size_t mid = lo + (hi - lo) / 2;
         if (v[mid] < x)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < n && v[lo] == x;
+    return lo < n && v[lo] == x ? lo : n;
+}
+
+static int p3d_u64_has(const uint64_t *v, int n, uint64_t x)
+{
+    return p3d_u64_find(v, (size_t)n, x) < (size_t)n;
 }
 
 static void p3d_keep_mm_seqs(struct p3d_keep_ctx *k)
@@ -201,11 +207,6 @@ static void p3d_keep_mark(const struct p3d_keep_ctx *k,
     p3d_keep_twin(k, h, keep);
 }
 
-static size_t p3d_rec_room(const void *rec)
-{
-    return ((size_t)((const struct p3d_rec_hdr *)rec)->len + 7) & ~(size_t)7;
-}
-
 /* Copy rec to *at in the block and point *ref at the copy. */
 static void p3d_keep_copy(uint8_t *block, size_t *at, const void **ref)
 {
@@ -213,7 +214,7 @@ static void p3d_keep_copy(uint8_t *block, size_t *at, const void **ref)
 
     memcpy(block + *at, *ref, len);
     *ref = block + *at;
-    *at += p3d_rec_room(block + *at);
+    *at += p3d_hang_rec_room(block + *at);
 }
 
 /* Every record h still points at, copied into one block of its own. */
@@ -221,7 +222,7 @@ static void p3d_keep_records(struct p3d_hrank *h)
 {
     size_t room = 8, at = 0;
 
-#define P3D_ROOM(ref) (room += p3d_rec_room(*(ref)))
+#define P3D_ROOM(ref) (room += p3d_hang_rec_room(*(ref)))
 #define P3D_COPY(ref) p3d_keep_copy(h->block, &at, (ref))
     P3D_KEEP_EACH(h, P3D_ROOM);
     h->block = p3d_xmalloc(room);
@@ -287,33 +288,20 @@ void p3d_hang_keep_all(struct p3d_job *job, struct p3d_hjob *hj)
 const struct p3d_rec_op *p3d_hang_op_at(const struct p3d_hrank *h,
                                         uint64_t k)
 {
-    size_t lo = 0, hi = h->n_kept;
+    size_t i;
 
     if (h->at == NULL)
         return k < h->n_kept ? h->ops[k] : NULL;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (h->at[mid] < k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < h->n_kept && h->at[lo] == k ? h->ops[lo] : NULL;
+    i = p3d_u64_find(h->at, h->n_kept, k);
+    return i < h->n_kept ? h->ops[i] : NULL;
 }
 
 uint64_t p3d_hang_count_comm(const struct p3d_hrank *h, uint64_t comm)
 {
-    size_t lo = 0, hi = h->n_per_comm;
+    size_t k = P3D_COUNT_LE(h->per_comm, h->n_per_comm, comm, comm);
 
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (h->per_comm[mid].comm < comm)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < h->n_per_comm && h->per_comm[lo].comm == comm
-               ? h->per_comm[lo].n : 0;
+    return k > 0 && h->per_comm[k - 1].comm == comm ? h->per_comm[k - 1].n
+                                                    : 0;
 }
 
 int p3d_hang_mm_uses(const struct p3d_hrank *h, int i)
