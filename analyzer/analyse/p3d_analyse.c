@@ -86,6 +86,9 @@ static int p3d_pass_scan(struct p3d_run *run)
     p3d_world(job);
     if (run->o->match) {
         run->m = p3d_matcher_new();
+        if (p3d_dist_active) /* its blocks of seqs (p3d_dist_scan.c) */
+            p3d_matcher_split(run->m, p3d_dist_active->n,
+                              p3d_dist_active->seq_block);
         run->sink = p3d_matcher_sink(run->m);
         for (int i = 0; i < job->n_ranks; i++)
             job->ranks[i].sink = &run->sink;

@@ -1,13 +1,18 @@
 /*
  * p3d_dist_scan.c - the scan pass over several processes
  * (p3d_dist_scan.h).  Each process scans its block of rank files.  The
- * matching is split by communicator: every communicator has an owner
- * (p3d_dist_comm_owner), and an op read anywhere goes to its
- * communicator's owner, whose matcher sees all of that communicator's
- * instances (the matcher's answer does not depend on the order it is fed
- * in, match/p3d_match.c).  Process 0 gets every rank file's scan results
- * (a few KB each).  So no process receives every op of the job: each
- * receives its communicators' ops, about 1/n of them.
+ * matching is split by communicator and seq: a collective goes to the
+ * owner of its block of seqs (p3d_dist_seq_owner, as the time passes'
+ * joins), a Send/Recv to its communicator's owner (p3d_dist_comm_owner:
+ * its pair's unmatched ops are counted per pair), and each matcher sees
+ * every member of the instances it gets (its answer does not depend on
+ * the order it is fed in, match/p3d_match.c).  The matcher's check of a
+ * member's seqs (p3d_match_take: which it believes, and which it
+ * remembers in its runs) needs all of the member's collectives on the
+ * communicator, so it is made here, where the rank is read, and travels
+ * with each op.  Process 0 gets every rank file's scan results (a few KB each).
+ * So no process receives every op of the job: each receives about 1/n of
+ * them, even when one communicator carries most of them.
  *
  * The bytes move in rounds of an all-to-all exchange (d->exchange), which
  * every process enters together; the thread that calls MPI runs them
@@ -27,6 +32,8 @@
 #include <string.h>
 
 #include "p3d_dist_scan.h"
+#include "p3d_map.h"
+#include "p3d_match.h"
 #include "p3d_util.h"
 
 #define P3D_ROUND_MIN (1u << 20)
@@ -62,7 +69,25 @@ struct p3d_shuffle {
 struct p3d_route_st {
     void *local_st;
     struct p3d_bytes *to; /* [d->n] */
+    struct p3d_map taken; /* comm hash -> index in take: this rank's */
+    struct p3d_take *take; /* its collectives on each comm, as taken */
+    size_t n_comms, cap_comms;
 };
+
+/* What the matcher makes of collective o of the rank being read (what it
+ * would have found itself, seeing all of the member's ops). */
+static enum p3d_take_how p3d_route_take(struct p3d_route_st *st,
+                                        const struct p3d_rec_op *o)
+{
+    int added;
+    size_t k = p3d_map_index(&st->taken, o->comm_hash, (void **)&st->take,
+                             &st->n_comms, &st->cap_comms, sizeof(*st->take),
+                             &added);
+
+    if (added)
+        memset(&st->take[k], 0, sizeof(st->take[k]));
+    return p3d_match_take(&st->take[k], o);
+}
 
 static void *p3d_route_open(void *ctx)
 {
@@ -94,6 +119,19 @@ static void p3d_route_op(void *ctx, void *stp, int rank, int comm_rank,
     struct p3d_route_st *st = stp;
     int to = p3d_dist_comm_owner(s->d, o->comm_hash);
     int32_t cr = comm_rank;
+    struct p3d_rec_op c;
+
+    if (o->op < P3D_OP_COUNT && !P3D_OP_IS_P2P(o->op)) {
+        enum p3d_take_how how = p3d_route_take(st, o);
+        if (how == P3D_TAKE_NOT)
+            return;
+        c = *o;
+        c.flags = (uint8_t)(how == P3D_TAKE_UNNOTED
+                                ? c.flags | P3D_MATCH_UNNOTED
+                                : c.flags & ~P3D_MATCH_UNNOTED);
+        o = &c;
+        to = p3d_dist_seq_owner(s->d, to, o->seq);
+    }
 
     if (to == s->d->self) {
         s->local->op(s->local->ctx, st->local_st, rank, comm_rank, o);
@@ -115,6 +153,8 @@ static void p3d_route_rank_end(void *ctx, void *stp, int rank)
     struct p3d_route_st *st = stp;
 
     s->local->rank_end(s->local->ctx, st->local_st, rank);
+    p3d_map_free(&st->taken); /* the next rank counts its own */
+    st->n_comms = 0;
     pthread_mutex_lock(&s->mu);
     for (int p = 0; p < s->d->n; p++)
         if (st->to[p].n)
@@ -131,6 +171,8 @@ static void p3d_route_close(void *ctx, void *stp)
     for (int p = 0; p < s->d->n; p++)
         p3d_bytes_free(&st->to[p]);
     free(st->to);
+    p3d_map_free(&st->taken);
+    free(st->take);
     free(st);
 }
 

@@ -132,6 +132,14 @@ struct p3d_matcher *p3d_matcher_new(void)
     return m;
 }
 
+void p3d_matcher_split(struct p3d_matcher *m, int n, uint64_t block)
+{
+    for (int i = 0; i < P3D_SHARDS; i++) {
+        m->shard[i].split_n = n > 1 ? (uint64_t)n : 0;
+        m->shard[i].split_block = block ? block : 1;
+    }
+}
+
 static int p3d_shard_index(uint64_t hash)
 {
     uint64_t x = hash * 0x9e3779b97f4a7c15ull;
@@ -160,30 +168,69 @@ static struct p3d_mcomm *p3d_mcomm_get(struct p3d_shard *sh, uint64_t hash)
     return &sh->comms[sh->last];
 }
 
+enum p3d_take_how p3d_match_take(struct p3d_take *t,
+                                 const struct p3d_rec_op *o)
+{
+    if (o->op >= P3D_OP_COUNT || P3D_OP_IS_P2P(o->op) ||
+        o->seq >= P3D_MAX_SEQ)
+        return P3D_TAKE_NOTED; /* not a collective the matcher counts */
+    if (o->seq >= t->n_taken + P3D_SEQ_SLACK)
+        return P3D_TAKE_NOT;
+    t->n_taken++;
+    if (!t->n_runs || o->seq != t->hi)
+        t->n_runs++;
+    t->hi = o->seq + 1;
+    return t->n_runs <= P3D_RUNS_MAX ? P3D_TAKE_NOTED : P3D_TAKE_UNNOTED;
+}
+
+/* Where collective seq lies in this shard's arrays: one block of
+ * split_block seqs in every split_n is here, so block b is the
+ * (b / split_n)-th block here. */
+static uint64_t p3d_local_seq(const struct p3d_shard *sh, uint64_t seq)
+{
+    uint64_t b;
+
+    if (sh->split_n <= 1)
+        return seq;
+    b = seq / sh->split_block;
+    return b / sh->split_n * sh->split_block + seq % sh->split_block;
+}
+
 /*
  * A member's seqs beyond what it has taken plus P3D_SEQ_SLACK are not
- * believed (per member, so the same whatever the order of arrival).  An
- * instance keeps the first record; disagreement makes it divergent.
+ * believed, and its seqs are remembered in at most P3D_RUNS_MAX runs
+ * (p3d_match_take: per member, so the same whatever the order of
+ * arrival; over several processes the scan takes them where the rank is
+ * read, which sees all of the member's ops, and marks the copies it sends
+ * P3D_MATCH_UNNOTED).  An instance keeps the first record; disagreement
+ * makes it divergent.
  */
 static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
                         const struct p3d_rec_op *o)
 {
     struct p3d_member *mb = p3d_member_get(c, rank);
+    uint64_t li = p3d_local_seq(sh, o->seq);
+    enum p3d_take_how how;
     struct p3d_ref *r;
 
-    if (o->seq >= mb->n_taken + P3D_SEQ_SLACK)
+    if (sh->split_n > 1)
+        how = o->flags & P3D_MATCH_UNNOTED ? P3D_TAKE_UNNOTED
+                                           : P3D_TAKE_NOTED;
+    else
+        how = p3d_match_take(&mb->take, o);
+    if (how == P3D_TAKE_NOT)
         return;
-    mb->n_taken++;
-    p3d_member_note(mb, o->seq);
-    if ((size_t)o->seq >= c->cap) /* a call per op otherwise */
-        c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)o->seq,
+    if (how == P3D_TAKE_NOTED)
+        p3d_member_note(mb, li);
+    if ((size_t)li >= c->cap) /* a call per op otherwise */
+        c->cap = p3d_grow((void **)&c->v, c->cap, (size_t)li,
                           sizeof(*c->v));
-    r = &c->v[o->seq];
+    r = &c->v[li];
     if (!r->set) {
         p3d_ref_set(r, o, rank);
         sh->res.n_coll++;
     } else if (r->div || !p3d_ref_agrees(r, o)) {
-        p3d_div_add(sh, o->comm_hash, o->seq, r, rank, o);
+        p3d_div_add(sh, o->comm_hash, o->seq, li, r, rank, o);
     }
 }
 

@@ -41,6 +41,44 @@ struct p3d_matcher;
 
 /* A matcher for one job; fed from several reader threads at once. */
 struct p3d_matcher *p3d_matcher_new(void);
+/*
+ * Over several processes: m gets, of each communicator's collectives, the
+ * blocks of `block` seqs one in every n (the time passes' split,
+ * p3d_dist_seq_owner), and the scan has taken every member's seqs
+ * (p3d_match_take) before sending them.  Before any op.
+ */
+void p3d_matcher_split(struct p3d_matcher *m, int n, uint64_t block);
+/*
+ * What the matcher makes of one member's collectives on one communicator,
+ * op by op in the member's order: its seqs as runs of consecutive seqs
+ * (a healthy trace has one run).  Kept by the matcher per (communicator,
+ * member); over several processes by the scan where the rank is read,
+ * which sees all of the member's ops, and the verdict travels with each
+ * op (P3D_MATCH_UNNOTED), so no matcher decides from the part it sees.
+ */
+struct p3d_take {
+    uint64_t n_taken; /* collectives taken (bounds the seqs believed) */
+    uint64_t hi;      /* one past the current run's last seq */
+    uint64_t n_runs;  /* runs begun */
+};
+enum p3d_take_how {
+    P3D_TAKE_NOT,    /* a seq far past those taken: damaged, not matched */
+    P3D_TAKE_NOTED,  /* matched; the member is found at its seq later */
+    P3D_TAKE_UNNOTED /* matched, but past the member's P3D_RUNS_MAX runs:
+                        not remembered as a member of its instance */
+};
+/* A member keeps at most this many runs; a member with more gaps (a
+ * damaged trace) is not remembered at the seqs of its later runs. */
+#define P3D_RUNS_MAX 4096
+/* The verdict on the member's next op o (t updated); a collective the
+ * matcher does not count (Send/Recv, damaged kinds): P3D_TAKE_NOTED. */
+enum p3d_take_how p3d_match_take(struct p3d_take *t,
+                                 const struct p3d_rec_op *o);
+/* Over several processes the scan marks, in the flags of the copy it
+ * sends, a collective that p3d_match_take found P3D_TAKE_UNNOTED (and
+ * clears the bit on every other: the trace's P3D_OPF_* use bits 0-4, and
+ * the matcher compares no flags). */
+#define P3D_MATCH_UNNOTED 0x80u
 /* One op record of global rank `rank`, whose rank in the op's comm is
  * comm_rank.  Thread-safe. */
 void p3d_matcher_op(struct p3d_matcher *m, int rank, int comm_rank,

@@ -40,7 +40,7 @@ struct p3d_run { /* seqs lo .. hi-1 */
 struct p3d_member {
     int32_t rank;       /* global */
     uint32_t n_more;    /* closed runs in more[] */
-    uint64_t n_taken;   /* collectives taken (bounds the seqs believed) */
+    struct p3d_take take; /* its seqs as taken (one process only) */
     struct p3d_run cur; /* the run being extended */
     struct p3d_run *more;
     size_t more_cap;
@@ -68,6 +68,7 @@ struct p3d_vmember {
 
 struct p3d_div {
     uint64_t comm, seq;
+    uint64_t li;       /* its index here (p3d_shard.split_n) */
     uint32_t var0;     /* index of variant 0; the others follow it */
     uint32_t mem_head; /* 1 + index of the first filed member, or 0 */
 };
@@ -101,6 +102,10 @@ struct p3d_shard {
     struct p3d_vmember *vm; /* their members that differ from variant 0 */
     size_t n_vm, vm_cap;
     struct p3d_match_res res;
+    /* over several processes: this matcher gets one block of split_block
+     * seqs in every split_n of each communicator's collectives
+     * (p3d_matcher_split), indexed here without the gaps; 0: all */
+    uint64_t split_n, split_block;
 };
 
 struct p3d_matcher {
@@ -115,7 +120,8 @@ void p3d_member_note(struct p3d_member *mb, uint64_t seq);
 /* A member of instance r (c, seq) disagrees with it, or r is divergent
  * already: file the member under its variant. */
 void p3d_div_add(struct p3d_shard *sh, uint64_t comm, uint64_t seq,
-                 struct p3d_ref *r, int rank, const struct p3d_rec_op *o);
+                 uint64_t li, struct p3d_ref *r, int rank,
+                 const struct p3d_rec_op *o);
 /* All members are in: compare each divergent instance's members with its
  * lowest-ranked member, into sh->res; frees the table and the runs. */
 void p3d_div_finish(struct p3d_shard *sh);

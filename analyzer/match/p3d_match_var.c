@@ -19,10 +19,6 @@
 #include "p3d_match_int.h"
 #include "p3d_util.h"
 
-/* Closed runs kept per member; a member with more gaps than this forgets
- * its later ones (a damaged trace; still the same for every order). */
-#define P3D_RUNS_MAX 4096
-
 struct p3d_member *p3d_member_get(struct p3d_mcomm *c, int rank)
 {
     int i = c->last_mem;
@@ -50,7 +46,10 @@ void p3d_member_note(struct p3d_member *mb, uint64_t seq)
         mb->cur.hi++;
         return;
     }
-    if (mb->cur.hi > mb->cur.lo && mb->n_more < P3D_RUNS_MAX) {
+    /* the runs are bounded by the take (P3D_RUNS_MAX: p3d_match_take
+     * marks the ops of later runs unnoted; a part of a member's seqs, as
+     * one process of several sees them, has no more runs than all) */
+    if (mb->cur.hi > mb->cur.lo) {
         mb->more_cap = p3d_grow((void **)&mb->more, mb->more_cap,
                                 mb->n_more, sizeof(*mb->more));
         mb->more[mb->n_more++] = mb->cur;
@@ -79,7 +78,8 @@ static uint32_t p3d_var_new(struct p3d_shard *sh, const struct p3d_ref *r)
 }
 
 static struct p3d_div *p3d_div_new(struct p3d_shard *sh, uint64_t comm,
-                                   uint64_t seq, struct p3d_ref *r)
+                                   uint64_t seq, uint64_t li,
+                                   struct p3d_ref *r)
 {
     struct p3d_div *d;
 
@@ -88,6 +88,7 @@ static struct p3d_div *p3d_div_new(struct p3d_shard *sh, uint64_t comm,
     d = &sh->div[sh->n_div++];
     d->comm = comm;
     d->seq = seq;
+    d->li = li;
     d->var0 = p3d_var_new(sh, r);
     d->mem_head = 0;
     r->div = (uint32_t)sh->n_div;
@@ -115,10 +116,11 @@ static uint32_t p3d_var_of(struct p3d_shard *sh, const struct p3d_div *d,
 }
 
 void p3d_div_add(struct p3d_shard *sh, uint64_t comm, uint64_t seq,
-                 struct p3d_ref *r, int rank, const struct p3d_rec_op *o)
+                 uint64_t li, struct p3d_ref *r, int rank,
+                 const struct p3d_rec_op *o)
 {
     struct p3d_div *d = r->div ? &sh->div[r->div - 1]
-                               : p3d_div_new(sh, comm, seq, r);
+                               : p3d_div_new(sh, comm, seq, li, r);
     uint32_t v = p3d_var_of(sh, d, rank, o);
 
     if (v == d->var0)
@@ -178,7 +180,7 @@ static void p3d_div_decide(struct p3d_shard *sh, const struct p3d_mcomm *c,
     for (size_t i = 0; i < c->n_mem; i++) {
         const struct p3d_member *mb = &c->mem[i];
         uint32_t v = d->var0;
-        if (!p3d_member_has(mb, d->seq))
+        if (!p3d_member_has(mb, d->li))
             continue;
         while (k < n && (*buf)[k].rank < mb->rank)
             k++;

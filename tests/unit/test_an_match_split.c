@@ -5,6 +5,10 @@
  * (p3d_matcher_finish_part, p3d_match_fold) gives what one matcher fed
  * every op gives, counts and kept mismatches alike, for 1-5 parts and
  * more mismatches than are kept (P3D_MM_KEEP), in either fold order.
+ * Then one communicator dealt by blocks of seq (p3d_dist_seq_owner, as
+ * the MPI scan deals it), with a member whose gaps pass P3D_RUNS_MAX and
+ * a damaged seq: each part's matcher sees only its blocks, and the
+ * verdict on each op (p3d_match_take) is made where the rank is read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,10 +103,103 @@ static void test_split_folds_to_whole(void **state)
         }
 }
 
+#define GAP_SEQS 10002 /* ranks 0 and 1 take every seq; rank 2 even ones */
+#define GAP_LATE 9000  /* rank 2's run 4501: past P3D_RUNS_MAX */
+
+/* A rank's ops on the one communicator, in v; returns how many. */
+static int gap_ops_of(int rank, struct p3d_rec_op *v)
+{
+    int n = 0;
+
+    for (int s = 0; s < GAP_SEQS; s++) {
+        struct p3d_rec_op o = match_coll_op(0, 1);
+        if (rank == 2 && s % 2)
+            continue;
+        o.seq = (uint64_t)s;
+        if ((s == 10 && rank == 2) || (s == GAP_LATE && rank >= 1))
+            o.count = 101 + (uint64_t)rank;
+        v[n++] = o;
+        if (rank == 1 && s == 20) { /* damaged: never believed */
+            v[n] = o;
+            v[n++].seq = 1u << 20;
+        }
+    }
+    return n;
+}
+
+/* The ops of every rank, dealt to `parts` matchers by blocks of `block`
+ * seqs with the verdict marked where the rank is read (parts 0: one
+ * matcher that takes them itself); folded into one result. */
+static struct p3d_match_res gap_fed(int parts, uint64_t block)
+{
+    static struct p3d_rec_op v[GAP_SEQS + 8];
+    struct p3d_dist d = {0, parts, 32767, NULL, NULL, NULL, NULL};
+    struct p3d_matcher *m[8];
+    struct p3d_match_res *res = p3d_xcalloc(1, sizeof(*res)), out;
+    struct p3d_job job;
+    int k = parts ? parts : 1;
+
+    d.seq_block = block;
+    for (int p = 0; p < k; p++) {
+        m[p] = p3d_matcher_new();
+        if (parts)
+            p3d_matcher_split(m[p], parts, block);
+    }
+    for (int r = 0; r < 3; r++) {
+        struct p3d_take t = {0};
+        int n = gap_ops_of(r, v);
+        for (int i = 0; i < n; i++) {
+            struct p3d_rec_op o = v[i];
+            int to = 0;
+            if (parts) {
+                enum p3d_take_how how = p3d_match_take(&t, &o);
+                if (how == P3D_TAKE_NOT)
+                    continue;
+                if (how == P3D_TAKE_UNNOTED)
+                    o.flags |= P3D_MATCH_UNNOTED;
+                to = p3d_dist_seq_owner(
+                    &d, p3d_dist_comm_owner(&d, o.comm_hash), o.seq);
+            }
+            p3d_matcher_op(m[to], r, r, &o);
+        }
+    }
+    memset(&job, 0, sizeof(job));
+    for (int p = 0; p < k; p++) {
+        struct p3d_match_res part;
+        p3d_matcher_finish_part(m[p], &job, &part);
+        p3d_match_fold(res, &part);
+    }
+    p3d_match_close(res, &job);
+    out = *res;
+    free(res);
+    return out;
+}
+
+static void test_seq_split_with_gaps(void **state)
+{
+    struct p3d_match_res whole = gap_fed(0, 1);
+
+    (void)state;
+    /* seq 10: rank 2 against rank 0; GAP_LATE: rank 1 against rank 0
+     * only (rank 2 is past its runs there, so not found a member) */
+    assert_int_equal(whole.n_coll, GAP_SEQS);
+    assert_int_equal(whole.n_mismatch, 2);
+    assert_int_equal(whole.mm[0].seq, 10);
+    assert_int_equal(whole.mm[0].rank_b, 2);
+    assert_int_equal(whole.mm[1].seq, GAP_LATE);
+    assert_int_equal(whole.mm[1].rank_b, 1);
+    for (int parts = 1; parts <= 4; parts++)
+        for (uint64_t block = 1; block <= 300; block += 299) {
+            struct p3d_match_res part = gap_fed(parts, block);
+            assert_same_match_res(&whole, &part);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_folds_to_whole),
+        cmocka_unit_test(test_seq_split_with_gaps),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
