@@ -169,20 +169,17 @@ static inline size_t p3d_hang_rec_room(const void *rec)
 /* X(ref) for every record pointer h holds once kept, in the order of
  * its block (p3d_hang_keep.c copies them there; p3d_hang_dist.c sends the
  * block and points them into it again). */
+#define P3D_KEEP_ARRAY(v, n, X)                                               \
+    for (size_t i_ = 0; i_ < (size_t)(n); i_++)                               \
+        X((const void **)&(v)[i_])
 #define P3D_KEEP_EACH(h, X)                                                   \
     do {                                                                      \
-        for (size_t i_ = 0; i_ < (h)->n_kept; i_++)                           \
-            X((const void **)&(h)->ops[i_]);                                  \
-        for (size_t i_ = 0; i_ < (h)->n_stacks; i_++)                         \
-            X((const void **)&(h)->stacks[i_]);                               \
-        for (size_t i_ = 0; i_ < (h)->n_mods; i_++)                           \
-            X((const void **)&(h)->mods[i_]);                                 \
-        for (int i_ = 0; i_ < (h)->n_hang; i_++)                              \
-            X((const void **)&(h)->hang[i_]);                                 \
-        for (int i_ = 0; i_ < (h)->n_abort; i_++)                             \
-            X((const void **)&(h)->abort[i_]);                                \
-        for (int i_ = 0; i_ < (h)->n_proxy; i_++)                             \
-            X((const void **)&(h)->proxy[i_]);                                \
+        P3D_KEEP_ARRAY((h)->ops, (h)->n_kept, X);                             \
+        P3D_KEEP_ARRAY((h)->stacks, (h)->n_stacks, X);                        \
+        P3D_KEEP_ARRAY((h)->mods, (h)->n_mods, X);                            \
+        P3D_KEEP_ARRAY((h)->hang, (h)->n_hang, X);                            \
+        P3D_KEEP_ARRAY((h)->abort, (h)->n_abort, X);                          \
+        P3D_KEEP_ARRAY((h)->proxy, (h)->n_proxy, X);                          \
     } while (0)
 
 /* p3d_hang_dist.c: the steps over several processes.  Whether the files
