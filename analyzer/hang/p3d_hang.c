@@ -16,7 +16,7 @@
 
 const char *const p3d_hang_state_name[] = {
     "ok", "waiting", "not_in_nccl", "killed", "exited", "no_trace", "stuck",
-    "cycle", "mismatch"};
+    "cycle", "mismatch", "records_dropped"};
 
 #define P3D_PUSH(arr, n, cap, v)                                              \
     do {                                                                      \
@@ -265,6 +265,8 @@ static void p3d_hang_classify(struct p3d_hrank *h)
                 h->n_pend++;
     if (h->n_pend > 0 || init_hang)
         h->state = P3D_HS_WAITING;
+    else if (p3d_lost_records(h->r) && (h->closed || h->term))
+        h->state = P3D_HS_DROPPED; /* alive, but its end is not traced */
     else if (h->closed && !h->term)
         h->state = P3D_HS_EXITED;
     else if (h->term)

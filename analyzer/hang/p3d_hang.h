@@ -33,7 +33,10 @@ enum p3d_hang_state {
     P3D_HS_NO_TRACE,    /* no readable trace file */
     P3D_HS_STUCK,       /* waiting, but every peer arrived */
     P3D_HS_CYCLE,       /* in a circular wait, the most waited-on rank */
-    P3D_HS_MISMATCH     /* its op disagrees with its peers' (the odd one) */
+    P3D_HS_MISMATCH,    /* its op disagrees with its peers' (the odd one) */
+    P3D_HS_DROPPED      /* its trace lost records (P3D_F_DROPPED) and shows
+                           nothing pending: what it did after its last
+                           record is not known (not "exited early") */
 };
 
 extern const char *const p3d_hang_state_name[];

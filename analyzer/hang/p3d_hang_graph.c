@@ -36,6 +36,11 @@ int p3d_hg_has_file(const struct p3d_hg *g, int b)
            g->hj->hr[b].open;
 }
 
+int p3d_hg_lost_records(const struct p3d_hg *g, int b)
+{
+    return p3d_hg_has_file(g, b) && p3d_lost_records(g->hj->hr[b].r);
+}
+
 /* Has member b (global) issued the counterpart of o (rank a's op)? */
 int p3d_hg_arrived(const struct p3d_hg *g, int b, const struct p3d_rec_op *o)
 {

@@ -110,6 +110,9 @@ struct p3d_hg {
 void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
                  const struct p3d_rec_op *o);
 int p3d_hg_has_file(const struct p3d_hg *g, int b);
+/* Whether rank b's trace lost records (the header's P3D_F_DROPPED): what
+ * it lacks is no evidence that b did not issue it. */
+int p3d_hg_lost_records(const struct p3d_hg *g, int b);
 /* Has member b (global) issued the counterpart of o? */
 int p3d_hg_arrived(const struct p3d_hg *g, int b, const struct p3d_rec_op *o);
 /* p3d_hang_odd.c: stuck roots replaced by the mismatches' odd ranks;

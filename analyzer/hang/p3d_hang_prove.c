@@ -13,7 +13,10 @@
  * buffer a small message), so those prove nothing.  Work a stream
  * enqueued after such an op cannot complete before it either.  Only
  * ranks alive to the end count (SIGTERM noted, or a watchdog report): a
- * killed rank is the hang's cause or a bystander, not a waiter.
+ * killed rank is the hang's cause or a bystander, not a waiter.  A member
+ * whose trace lost records (P3D_F_DROPPED: the writer drops every record
+ * once P3D_MAX_MB is reached, and single records when its buffers are
+ * full, shim/p3d_writer.c) proves nothing by what its trace lacks.
  */
 #include "p3d_hang_int.h"
 #include "p3d_util.h"
@@ -53,7 +56,8 @@ static int p3d_hp_unmatched(const struct p3d_hg *g, int a,
     c = &g->job->comms[gi];
     for (int j = 0; j < c->size; j++) {
         int b = c->slot[j];
-        if (b < 0 || b == a || !p3d_hp_needs(o, j) || !p3d_hg_has_file(g, b))
+        if (b < 0 || b == a || !p3d_hp_needs(o, j) ||
+            !p3d_hg_has_file(g, b) || p3d_hg_lost_records(g, b))
             continue;
         if (!p3d_hg_arrived(g, b, o))
             return 1;
@@ -86,7 +90,8 @@ static void p3d_hp_rank(struct p3d_hg *g, int a)
     for (size_t i = 0; i < h->n_kept; i++) /* each stream's first such op */
         if (!h->pend[i] && !h->done[i] && p3d_hp_unmatched(g, a, h->ops[i]))
             p3d_hp_mark(h, i);
-    if (h->n_pend > 0 && h->state == P3D_HS_NOT_IN_NCCL)
+    if (h->n_pend > 0 && (h->state == P3D_HS_NOT_IN_NCCL ||
+                          h->state == P3D_HS_DROPPED))
         h->state = P3D_HS_WAITING;
 }
 

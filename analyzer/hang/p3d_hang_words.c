@@ -44,6 +44,12 @@ const char *p3d_hang_state_text(int s)
         return "inside NCCL in a circular wait (deadlock): it waits on "
                "ranks that wait on it, and most waits end at it; look "
                "for an op it skipped or reordered";
+    case P3D_HS_DROPPED:
+        return "its trace lost records (the P3D_MAX_MB size cap was "
+               "reached, or its buffers were full), and nothing after its "
+               "last record is known: it may have issued what the others "
+               "wait for (then every member arrived: a stall in NCCL or "
+               "the network), or not (then it is the root)";
     case P3D_HS_MISMATCH:
         return "inside NCCL with an op that disagrees with what its peers "
                "(and the other groups of its kind) issued at the same "
@@ -100,6 +106,7 @@ static const char *p3d_hang_state_word(int s)
     case P3D_HS_STUCK: return "stuck in NCCL";
     case P3D_HS_MISMATCH: return "mismatched op";
     case P3D_HS_CYCLE: return "circular wait";
+    case P3D_HS_DROPPED: return "trace lost records: not known";
     default: return p3d_hang_state_name[s];
     }
 }

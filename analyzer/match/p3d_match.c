@@ -517,7 +517,10 @@ static uint64_t p3d_n_coll(const struct p3d_rcomm *c)
 
 /*
  * Members that issued fewer collectives on a communicator than another
- * member: a killed or hung rank, or a desynchronised schedule.
+ * member: a killed or hung rank, or a desynchronised schedule.  A rank
+ * whose trace lost records (P3D_F_DROPPED: every record once P3D_MAX_MB
+ * is reached, shim/p3d_writer.c) recorded fewer than it issued, so it is
+ * neither compared nor the reference.
  */
 static void p3d_short_members(struct p3d_job *job, struct p3d_match_res *res)
 {
@@ -525,7 +528,8 @@ static void p3d_short_members(struct p3d_job *job, struct p3d_match_res *res)
     int *who = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(*who));
 
     for (int i = 0; i < job->n_ranks; i++)
-        for (int k = 0; k < job->ranks[i].n_comms; k++) {
+        for (int k = 0; !p3d_lost_records(&job->ranks[i]) &&
+                        k < job->ranks[i].n_comms; k++) {
             const struct p3d_rcomm *c = &job->ranks[i].comms[k];
             if (c->gcomm >= 0 && p3d_n_coll(c) > max[c->gcomm]) {
                 max[c->gcomm] = p3d_n_coll(c);
@@ -533,7 +537,8 @@ static void p3d_short_members(struct p3d_job *job, struct p3d_match_res *res)
             }
         }
     for (int i = 0; i < job->n_ranks; i++)
-        for (int k = 0; k < job->ranks[i].n_comms; k++) {
+        for (int k = 0; !p3d_lost_records(&job->ranks[i]) &&
+                        k < job->ranks[i].n_comms; k++) {
             const struct p3d_rcomm *c = &job->ranks[i].comms[k];
             struct p3d_mismatch m = {c->hash, 0, P3D_MM_ISSUED, 0, 0, 0, 0,
                                      0, -1, -1};

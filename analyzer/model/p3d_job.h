@@ -225,6 +225,9 @@ void p3d_rank_free(struct p3d_rank *r);
 /* The file to read r from again (after the scan): its copy where there is
  * one (p3d-analyze-mpi --local), else its path. */
 const char *p3d_rank_file(const struct p3d_rank *r);
+/* Whether r's trace lost records while recording (P3D_F_DROPPED): its
+ * file lacks ops the rank issued, so what it lacks proves nothing. */
+int p3d_lost_records(const struct p3d_rank *r);
 /* Join rank communicators by hash into job->comms. */
 void p3d_comm_join(struct p3d_job *job);
 /* Keep res under key, freed with free_fn (NULL: not freed) by

@@ -322,6 +322,11 @@ int p3d_rank_scan(struct p3d_rank *r)
     return ret;
 }
 
+int p3d_lost_records(const struct p3d_rank *r)
+{
+    return !r->failed && (r->hdr.flags & P3D_F_DROPPED);
+}
+
 const char *p3d_rank_file(const struct p3d_rank *r)
 {
     return r->copy ? r->copy : r->path;

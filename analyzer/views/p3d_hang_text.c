@@ -98,6 +98,14 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
                 rt->owed_how == 1 ? "its next op, per a rank of the same "
                 "stage" : rt->owed_how == 2 ? "the only one waited on"
                 : "earliest wait on it");
+    else if (rt->owed_op >= 0 && rt->state == P3D_HS_DROPPED)
+        fprintf(f, "    its peers wait for its part of %s #%" PRIu64
+                " on comm 0x%016" PRIx64 " (%s) [%s]; %" PRIu64 " of its "
+                "records were dropped, so whether it issued it is not "
+                "known (it recorded %" PRIu64 " ops on that comm)\n",
+                p3d_hang_op_name(rt->owed_op), rt->owed_seq, rt->owed_comm,
+                p3d_hang_lbl_name(rt->owed_label), p3d_ho_owed_how(rt->owed_how),
+                h ? h->r->hdr.dropped_records : 0, rt->issued_on_comm);
     else if (rt->owed_op >= 0 && rt->state == P3D_HS_NO_TRACE)
         fprintf(f, "    its peers wait for its part of %s #%" PRIu64
                 " on comm 0x%016" PRIx64 " (%s) [%s]; with no trace of it, "

@@ -239,6 +239,9 @@ static void p3d_json_ranks(FILE *f, const struct p3d_job *job)
                 PRIu64 ", \"closed\": %s, \"truncated\": %s",
                 r->failed ? "false" : "true", r->n_records, r->n_ops,
                 r->closed ? "true" : "false", r->truncated ? "true" : "false");
+        if (p3d_lost_records(r)) /* only then: the rest read as before */
+            fprintf(f, ", \"dropped_records\": %" PRIu64,
+                    r->hdr.dropped_records);
         p3d_time_json_rank(f, job, i); /* time fields (p3d_time_json.c) */
         fprintf(f, "}%s\n", i + 1 < job->n_ranks ? "," : "");
     }

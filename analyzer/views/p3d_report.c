@@ -277,6 +277,31 @@ static void p3d_report_other(FILE *f, const struct p3d_mismatch *x,
     fprintf(f, "  %s: %s\n", kind, b);
 }
 
+/* Ranks whose traces lost records: what they lack is not a schedule
+ * gone wrong (p3d_lost_records). */
+static void p3d_report_lost(FILE *f, const struct p3d_job *job)
+{
+    int r[64], n = 0;
+    uint64_t lost = 0;
+    char who[256];
+
+    for (int i = 0; i < job->n_ranks; i++)
+        if (p3d_lost_records(&job->ranks[i])) {
+            if (n < 64)
+                r[n] = job->ranks[i].rank;
+            n++;
+            lost += job->ranks[i].hdr.dropped_records;
+        }
+    if (!n)
+        return;
+    p3d_fmt_ranks(who, sizeof(who), r, n < 64 ? n : 64);
+    fprintf(f, "  rank(s) %s lost %" PRIu64 " records while recording (the "
+            "P3D_MAX_MB size cap was reached, or buffers were full): the "
+            "collectives missing from their traces are not counted as "
+            "members behind, and their unmatched sends/recvs may be records "
+            "lost\n", who, lost);
+}
+
 static void p3d_report_match(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_match_res *m = job->match;
@@ -287,6 +312,7 @@ static void p3d_report_match(FILE *f, const struct p3d_job *job)
             "%" PRIu64 " send/recv pairs, %" PRIu64 " mismatches, %" PRIu64
             " unmatched sends/recvs, %" PRIu64 " members behind\n", m->n_coll,
             m->n_p2p, m->n_mismatch, m->n_unmatched_p2p, m->n_short);
+    p3d_report_lost(f, job);
     for (int i = 0, j; i < m->n_kept; i = j) {
         const struct p3d_mismatch *x = &m->mm[i];
         int gi = p3d_map_get(&job->comm_idx, x->comm);

@@ -31,6 +31,10 @@
  *                    the count: with --ops of 40000 or more it has more
  *                    than 4,096 runs of seqs on TP, so the matcher does
  *                    not find it at the last step's seqs (P3D_RUNS_MAX)
+ *   --capped R       rank R's trace reached its size cap (P3D_MAX_MB) half
+ *                    way: every record from the middle step on was
+ *                    dropped (the header counts them), though the rank ran
+ *                    on as its peers did and closed its file
  *   --truth FILE     write "0xHASH USED_AS m0,m1,..." per communicator
  *   bad input (R = rank): --truncate R --killed R --bad-magic R
  *   --future-major R --huge-len R --unknown-tag R --missing R
@@ -66,11 +70,11 @@ static struct {
     int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops, stall;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
     int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
-    int skip, captured, gaps;
+    int skip, captured, gaps, capped;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
-       -1, -1, -1, -1, 0, -1, 0, -1, "genjob", "", NULL, NULL, NULL, 1800000000ull};
+       -1, -1, -1, -1, 0, -1, 0, -1, -1, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 #define GEN_MAX_WORLD 16384 /* issue 23's scale sets: 16,384 ranks */
 
@@ -85,6 +89,8 @@ struct wr {
     size_t off;
     uint32_t index;
     uint64_t n_rec, op_id, t;
+    int dropping;     /* --capped: the trace reached its size cap */
+    uint64_t dropped; /* records left out (the header counts them) */
 };
 
 static uint64_t mix(uint64_t x)
@@ -249,6 +255,10 @@ static void put(struct wr *w, void *rec, size_t len)
 {
     struct p3d_rec_hdr *h = rec;
 
+    if (w->dropping) {
+        w->dropped++;
+        return;
+    }
     if (w->off + len > sizeof(w->chunk))
         wr_flush(w);
     h->len = (uint16_t)len;
@@ -338,7 +348,6 @@ struct rank_ctx {
     struct wr w;
     struct comm c[F_N], p2p_prev, p2p_next;
     int have[F_N], r, stage, first_tp_ar, prev, next, mb;
-    uint64_t dropped; /* records --gaps left out */
     FILE *truth;
     long mark_off;
 };
@@ -357,7 +366,7 @@ static void coll(struct rank_ctx *x, int fam, int op, int dt, int redop,
         return;
     if (x->r == g.gaps && fam == F_TP && x->c[fam].seq % 2) {
         x->c[fam].seq++; /* issued, its record dropped */
-        x->dropped++;
+        x->w.dropped++;
         return;
     }
     mark(x);
@@ -423,6 +432,8 @@ static void step(struct rank_ctx *x, int s)
     int dpcp = g.size[AX_DP] * g.size[AX_CP];
 
     x->first_tp_ar = 0;
+    if (x->r == g.capped && s == g.steps / 2)
+        x->w.dropping = 1; /* every record from here on is dropped */
     if (s == 0)
         coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 1, -1);
     for (x->mb = 0; x->mb < g.mb; x->mb++)
@@ -663,9 +674,9 @@ static void write_rank(int r, FILE *truth)
         body(&x);
         fwrite(x.w.chunk, 1, sizeof(x.w.chunk), x.w.f);
         fill_hdr(&h, r, x.w.n_rec);
-        if (x.dropped) {
+        if (x.w.dropped) {
             h.flags |= P3D_F_DROPPED;
-            h.dropped_records = x.dropped;
+            h.dropped_records = x.w.dropped;
         }
         fseek(x.w.f, 0, SEEK_SET);
         fwrite(&h, 1, sizeof(h), x.w.f);
@@ -716,7 +727,7 @@ static int parse_int_opt(const char *o, const char *v)
         {"--unknown-tag", &g.unknown_tag}, {"--missing", &g.missing},
         {"--duplicate", &g.duplicate}, {"--empty", &g.empty},
         {"--mismatch", &g.mismatch}, {"--skip", &g.skip},
-        {"--gaps", &g.gaps}};
+        {"--gaps", &g.gaps}, {"--capped", &g.capped}};
 
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcmp(o, t[i].name)) {

@@ -118,9 +118,15 @@ grep -q '"mismatch_count": 1' "$T/mm.json" ||
 # or ignoring the mark, reports the late disagreements: 16 of them)
 "$G" --tp 2 --pp 1 --dp 2 --ops 40000 --gaps 1 --job gaps "$T/gaps" > /dev/null
 same gaps "$T/gaps"
-grep -q '"members_behind": 1' "$T/gaps.json" &&
+grep -q '"dropped_records": 17780' "$T/gaps.json" &&
     grep -q '"mismatch_count": 0' "$T/gaps.json" ||
-    fail "gaps: p3d-analyze did not take rank 1 as behind with no mismatch"
+    fail "gaps: p3d-analyze did not see rank 1's dropped records, or found a mismatch"
+# a rank whose trace reached its size cap, the others stalled: the hang's
+# root "records_dropped" wherever the ranks are read
+"$G" --tp 2 --pp 2 --dp 2 --capped 5 --stall --job capped "$T/capped" > /dev/null
+same capped "$T/capped"
+grep -q '"state": "records_dropped"' "$T/capped.json" ||
+    fail "capped: p3d-analyze did not name rank 5 records_dropped"
 # the work is split: P3D_MPI_STATS=1 has each of the 4 processes say what
 # it moved. The ops go to their communicators' owners in the rounds, so
 # no process takes in most of the rounds' bytes, and what a process sends
