@@ -327,6 +327,25 @@ static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
     free(r);
 }
 
+/* With no hang found: ranks whose traces lost records, whose end (and a
+ * hang in it) the traces do not show. */
+static void p3d_ho_lost(FILE *f, const struct p3d_job *job)
+{
+    int *r = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(int)), n = 0;
+    char buf[256];
+
+    for (int i = 0; i < job->n_ranks; i++)
+        if (p3d_lost_records(&job->ranks[i]))
+            r[n++] = job->ranks[i].rank;
+    p3d_fmt_ranks(buf, sizeof(buf), r, n);
+    if (n)
+        fprintf(f, "  but rank(s) %s lost records while recording "
+                "(P3D_MAX_MB reached, or full buffers): what they did after "
+                "their last record, a hang included, is not in the traces\n",
+                buf);
+    free(r);
+}
+
 void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
 {
     unsigned frames = detail & P3D_DETAIL_HANG ? 12 : P3D_FRAMES_SHOWN;
@@ -349,6 +368,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
                 "completed%s\n", res->n_mm ? "; but ops disagree:" : "");
     }
     if (!res->detected) {
+        p3d_ho_lost(f, job);
         p3d_ho_mm(f, res, job);
         p3d_ho_aborts(f, job, detail & P3D_DETAIL_HANG);
         p3d_ho_no_gpu(f, job);

@@ -23,6 +23,8 @@ assert all("dropped_records" not in r for r in j["ranks"] if r["rank"] != 5)
 PY
     grep -q "rank(s) 5 lost [0-9]* records while recording" "$T/c.txt" ||
         fail "capped ($w): the report does not say rank 5 lost records"
+    grep -q "but rank(s) 5 lost records while recording .* a hang included, is not in the traces" \
+        "$T/c.txt" || fail "capped ($w): 'no hang' without its doubt"
     "$G" --tp 2 --pp 2 --dp 2 $gpu --capped 5 --stall "$T/s$gpu" > /dev/null ||
         fail "p3d-gen --capped --stall $gpu"
     "$A" --json "$T/s.json" "$T/s$gpu" > "$T/s.txt" 2>&1
@@ -40,4 +42,26 @@ PY
     grep -q "records were dropped, so whether it issued it is not known" \
         "$T/s.txt" || fail "capped, stalled ($w): the root's doubt is not said"
 done
+# The real shim: P3D_MAX_MB=1 on a simulated job whose rank 6 stops
+# issuing at its 300th pipeline op, by when every rank's file is full (16
+# layers: about 2 MB each by then), so no rank's trace shows the hang.
+# Every header must count its dropped records, and the report must not
+# say "no hang" without saying what it cannot see.
+S=$P3D_BUILD/p3d-sim
+if [ -x "$S" ] && [ -f "$P3D_BUILD/libp3dtrace.so" ]; then
+    P3D_MAX_MB=1 P3D_QUIET=1 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 64 \
+        --layers 16 --hang 6:pp:300 --stop-when-hung --out "$T" \
+        --job-id simcap --shim "$P3D_BUILD/libp3dtrace.so" --quiet \
+        > "$T/sim.log" 2>&1
+    "$A" --json "$T/sim.json" "$T/simcap" > "$T/sim.txt" 2>&1
+    python3 - "$T/sim.json" <<'PY' || fail "P3D_MAX_MB=1 under the shim: $(grep -m1 'hang analysis' "$T/sim.txt")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert len(j["ranks"]) == 8, j["ranks"]
+assert all(r.get("dropped_records", 0) > 0 for r in j["ranks"]), j["ranks"]
+assert j["matching"]["members_behind"] == 0, j["matching"]
+PY
+    grep -q "but rank(s) 0-7 lost records while recording" "$T/sim.txt" ||
+        fail "P3D_MAX_MB=1 under the shim: 'no hang' without its doubt"
+fi
 echo "dropped records: not behind, no proof from what is missing, the root named as not known; with and without GPU records"
