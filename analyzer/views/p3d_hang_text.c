@@ -327,6 +327,16 @@ static void p3d_ho_no_gpu(FILE *f, const struct p3d_job *job)
     free(r);
 }
 
+/* Whether every root is a rank whose trace lost records (a candidate,
+ * not a finding). */
+static int p3d_ho_roots_lost(const struct p3d_hang_res *res)
+{
+    for (int i = 0; i < res->n_roots; i++)
+        if (res->roots[i].state != P3D_HS_DROPPED)
+            return 0;
+    return res->n_roots > 0;
+}
+
 /* With no hang found: ranks whose traces lost records, whose end (and a
  * hang in it) the traces do not show. */
 static void p3d_ho_lost(FILE *f, const struct p3d_job *job)
@@ -386,6 +396,11 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
                 "NCCL_RAS_ENABLE=1 (ncclras lists the peers' states), "
                 "NCCL_DEBUG=INFO, and the NICs' and links' error counters "
                 "would tell\n", res->n_waiting);
+    else if (p3d_ho_roots_lost(res))
+        fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL, "
+                "for rank(s) %s, whose traces lost records: the root is not "
+                "known (them, or a stall if they issued their part)\n",
+                res->n_waiting, roots);
     else
         fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; "
                 "root rank(s) %s\n", res->n_waiting, roots);

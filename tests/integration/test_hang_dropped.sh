@@ -41,6 +41,8 @@ assert not any(w["proven_by_peers"] for w in h["chain"]), h["chain"]
 PY
     grep -q "records were dropped, so whether it issued it is not known" \
         "$T/s.txt" || fail "capped, stalled ($w): the root's doubt is not said"
+    grep -q "for rank(s) 5, whose traces lost records: the root is not known" \
+        "$T/s.txt" || fail "capped, stalled ($w): the headline names a root"
 done
 # The real shim: P3D_MAX_MB=1 on a simulated job whose rank 6 stops
 # issuing at its 300th pipeline op, by when every rank's file is full (16
