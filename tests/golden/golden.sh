@@ -18,7 +18,9 @@
 # The corpus (why each is there):
 #   example        the committed example under traces/
 #   h200-*         the traces recorded on the H200 (tests/data)
-#   gen-*          p3d-gen sets: layouts and orders, GPU records, a stall,
+#   gen-*          p3d-gen sets: layouts and orders, GPU records, a stall
+#                  (one with a rank whose trace reached its size cap),
+#                  a rank with thousands of dropped records,
 #                  a skipped op, a mismatch, bad files (deterministic)
 #   sim-*          p3d-sim jobs under the real shim: every framework the
 #                  simulator replays, MoE, HSDP, the 1F1B schedule with
@@ -70,6 +72,8 @@ corpus() {
     gen gen-skip --tp 2 --pp 2 --dp 2 --skip 3
     gen gen-mismatch --tp 2 --dp 2 --mismatch 1
     gen gen-bad --tp 2 --dp 4 --truncate 3 --bad-magic 5 --missing 6
+    gen gen-capped --tp 2 --pp 2 --dp 2 --capped 5 --stall
+    gen gen-gaps --tp 2 --dp 2 --ops 40000 --gaps 1
     sim sim-tp2pp2dp2 --tp 2 --pp 2 --dp 2 -m 8 --iters 3
     sim sim-vpp --tp 1 --pp 4 --dp 2 -m 8 --vpp 2 --iters 2
     sim sim-ppdp --tp 2 --pp 2 --dp 2 -m 4 --order tp-cp-ep-pp-dp --iters 2
