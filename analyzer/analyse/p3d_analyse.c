@@ -95,7 +95,7 @@ static int p3d_pass_scan(struct p3d_run *run)
     }
     if (p3d_dist_active)
         p3d_dist_scan(p3d_dist_active, job, run->o->threads,
-                      run->m ? &run->sink : NULL);
+                      run->m ? &run->sink : NULL, run->m);
     else
         p3d_job_scan(job, run->o->threads);
     for (int i = 0; i < job->n_ranks; i++)

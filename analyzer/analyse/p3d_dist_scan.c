@@ -48,13 +48,17 @@
 
 /* What a round carries: pieces of a kind, a number and bytes. */
 enum { P3D_PIECE_RANK = 1, /* a rank file's scan results: its index */
-       P3D_PIECE_OPS = 2 /* ops of one global rank: (int32 comm rank,
-                            struct p3d_rec_op) each */ };
+       P3D_PIECE_OPS = 2, /* ops of one global rank: (int32 comm rank,
+                             struct p3d_rec_op) each */
+       P3D_PIECE_LAST = 3 /* one global rank's last runs of seqs, on the
+                             comms where it had more than P3D_RUNS_MAX:
+                             (u64 comm, lo, hi) each */ };
 
 struct p3d_shuffle {
     struct p3d_dist *d;
     struct p3d_job *job;
     const struct p3d_op_sink *local; /* this process's matcher, or NULL */
+    struct p3d_matcher *m;           /* the same matcher */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct p3d_bytes *out; /* [d->n]: to go in the next round */
@@ -70,7 +74,10 @@ struct p3d_route_st {
     void *local_st;
     struct p3d_bytes *to; /* [d->n] */
     struct p3d_map taken; /* comm hash -> index in take: this rank's */
-    struct p3d_take *take; /* its collectives on each comm, as taken */
+    struct p3d_route_take {
+        uint64_t comm;
+        struct p3d_take t; /* its collectives on comm, as taken */
+    } *take;
     size_t n_comms, cap_comms;
 };
 
@@ -84,9 +91,11 @@ static enum p3d_take_how p3d_route_take(struct p3d_route_st *st,
                              &st->n_comms, &st->cap_comms, sizeof(*st->take),
                              &added);
 
-    if (added)
+    if (added) {
         memset(&st->take[k], 0, sizeof(st->take[k]));
-    return p3d_match_take(&st->take[k], o);
+        st->take[k].comm = o->comm_hash;
+    }
+    return p3d_match_take(&st->take[k].t, o);
 }
 
 static void *p3d_route_open(void *ctx)
@@ -146,20 +155,46 @@ static void p3d_route_op(void *ctx, void *stp, int rank, int comm_rank,
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The rank's last runs where it had more than P3D_RUNS_MAX (a damaged
+ * trace: rare) into b, and to this process's matcher: every matcher gets
+ * them (which of its blocks they cover is its to see). */
+static void p3d_route_last_runs(struct p3d_shuffle *s,
+                                struct p3d_route_st *st, int rank,
+                                struct p3d_bytes *b)
+{
+    for (size_t k = 0; k < st->n_comms; k++) {
+        const struct p3d_take *t = &st->take[k].t;
+        uint64_t v[3] = {st->take[k].comm, t->lo, t->hi};
+        if (t->n_runs <= P3D_RUNS_MAX)
+            continue;
+        p3d_matcher_last_run(s->m, rank, v[0], v[1], v[2]);
+        p3d_bytes_put(b, v, sizeof(v));
+    }
+}
+
 /* The rest of the rank's ops for the others into the next round. */
 static void p3d_route_rank_end(void *ctx, void *stp, int rank)
 {
     struct p3d_shuffle *s = ctx;
     struct p3d_route_st *st = stp;
+    struct p3d_bytes last = {0};
 
     s->local->rank_end(s->local->ctx, st->local_st, rank);
-    p3d_map_free(&st->taken); /* the next rank counts its own */
-    st->n_comms = 0;
+    p3d_route_last_runs(s, st, rank, &last);
     pthread_mutex_lock(&s->mu);
-    for (int p = 0; p < s->d->n; p++)
+    for (int p = 0; p < s->d->n; p++) {
         if (st->to[p].n)
             p3d_route_hand(s, st, rank, p);
+        if (last.n && p != s->d->self) {
+            p3d_bytes_put_piece(&s->out[p], P3D_PIECE_LAST, rank, last.p,
+                                last.n);
+            s->out_bytes += last.n;
+        }
+    }
     pthread_mutex_unlock(&s->mu);
+    p3d_bytes_free(&last);
+    p3d_map_free(&st->taken); /* the next rank counts its own */
+    st->n_comms = 0;
 }
 
 static void p3d_route_close(void *ctx, void *stp)
@@ -261,6 +296,18 @@ static void p3d_dist_feed(const struct p3d_op_sink *k, int rank,
     k->close(k->ctx, st);
 }
 
+/* A rank's last runs, read elsewhere (P3D_PIECE_LAST). */
+static void p3d_dist_last_runs(struct p3d_matcher *m, int rank,
+                               const char *p, size_t n)
+{
+    for (size_t off = 0; m && off + 3 * sizeof(uint64_t) <= n;
+         off += 3 * sizeof(uint64_t)) {
+        uint64_t v[3];
+        memcpy(v, p + off, sizeof(v));
+        p3d_matcher_last_run(m, rank, v[0], v[1], v[2]);
+    }
+}
+
 /* A rank file's results from process `from` (on process 0). */
 static void p3d_dist_take_rank(struct p3d_shuffle *s, int from, int i,
                                const char *p, size_t n)
@@ -291,6 +338,8 @@ static void p3d_round_take_in(struct p3d_shuffle *s, int from,
             p3d_dist_take_rank(s, from, pc.num, pc.p, pc.n);
         else if (pc.kind == P3D_PIECE_OPS)
             p3d_dist_feed(s->local, pc.num, pc.p, pc.n);
+        else if (pc.kind == P3D_PIECE_LAST)
+            p3d_dist_last_runs(s->m, pc.num, pc.p, pc.n);
         else
             break;
     }
@@ -436,9 +485,9 @@ static void p3d_round_sizes(struct p3d_shuffle *s)
 }
 
 void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
-                   const struct p3d_op_sink *sink)
+                   const struct p3d_op_sink *sink, struct p3d_matcher *m)
 {
-    struct p3d_shuffle s = {.d = d, .job = job, .local = sink,
+    struct p3d_shuffle s = {.d = d, .job = job, .local = sink, .m = m,
                             .mu = PTHREAD_MUTEX_INITIALIZER,
                             .cv = PTHREAD_COND_INITIALIZER, .scanning = 1};
     struct p3d_op_sink route = {&s, p3d_route_open, p3d_route_op,

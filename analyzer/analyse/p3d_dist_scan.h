@@ -10,9 +10,11 @@
 #include "p3d_dist.h"
 #include "p3d_job.h"
 
-/* The scan pass on process d->self; sink: this process's matcher, fed
- * the ops of the communicators it owns, or NULL (--no-match). */
+struct p3d_matcher;
+/* The scan pass on process d->self; sink: this process's matcher m (its
+ * p3d_matcher_sink), fed the ops of its communicators' blocks of seqs,
+ * or NULL for both (--no-match). */
 void p3d_dist_scan(struct p3d_dist *d, struct p3d_job *job, int threads,
-                   const struct p3d_op_sink *sink);
+                   const struct p3d_op_sink *sink, struct p3d_matcher *m);
 
 #endif /* P3D_DIST_SCAN_H */

@@ -177,10 +177,23 @@ enum p3d_take_how p3d_match_take(struct p3d_take *t,
     if (o->seq >= t->n_taken + P3D_SEQ_SLACK)
         return P3D_TAKE_NOT;
     t->n_taken++;
-    if (!t->n_runs || o->seq != t->hi)
+    if (!t->n_runs || o->seq != t->hi) {
         t->n_runs++;
+        t->lo = o->seq;
+    }
     t->hi = o->seq + 1;
     return t->n_runs <= P3D_RUNS_MAX ? P3D_TAKE_NOTED : P3D_TAKE_UNNOTED;
+}
+
+void p3d_matcher_last_run(struct p3d_matcher *m, int rank, uint64_t comm,
+                          uint64_t lo, uint64_t hi)
+{
+    struct p3d_shard *sh = p3d_shard_of(m, comm);
+
+    pthread_mutex_lock(&sh->lock);
+    p3d_member_get(p3d_mcomm_get(sh, comm), rank)->last =
+        (struct p3d_run){lo, hi};
+    pthread_mutex_unlock(&sh->lock);
 }
 
 /* Where collective seq lies in this shard's arrays: one block of

@@ -58,22 +58,30 @@ void p3d_matcher_split(struct p3d_matcher *m, int n, uint64_t block);
  */
 struct p3d_take {
     uint64_t n_taken; /* collectives taken (bounds the seqs believed) */
-    uint64_t hi;      /* one past the current run's last seq */
+    uint64_t lo, hi;  /* the current run: seqs lo .. hi - 1 */
     uint64_t n_runs;  /* runs begun */
 };
 enum p3d_take_how {
     P3D_TAKE_NOT,    /* a seq far past those taken: damaged, not matched */
     P3D_TAKE_NOTED,  /* matched; the member is found at its seq later */
     P3D_TAKE_UNNOTED /* matched, but past the member's P3D_RUNS_MAX runs:
-                        not remembered as a member of its instance */
+                        not remembered as a member of its instance, unless
+                        it is in the member's last run */
 };
-/* A member keeps at most this many runs; a member with more gaps (a
- * damaged trace) is not remembered at the seqs of its later runs. */
+/* A member keeps at most this many runs, and its last one; a member with
+ * more gaps (a damaged trace) is not remembered at the seqs of the runs
+ * between. */
 #define P3D_RUNS_MAX 4096
 /* The verdict on the member's next op o (t updated); a collective the
  * matcher does not count (Send/Recv, damaged kinds): P3D_TAKE_NOTED. */
 enum p3d_take_how p3d_match_take(struct p3d_take *t,
                                  const struct p3d_rec_op *o);
+/* Over several processes: member `rank`'s last run of seqs on comm
+ * (t.lo .. t.hi - 1 of its p3d_take at the rank's end), when it had more
+ * than P3D_RUNS_MAX runs: the scan sends it to every matcher at the
+ * rank's end (one process keeps its own).  Thread-safe. */
+void p3d_matcher_last_run(struct p3d_matcher *m, int rank, uint64_t comm,
+                          uint64_t lo, uint64_t hi);
 /* Over several processes the scan marks, in the flags of the copy it
  * sends, a collective that p3d_match_take found P3D_TAKE_UNNOTED (and
  * clears the bit on every other: the trace's P3D_OPF_* use bits 0-4, and

@@ -41,6 +41,8 @@ struct p3d_member {
     int32_t rank;       /* global */
     uint32_t n_more;    /* closed runs in more[] */
     struct p3d_take take; /* its seqs as taken (one process only) */
+    struct p3d_run last;  /* its last run, past P3D_RUNS_MAX (global seqs;
+                             p3d_div_finish, p3d_matcher_last_run) */
     struct p3d_run cur; /* the run being extended */
     struct p3d_run *more;
     size_t more_cap;

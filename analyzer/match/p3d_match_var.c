@@ -58,12 +58,16 @@ void p3d_member_note(struct p3d_member *mb, uint64_t seq)
     mb->cur.hi = seq + 1;
 }
 
-static int p3d_member_has(const struct p3d_member *mb, uint64_t seq)
+/* Whether mb took the instance at local index li (global seq). */
+static int p3d_member_has(const struct p3d_member *mb, uint64_t li,
+                          uint64_t seq)
 {
-    if (seq >= mb->cur.lo && seq < mb->cur.hi)
+    if (seq >= mb->last.lo && seq < mb->last.hi)
+        return 1;
+    if (li >= mb->cur.lo && li < mb->cur.hi)
         return 1;
     for (uint32_t i = 0; i < mb->n_more; i++)
-        if (seq >= mb->more[i].lo && seq < mb->more[i].hi)
+        if (li >= mb->more[i].lo && li < mb->more[i].hi)
             return 1;
     return 0;
 }
@@ -180,7 +184,7 @@ static void p3d_div_decide(struct p3d_shard *sh, const struct p3d_mcomm *c,
     for (size_t i = 0; i < c->n_mem; i++) {
         const struct p3d_member *mb = &c->mem[i];
         uint32_t v = d->var0;
-        if (!p3d_member_has(mb, d->li))
+        if (!p3d_member_has(mb, d->li, d->seq))
             continue;
         while (k < n && (*buf)[k].rank < mb->rank)
             k++;
@@ -199,6 +203,12 @@ void p3d_div_finish(struct p3d_shard *sh)
     struct p3d_vmember *buf = NULL;
     size_t cap = 0;
 
+    for (size_t i = 0; i < sh->n; i++) /* one process: its last runs */
+        for (size_t k = 0; k < sh->comms[i].n_mem; k++) {
+            struct p3d_member *mb = &sh->comms[i].mem[k];
+            if (mb->take.n_runs > P3D_RUNS_MAX)
+                mb->last = (struct p3d_run){mb->take.lo, mb->take.hi};
+        }
     for (size_t i = 0; i < sh->n; i++) /* members by rank, once */
         if (sh->comms[i].n_mem > 1)
             qsort(sh->comms[i].mem, sh->comms[i].n_mem,

@@ -29,8 +29,8 @@
  *                    dropped (as by a full buffer: the header counts them),
  *                    and in the last step its TP all-reduces disagree on
  *                    the count: with --ops of 40000 or more it has more
- *                    than 4,096 runs of seqs on TP, so the matcher does
- *                    not find it at the last step's seqs (P3D_RUNS_MAX)
+ *                    than 4,096 runs of seqs on TP, so the matcher finds
+ *                    it only in its last run (P3D_RUNS_MAX)
  *   --capped R       rank R's trace reached its size cap (P3D_MAX_MB) half
  *                    way: every record from the middle step on was
  *                    dropped (the header counts them), though the rank ran

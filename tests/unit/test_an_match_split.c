@@ -8,7 +8,8 @@
  * Then one communicator dealt by blocks of seq (p3d_dist_seq_owner, as
  * the MPI scan deals it), with a member whose gaps pass P3D_RUNS_MAX and
  * a damaged seq: each part's matcher sees only its blocks, and the
- * verdict on each op (p3d_match_take) is made where the rank is read.
+ * verdict on each op (p3d_match_take) is made where the rank is read, which
+ * also sends every part the member's last run (p3d_matcher_last_run).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,6 +106,7 @@ static void test_split_folds_to_whole(void **state)
 
 #define GAP_SEQS 10002 /* ranks 0 and 1 take every seq; rank 2 even ones */
 #define GAP_LATE 9000  /* rank 2's run 4501: past P3D_RUNS_MAX */
+#define GAP_LAST 10000 /* rank 2's last run: remembered */
 
 /* A rank's ops on the one communicator, in v; returns how many. */
 static int gap_ops_of(int rank, struct p3d_rec_op *v)
@@ -116,7 +118,8 @@ static int gap_ops_of(int rank, struct p3d_rec_op *v)
         if (rank == 2 && s % 2)
             continue;
         o.seq = (uint64_t)s;
-        if ((s == 10 && rank == 2) || (s == GAP_LATE && rank >= 1))
+        if ((s == 10 && rank == 2) || (s == GAP_LATE && rank >= 1) ||
+            (s == GAP_LAST && rank == 2))
             o.count = 101 + (uint64_t)rank;
         v[n++] = o;
         if (rank == 1 && s == 20) { /* damaged: never believed */
@@ -162,6 +165,8 @@ static struct p3d_match_res gap_fed(int parts, uint64_t block)
             }
             p3d_matcher_op(m[to], r, r, &o);
         }
+        for (int p = 0; parts && t.n_runs > P3D_RUNS_MAX && p < parts; p++)
+            p3d_matcher_last_run(m[p], r, v[0].comm_hash, t.lo, t.hi);
     }
     memset(&job, 0, sizeof(job));
     for (int p = 0; p < k; p++) {
@@ -181,13 +186,16 @@ static void test_seq_split_with_gaps(void **state)
 
     (void)state;
     /* seq 10: rank 2 against rank 0; GAP_LATE: rank 1 against rank 0
-     * only (rank 2 is past its runs there, so not found a member) */
+     * only (rank 2 is past its runs there, so not found a member);
+     * GAP_LAST: rank 2 again (its last run is remembered) */
     assert_int_equal(whole.n_coll, GAP_SEQS);
-    assert_int_equal(whole.n_mismatch, 2);
+    assert_int_equal(whole.n_mismatch, 3);
     assert_int_equal(whole.mm[0].seq, 10);
     assert_int_equal(whole.mm[0].rank_b, 2);
     assert_int_equal(whole.mm[1].seq, GAP_LATE);
     assert_int_equal(whole.mm[1].rank_b, 1);
+    assert_int_equal(whole.mm[2].seq, GAP_LAST);
+    assert_int_equal(whole.mm[2].rank_b, 2);
     for (int parts = 1; parts <= 4; parts++)
         for (uint64_t block = 1; block <= 300; block += 299) {
             struct p3d_match_res part = gap_fed(parts, block);
