@@ -212,11 +212,11 @@ static uint64_t p3d_local_seq(const struct p3d_shard *sh, uint64_t seq)
 /*
  * A member's seqs beyond what it has taken plus P3D_SEQ_SLACK are not
  * believed, and its seqs are remembered in at most P3D_RUNS_MAX runs
- * (p3d_match_take: per member, so the same whatever the order of
- * arrival; over several processes the scan takes them where the rank is
- * read, which sees all of the member's ops, and marks the copies it sends
- * P3D_MATCH_UNNOTED).  An instance keeps the first record; disagreement
- * makes it divergent.
+ * and its last one (p3d_match_take: per member, so the same whatever the
+ * order of arrival; over several processes the scan takes them where the
+ * rank is read, which sees all of the member's ops, marks the copies it
+ * sends P3D_MATCH_UNNOTED and sends the last run, p3d_matcher_last_run).
+ * An instance keeps the first record; disagreement makes it divergent.
  */
 static void p3d_on_coll(struct p3d_shard *sh, struct p3d_mcomm *c, int rank,
                         const struct p3d_rec_op *o)
