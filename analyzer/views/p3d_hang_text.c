@@ -15,6 +15,7 @@
 #include "p3d_match.h"
 #include "p3d_symbol.h"
 #include "p3d_util.h"
+#include "p3d_vfmt.h"
 
 
 
@@ -341,19 +342,13 @@ static int p3d_ho_roots_lost(const struct p3d_hang_res *res)
  * hang in it) the traces do not show. */
 static void p3d_ho_lost(FILE *f, const struct p3d_job *job)
 {
-    int *r = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(int)), n = 0;
     char buf[256];
 
-    for (int i = 0; i < job->n_ranks; i++)
-        if (p3d_lost_records(&job->ranks[i]))
-            r[n++] = job->ranks[i].rank;
-    p3d_fmt_ranks(buf, sizeof(buf), r, n);
-    if (n)
+    if (p3d_fmt_lost_ranks(buf, sizeof(buf), job, NULL))
         fprintf(f, "  but rank(s) %s lost records while recording "
                 "(P3D_MAX_MB reached, or full buffers): what they did after "
                 "their last record, a hang included, is not in the traces\n",
                 buf);
-    free(r);
 }
 
 void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)

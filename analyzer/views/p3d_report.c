@@ -281,20 +281,11 @@ static void p3d_report_other(FILE *f, const struct p3d_mismatch *x,
  * gone wrong (p3d_lost_records). */
 static void p3d_report_lost(FILE *f, const struct p3d_job *job)
 {
-    int r[64], n = 0;
-    uint64_t lost = 0;
+    uint64_t lost;
     char who[256];
 
-    for (int i = 0; i < job->n_ranks; i++)
-        if (p3d_lost_records(&job->ranks[i])) {
-            if (n < 64)
-                r[n] = job->ranks[i].rank;
-            n++;
-            lost += job->ranks[i].hdr.dropped_records;
-        }
-    if (!n)
+    if (!p3d_fmt_lost_ranks(who, sizeof(who), job, &lost))
         return;
-    p3d_fmt_ranks(who, sizeof(who), r, n < 64 ? n : 64);
     fprintf(f, "  rank(s) %s lost %" PRIu64 " records while recording (the "
             "P3D_MAX_MB size cap was reached, or buffers were full): the "
             "collectives missing from their traces are not counted as "

@@ -4,9 +4,12 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "p3d_job.h"
 #include "p3d_match.h"
 #include "p3d_time.h"
+#include "p3d_util.h"
 #include "p3d_vfmt.h"
 
 void p3d_fmt_bytes(char *buf, size_t n, double b)
@@ -50,4 +53,22 @@ void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g)
                "time compute hid)"
              : "receive time that compute hid",
              100 * (rest >= 0 ? rest : -rest), 100 * g->busy_frac);
+}
+
+int p3d_fmt_lost_ranks(char *buf, size_t n, const struct p3d_job *job,
+                       uint64_t *lost)
+{
+    int *r = p3d_xcalloc((size_t)job->n_ranks + 1, sizeof(int)), k = 0;
+    uint64_t sum = 0;
+
+    for (int i = 0; i < job->n_ranks; i++)
+        if (p3d_lost_records(&job->ranks[i])) {
+            r[k++] = job->ranks[i].rank;
+            sum += job->ranks[i].hdr.dropped_records;
+        }
+    p3d_fmt_ranks(buf, n, r, k);
+    free(r);
+    if (lost)
+        *lost = sum;
+    return k;
 }

@@ -7,6 +7,7 @@
 #define P3D_VFMT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* "1.5 MiB" */
 void p3d_fmt_bytes(char *buf, size_t n, double bytes);
@@ -23,5 +24,12 @@ const char *p3d_mm_other_text(const struct p3d_mismatch *x,
  * and the HTML alike. */
 struct p3d_tstage;
 void p3d_fmt_stage(char *buf, size_t n, const struct p3d_tstage *g);
+
+/* The ranks whose traces lost records (p3d_lost_records) as a list in
+ * buf, and (lost, if not NULL) how many records they lost in all, for the
+ * matching and the hang sections; returns how many ranks. */
+struct p3d_job;
+int p3d_fmt_lost_ranks(char *buf, size_t n, const struct p3d_job *job,
+                       uint64_t *lost);
 
 #endif /* P3D_VFMT_H */
