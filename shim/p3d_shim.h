@@ -249,6 +249,9 @@ void p3d_writer_path(char *buf, size_t n);
 int p3d_writer_dir_fd(void);
 int p3d_writer_is_open(void);
 uint64_t p3d_writer_dropped(void);
+/* The calling thread may write in the chunk kept past a full file: for a
+ * rank's last records (the watchdog's hang reports, the SIGTERM note). */
+void p3d_writer_last_words(void);
 /* Store the run-time NCCL version (ncclGetVersion) in the file header. */
 void p3d_writer_set_nccl_version(uint32_t v);
 /* pthread_atfork handlers: hold the writer lock across fork(). */

@@ -286,18 +286,39 @@ static void p3d_wd_scan(uint64_t *last_id, int *reports)
     p3d_wd_record(&ops[0], n_all, now);
 }
 
+static void p3d_wd_note(const char *text, size_t n)
+{
+    struct p3d_rec_str *r = p3d_rec_reserve(P3D_REC_NOTE, sizeof(*r) + n);
+
+    if (r != NULL) {
+        r->n_bytes = (uint32_t)n;
+        memcpy(r->text, text, n);
+        p3d_rec_commit(r);
+    }
+}
+
+/*
+ * The timeout in force, for the analyzer: a rank whose trace lost records
+ * and whose watchdog, alive until SIGTERM, reported nothing had no op
+ * pending that long (analyzer/hang/p3d_hang_root.c).  Text: "watchdog:
+ * timeout_ns N" (analyzer/read/p3d_reader.c reads it back).
+ */
+static void p3d_wd_note_timeout(void)
+{
+    char note[64];
+    int n = snprintf(note, sizeof(note), "watchdog: timeout_ns %" PRIu64,
+                     p3d_wd_timeout_ns);
+
+    if (n > 0 && (size_t)n < sizeof(note))
+        p3d_wd_note(note, (size_t)n);
+}
+
 /* SIGTERM arrived: note it, finalize the file if the process will die. */
 static void p3d_wd_on_term(void)
 {
     static const char note[] = "SIGTERM received";
-    struct p3d_rec_str *r;
 
-    r = p3d_rec_reserve(P3D_REC_NOTE, sizeof(*r) + sizeof(note));
-    if (r != NULL) {
-        r->n_bytes = sizeof(note) - 1;
-        memcpy(r->text, note, sizeof(note) - 1);
-        p3d_rec_commit(r);
-    }
+    p3d_wd_note(note, sizeof(note) - 1);
     if (__atomic_load_n(&p3d_wd_term_final, __ATOMIC_ACQUIRE))
         p3d_writer_close();
     __atomic_store_n(&p3d_wd_term_done, 1, __ATOMIC_RELEASE);
@@ -318,6 +339,8 @@ static void *p3d_wd_main(void *arg)
     int reports = 0;
 
     (void)arg;
+    p3d_writer_last_words(); /* its reports outlive a full file */
+    p3d_wd_note_timeout();
     for (;;) {
         struct timespec ts;
 
@@ -326,8 +349,13 @@ static void *p3d_wd_main(void *arg)
         ts.tv_sec += (time_t)(tick / 1000000000ull) + ts.tv_nsec / 1000000000;
         ts.tv_nsec %= 1000000000;
         if (sem_timedwait(&p3d_wd_sem, &ts) == 0 &&
-            __atomic_exchange_n(&p3d_wd_term_req, 0, __ATOMIC_ACQ_REL))
+            __atomic_exchange_n(&p3d_wd_term_req, 0, __ATOMIC_ACQ_REL)) {
+            /* Scan first: with the note, "no report" then means no op
+             * was pending past the timeout when the signal came, however
+             * late this thread ran before (hang/p3d_hang_root.c). */
+            p3d_wd_scan(&last_id, &reports);
             p3d_wd_on_term();
+        }
         p3d_wd_scan(&last_id, &reports);
     }
     return NULL;

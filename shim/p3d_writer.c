@@ -83,6 +83,7 @@ struct p3d_wthr {
     int key_set;
     int npend;
     int pins;             /* p3d_rec_pin depth */
+    int last_words;       /* may take the spare chunk (p3d_writer_last_words) */
     int deferred;         /* a chunk left while pinned awaits finishing */
     uint64_t deferred_chunk;
     uint32_t deferred_gen;
@@ -119,6 +120,15 @@ static uint64_t p3d_w_next;     /* next chunk index to claim */
 static uint64_t p3d_w_touching; /* chunk + 1 the helper touches, 0 none */
 static uint64_t p3d_w_mapped;   /* chunks covered by mapped windows */
 static uint64_t p3d_w_max;      /* chunk cap */
+/*
+ * The last chunk under the cap is spare: only a thread that said it has
+ * last words (the watchdog: its hang reports and the SIGTERM note) takes
+ * it, once the others filled the rest.  Those records say how a rank
+ * ended, and they come last, when a long job has long filled its file;
+ * without them a hang after the cap leaves no trace at all.
+ */
+static uint64_t p3d_w_open_max; /* chunks the other threads may claim */
+static int p3d_w_spare_taken;
 static int p3d_w_full;          /* the cap was reached: drop quickly */
 static char *p3d_w_win[P3D_MAX_WIN];
 static uint16_t p3d_w_done[P3D_MAX_WIN];
@@ -416,6 +426,7 @@ static int p3d_writer_open_file(void)
     p3d_w_hdr = hdr;
     p3d_writer_fill_hdr(p3d_w_hdr, cfg);
     p3d_w_max = p3d_writer_cap(cfg);
+    p3d_w_open_max = p3d_w_max > 1 ? p3d_w_max - 1 : p3d_w_max;
     __atomic_store_n(&p3d_w_state, P3D_W_OPEN, __ATOMIC_RELEASE);
     p3d_writer_ahead_start();
     return 0;
@@ -757,17 +768,38 @@ static void p3d_writer_ahead_stop(int wait_exit)
         pthread_cond_wait(&p3d_w_idle, &p3d_w_lock);
 }
 
+void p3d_writer_last_words(void)
+{
+    p3d_w_thr.last_words = 1;
+}
+
+/*
+ * The spare chunk for a thread with last words, once.  Its index is
+ * below p3d_w_next (the caller's fetch_add passed it), so the helper's
+ * touch skips it as claimed (p3d_writer_touch).
+ */
+static int p3d_writer_take_spare(const struct p3d_wthr *t, uint64_t *c)
+{
+    if (!t->last_words || p3d_w_open_max == p3d_w_max ||
+        __atomic_exchange_n(&p3d_w_spare_taken, 1, __ATOMIC_ACQ_REL))
+        return 0;
+    *c = p3d_w_open_max;
+    return 1;
+}
+
 static int p3d_writer_claim(struct p3d_wthr *t, uint32_t gen)
 {
     uint64_t c = __atomic_fetch_add(&p3d_w_next, 1, __ATOMIC_SEQ_CST);
     struct p3d_chunk_hdr *ch;
     char *base;
 
-    if (c >= p3d_w_max) {
+    if (c >= p3d_w_open_max) {
         __atomic_store_n(&p3d_w_full, 1, __ATOMIC_RELAXED);
-        p3d_warn_once("cap", "trace file '%s' reached its size cap; "
-                             "later records are dropped", p3d_w_path);
-        return -1;
+        if (!p3d_writer_take_spare(t, &c)) {
+            p3d_warn_once("cap", "trace file '%s' reached its size cap; "
+                                 "later records are dropped", p3d_w_path);
+            return -1;
+        }
     }
     base = p3d_writer_window(c);
     if (base == NULL)
@@ -826,7 +858,7 @@ static int p3d_writer_refill(struct p3d_wthr *t, size_t len)
     uint32_t gen;
 
     if (t->in_open || !p3d_core_enabled() ||
-        __atomic_load_n(&p3d_w_full, __ATOMIC_RELAXED))
+        (__atomic_load_n(&p3d_w_full, __ATOMIC_RELAXED) && !t->last_words))
         return -1;
     p3d_writer_ensure_open(t);
     if (p3d_writer_state() != P3D_W_OPEN)
@@ -974,8 +1006,9 @@ void p3d_writer_close(void)
     used = __atomic_load_n(&p3d_w_next, __ATOMIC_RELAXED);
     if (used > p3d_w_mapped)
         used = p3d_w_mapped;
-    if (used > p3d_w_max)
-        used = p3d_w_max;
+    if (used > p3d_w_open_max) /* the claims that failed */
+        used = p3d_w_open_max +
+               (uint64_t)__atomic_load_n(&p3d_w_spare_taken, __ATOMIC_ACQUIRE);
     p3d_w_hdr->end_mono_ns = p3d_now();
     p3d_w_hdr->n_records = p3d_writer_count(0);
     p3d_w_hdr->dropped_records = p3d_writer_dropped();
@@ -1022,6 +1055,7 @@ void p3d_writer_reset(int forked)
     p3d_w_next = p3d_w_mapped = 0;
     p3d_w_touching = 0; /* a helper that was touching is gone or stopped */
     p3d_w_full = 0;
+    p3d_w_spare_taken = 0;
     p3d_w_records = p3d_w_ops = p3d_w_dropped = 0;
     memset(p3d_w_cnt, 0, sizeof(p3d_w_cnt));
     p3d_w_thr.cnt = NULL;

@@ -58,6 +58,8 @@ static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
         break;
     case P3D_REC_NOTE:
         p3d_hang_proxy_note(h, (const void *)r);
+        h->wd_known |= p3d_rec_watchdog_timeout((const void *)r,
+                                                &h->wd_timeout_ns);
         break;
     case P3D_REC_STACK:         /* frames must fit in the record */
         if (((const struct p3d_rec_stack *)r)->n_frames >
@@ -212,6 +214,58 @@ static void p3d_hang_gpu_done(struct p3d_hrank *h)
     }
 }
 
+/*
+ * A rank whose trace lost records (its file reached P3D_MAX_MB) still
+ * has its watchdog's reports: the shim keeps the file's last chunk for
+ * them (shim/p3d_writer.c).  A report names the op pending for longer
+ * than P3D_HANG_TIMEOUT: communicator, seq, op, peer, since when
+ * (shim/p3d_watchdog.c, p3d_wd_record).  When that op's own record was
+ * dropped, the report stands in for it: the rank waits in it.  What the
+ * report lacks (bytes, stream, group) the graph does not ask of a wait;
+ * the rank's place in the communicator comes from its comm record.
+ */
+static void p3d_hang_told_ops(struct p3d_hrank *h)
+{
+    int n = 0;
+
+    if (!p3d_lost_records(h->r))
+        return;
+    for (int k = 0; k < h->n_hang; k++) {
+        const struct p3d_rec_hang *w = h->hang[k];
+        struct p3d_rec_op *o;
+        int c;
+        if (w->op >= P3D_OP_COUNT || p3d_hang_find(h, w->op_id) != SIZE_MAX)
+            continue;      /* an init (P3D_HANG_OP_INIT), or recorded */
+        if (!h->told)
+            h->told = p3d_xcalloc((size_t)h->n_hang, sizeof(*h->told));
+        o = &h->told[n++];
+        o->h.tag = P3D_REC_OP;
+        o->h.len = sizeof(*o);
+        o->op = w->op;
+        o->redop = P3D_REDOP_NONE;
+        o->op_id = w->op_id;
+        o->comm_hash = w->comm_hash;
+        o->seq = w->seq;
+        o->t_enter = w->t > w->pending_ns ? w->t - w->pending_ns : 0;
+        o->peer = w->peer;
+        o->stack_id = w->stack_id;
+        c = p3d_map_get(&h->r->idx, w->comm_hash);
+        o->comm_rank = c >= 0 ? h->r->comms[c].rank : -1;
+        P3D_PUSH(h->ops, h->n_ops, h->cap_ops, o);
+    }
+    if (n)
+        qsort(h->ops, h->n_ops, sizeof(*h->ops), p3d_op_cmp);
+}
+
+/* The watchdog reported op_id pending (past its timeout). */
+static int p3d_hang_reported(const struct p3d_hrank *h, uint64_t op_id)
+{
+    for (int k = 0; k < h->n_hang; k++)
+        if (h->hang[k]->op_id == op_id)
+            return 1;
+    return 0;
+}
+
 /* Did op i never complete? */
 /*
  * GPU-only pending ops of a killed rank (file not closed, no SIGTERM)
@@ -245,6 +299,8 @@ static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
     }
     if (o->flags & P3D_OPF_CAPTURING)
         return 0;
+    if (p3d_lost_records(h->r)) /* its GPU completions may be lost */
+        return p3d_hang_reported(h, o->op_id);
     return h->have_gpu && !h->done[i] && p3d_hang_gpu_trusted(h);
 }
 
@@ -293,6 +349,7 @@ static void p3d_hang_scan(struct p3d_hrank *h)
     h->t_close = h->closed ? h->rd.hdr.end_mono_ns : 0;
     if (h->n_ops && !p3d_ops_sorted(h))
         qsort(h->ops, h->n_ops, sizeof(*h->ops), p3d_op_cmp);
+    p3d_hang_told_ops(h);
     h->n_kept = h->n_ops; /* until p3d_hang_keep_all */
     p3d_hang_keys(h);
     p3d_hang_gpu_done(h);

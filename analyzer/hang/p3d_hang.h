@@ -77,6 +77,10 @@ struct p3d_hang_root {
     uint64_t owed_seq;
     uint64_t issued_on_comm;         /* ops it issued on owed_comm */
     int n_waiters;                   /* ranks waiting on it directly */
+    int wd_silent;                   /* its trace lost records, but its
+                                        watchdog says it was not waiting
+                                        in NCCL (p3d_hg_watchdog_silent) */
+    uint64_t wd_timeout_ns;          /* that watchdog's timeout */
     int n_owed_members;              /* members of owed_comm (known) */
     int owed_members[P3D_HANG_MEMBERS];
 };

@@ -221,6 +221,7 @@ static void p3d_hd_rank_get(struct p3d_hd_take *t, int from,
     got.done = NULL;
     got.gends = NULL;
     got.gpu = NULL;
+    got.told = NULL;                 /* copied into the block (kept) */
     got.at = p3d_hd_arr(in, got.n_kept * sizeof(*got.at), 0);
     got.pend = p3d_hd_arr(in, got.n_kept, !got.open);
     got.proven = p3d_hd_arr(in, got.n_kept, 1);

@@ -58,6 +58,8 @@ struct p3d_hrank {
     const struct p3d_rec_gpu_op **gpu;
     size_t n_gpu, cap_gpu;
     const struct p3d_rec_hang *hang[8];
+    struct p3d_rec_op *told;         /* [n_hang]: ops known from a report
+                                        only (p3d_hang_told_ops) */
     const struct p3d_rec_comm_end *abort[4]; /* ncclCommAbort records */
     int n_abort;
     int n_hang;
@@ -73,6 +75,8 @@ struct p3d_hrank {
     uint64_t t_last;
     uint64_t t_close;                /* end_mono_ns if closed */
     int term, have_gpu, closed, n_pend;
+    int wd_known;                    /* the watchdog noted its timeout */
+    uint64_t wd_timeout_ns;          /* (0: its reports were off) */
     int state;
     int hard;                        /* has waits on ranks not arrived */
     int init_unknown;                /* in an init, members unknown */

@@ -254,6 +254,8 @@ static void p3d_keep_rank(const struct p3d_keep_ctx *k, struct p3d_hrank *h)
     free(keep);
     h->n_kept = n;
     p3d_keep_records(h);
+    free(h->told);                   /* copied into the block */
+    h->told = NULL;
     free(h->done);
     h->done = NULL;
     free(h->gends);
@@ -316,5 +318,5 @@ void p3d_hang_rank_free(struct p3d_hrank *h)
     h->mapped = 0;
     P3D_FREE_ALL(h->ops, h->at, h->done, h->pend, h->keys, h->proven,
                  h->per_comm, h->mm_uses, h->block, h->gends, h->gpu,
-                 h->stacks, h->mods);
+                 h->stacks, h->mods, h->told);
 }

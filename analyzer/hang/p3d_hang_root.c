@@ -31,7 +31,9 @@ int p3d_hg_stage(const struct p3d_job *job, int rank)
 /*
  * What root r would have issued next, read from a "twin": a rank of the
  * same pipeline stage (same program) that got further and agrees on r's
- * last op.  Returns the twin's next op, or NULL.
+ * last op.  Returns the twin's next op, or NULL.  Not for a trace that
+ * lost records, on either side: its op count is then not the count of
+ * ops it issued, nor its op k the k-th it issued.
  */
 const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
                                                  int r)
@@ -40,13 +42,13 @@ const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
     int st = p3d_hg_stage(g->job, r);
     size_t n = h->n_ops;
 
-    if (st < 0)
+    if (st < 0 || p3d_hg_lost_records(g, r))
         return NULL;
     for (int t = 0; t < g->hj->world; t++) {
         const struct p3d_hrank *x = &g->hj->hr[t];
         const struct p3d_rec_op *a, *b;
         if (t == r || !p3d_hg_has_file(g, t) || x->n_ops <= n ||
-            p3d_hg_stage(g->job, t) != st)
+            p3d_hg_stage(g->job, t) != st || p3d_hg_lost_records(g, t))
             continue;
         if (n == 0)
             return p3d_hang_op_at(x, 0);
@@ -108,6 +110,46 @@ static void p3d_hg_owed(const struct p3d_hg *g, struct p3d_hang_root *rt)
     p3d_hg_owed_members(g, best, rt);
 }
 
+/* The watchdog reported rank a's op pending for at least `ns`. */
+static int p3d_hg_reported_for(const struct p3d_hrank *a, uint64_t ns)
+{
+    for (int k = 0; k < a->n_hang; k++)
+        if (a->hang[k]->op != P3D_HANG_OP_INIT &&
+            a->hang[k]->pending_ns >= ns)
+            return 1;
+    return 0;
+}
+
+/*
+ * A root whose trace lost records (P3D_HS_DROPPED) may still be known
+ * not to have waited inside NCCL, from its watchdog (shim/p3d_watchdog.c):
+ *   - it noted its timeout T when it started, and T > 0;
+ *   - it wrote the SIGTERM note, after a last scan that reports the
+ *     oldest op pending longer than T (the SIGTERM path scans first), and
+ *     its reports go to the file's spare chunk (shim/p3d_writer.c), so a
+ *     full file does not lose them;
+ *   - it reported nothing: when the signal came, no op of r had been
+ *     pending for T;
+ *   - a rank waiting on r had had its op pending for at least T (its own
+ *     report; a duration on its own clock).
+ * Had r issued its part more than T before the signal, that part could
+ * not have completed (the waiter's did not) and r would have reported
+ * it.  So r issued it less than T before its end, or never: the others
+ * waited on r, not on NCCL or the network.
+ */
+static int p3d_hg_watchdog_silent(const struct p3d_hg *g, int r)
+{
+    const struct p3d_hrank *h = &g->hj->hr[r];
+
+    if (!h->term || !h->wd_known || h->wd_timeout_ns == 0 || h->n_hang > 0)
+        return 0;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->e[i].to == r && g->e[i].hard && g->e[i].from != r &&
+            p3d_hg_reported_for(&g->hj->hr[g->e[i].from], h->wd_timeout_ns))
+            return 1;
+    return 0;
+}
+
 void p3d_hg_fill_root(const struct p3d_hg *g, int r,
                              struct p3d_hang_root *rt, uint64_t t_end)
 {
@@ -121,5 +163,10 @@ void p3d_hg_fill_root(const struct p3d_hg *g, int r,
     rt->last = h->n_ops ? p3d_hang_op_at(h, h->n_ops - 1) : NULL;
     rt->t_last = h->t_last;
     rt->since_ns = t_end > h->t_last && h->t_last ? t_end - h->t_last : 0;
+    if (rt->state == P3D_HS_DROPPED && p3d_hg_watchdog_silent(g, r)) {
+        rt->state = P3D_HS_NOT_IN_NCCL;
+        rt->wd_silent = 1;
+        rt->wd_timeout_ns = h->wd_timeout_ns;
+    }
     p3d_hg_owed(g, rt);
 }

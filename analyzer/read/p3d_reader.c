@@ -412,6 +412,26 @@ int p3d_rec_is_term_note(const struct p3d_rec_str *s)
     return p3d_note_starts(s, term, sizeof(term));
 }
 
+int p3d_rec_watchdog_timeout(const struct p3d_rec_str *s, uint64_t *ns)
+{
+    static const char wd[] = "watchdog: timeout_ns ";
+    char num[24];
+    size_t n;
+
+    if (!p3d_note_starts(s, wd, sizeof(wd)))
+        return 0;
+    n = s->n_bytes - (sizeof(wd) - 1);
+    if (n == 0 || n >= sizeof(num) ||
+        s->h.len < sizeof(*s) + s->n_bytes)
+        return 0;
+    memcpy(num, s->text + sizeof(wd) - 1, n);
+    num[n] = 0;
+    if (strspn(num, "0123456789") != n)
+        return 0;
+    *ns = strtoull(num, NULL, 10);
+    return 1;
+}
+
 /* The shim's note when P3D_GPU_TIMING=plugin took NCCL's profiler plugin
  * (shim/p3d_gpu_hooks.c, p3d_gpu_ops_source). */
 int p3d_rec_is_plugin_note(const struct p3d_rec_str *s)

@@ -42,6 +42,9 @@ static void p3d_hj_root(FILE *f, const struct p3d_job *job,
             "\"ops_issued\": %zu, \"waiters\": %d, ", first ? "" : ",",
             rt->rank, p3d_hang_state_name[rt->state],
             (double)rt->since_ns / 1e9, h ? h->n_ops : 0, rt->n_waiters);
+    if (rt->wd_silent) /* its trace lost records: the watchdog's word */
+        fprintf(f, "\"watchdog_silent_s\": %.3f, ",
+                (double)rt->wd_timeout_ns / 1e9);
     if (rt->owed_op >= 0)
         fprintf(f, "\"owed\": {\"comm\": \"0x%016" PRIx64 "\", \"label\": "
                 "\"%s\", \"op\": \"%s\", \"seq\": %" PRIu64 ", \"how\": "

@@ -93,6 +93,16 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
     const struct p3d_hrank *h = p3d_hang_rank_of(job, rt->rank);
 
     fprintf(f, "  root rank %d: %s\n", rt->rank, p3d_hang_state_text(rt->state));
+    if (rt->wd_silent)
+        fprintf(f, "    its trace lost %" PRIu64 " records (P3D_MAX_MB), but "
+                "its watchdog (P3D_HANG_TIMEOUT %.1f s), alive until "
+                "SIGTERM, reported no op pending that long, while a rank "
+                "waiting on it had: it was not waiting inside NCCL, and "
+                "issued what they wait for less than %.1f s before its "
+                "end, if at all\n",
+                h ? h->r->hdr.dropped_records : 0,
+                (double)rt->wd_timeout_ns / 1e9,
+                (double)rt->wd_timeout_ns / 1e9);
     if (rt->owed_op == P3D_HANG_OP_INIT)
         fprintf(f, "    never created the (%s) communicator the others "
                 "wait to make [%s]\n", p3d_hang_lbl_name(rt->owed_label),
@@ -113,6 +123,13 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
                 "what it issued is not known\n",
                 p3d_hang_op_name(rt->owed_op), rt->owed_seq, rt->owed_comm,
                 p3d_hang_lbl_name(rt->owed_label), p3d_ho_owed_how(rt->owed_how));
+    else if (rt->owed_op >= 0 && rt->wd_silent)
+        fprintf(f, "    its peers wait for its part of %s #%" PRIu64
+                " on comm 0x%016" PRIx64 " (%s) [%s]; it recorded %" PRIu64
+                " ops on that comm before its trace filled\n",
+                p3d_hang_op_name(rt->owed_op), rt->owed_seq, rt->owed_comm,
+                p3d_hang_lbl_name(rt->owed_label), p3d_ho_owed_how(rt->owed_how),
+                rt->issued_on_comm);
     else if (rt->owed_op >= 0)
         fprintf(f, "    never issued: %s #%" PRIu64 " on comm 0x%016" PRIx64
                 " (%s) [%s]; it issued %" PRIu64 " ops on that comm\n",

@@ -6,7 +6,9 @@
 # it proves no peer's op incomplete, and when the others hang waiting for
 # it, it is named with state "records_dropped" (it may have issued its
 # part: then the hang is a stall), never "exited early". With GPU
-# completion records and with host records only.
+# completion records and with host records only. Under the real shim,
+# past the cap, the watchdog's reports still name the waits, and the
+# root's silent watchdog names it (the last case).
 . "$(dirname "$0")/analyze_lib.sh"
 for gpu in --gpu ""; do
     w=${gpu:-host}
@@ -66,4 +68,44 @@ PY
     grep -q "but rank(s) 0-7 lost records while recording" "$T/sim.txt" ||
         fail "P3D_MAX_MB=1 under the shim: 'no hang' without its doubt"
 fi
-echo "dropped records: not behind, no proof from what is missing, the root named as not known; with and without GPU records"
+# The real shim, P3D_MAX_MB=1 and P3D_HANG_TIMEOUT=1: every file is full
+# before rank 6 stops, so the waits are known only from the watchdog's
+# reports, which land in each file's spare chunk (shim/p3d_writer.c).
+# Once the 7 other ranks reported, the job is stopped with SIGTERM (the
+# watchdog scans once more, then notes the signal). Rank 6 reported
+# nothing while its peers waited past the timeout: it is named the root,
+# not inside NCCL, by its watchdog's silence; the op its peers wait for
+# is on the PP group (what it stopped before, per truth.json).
+if [ -x "$S" ] && [ -f "$P3D_BUILD/libp3dtrace.so" ]; then
+    P3D_HANG_TIMEOUT=1 P3D_MAX_MB=1 P3D_QUIET=1 "$S" --tp 2 --pp 2 --dp 2 \
+        -m 4 --iters 64 --layers 16 --hang 6:pp:300 --timeout 600 \
+        --out "$T" --job-id simrep --shim "$P3D_BUILD/libp3dtrace.so" \
+        --quiet > "$T/rep.log" 2> "$T/rep.err" &
+    sim=$!
+    reported() { grep -o 'HANG? rank [0-9]*' "$T/rep.err" | sort -u | wc -l; }
+    while [ "$(reported)" -lt 7 ] && kill -0 "$sim" 2> /dev/null; do
+        sleep 0.1
+    done
+    kill -TERM "$sim" 2> /dev/null
+    wait "$sim"
+    [ "$(reported)" -ge 7 ] || fail "P3D_HANG_TIMEOUT=1: $(reported) of 7 ranks reported"
+    "$A" --json "$T/rep.json" "$T/simrep" > "$T/rep.txt" 2>&1
+    python3 - "$T/rep.json" "$T/simrep/truth.json" <<'PY' || fail "watchdog reports past P3D_MAX_MB: $(grep -m3 'hang analysis\|root rank\|peers wait' "$T/rep.txt")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+truth = json.load(open(sys.argv[2]))
+assert truth["faults"]["hang"]["rank"] == 6, truth["faults"]
+assert all(r.get("dropped_records", 0) > 0 for r in j["ranks"]), j["ranks"]
+h = j["hang"]
+assert h["detected"] and h["root_ranks"] == [6], h["root_ranks"]
+rt = h["roots"][0]
+assert rt["state"] == "not_in_nccl", rt
+assert rt["watchdog_silent_s"] == 1.0, rt
+assert rt["owed"]["label"] == "PP", rt["owed"]
+# every other rank waits, each in the op its watchdog reported
+assert sorted(w["rank"] for w in h["chain"]) == [0, 1, 2, 3, 4, 5, 7], h["chain"]
+PY
+    grep -q "its watchdog (P3D_HANG_TIMEOUT 1.0 s), alive until SIGTERM, reported no op pending that long" \
+        "$T/rep.txt" || fail "watchdog reports past P3D_MAX_MB: the evidence is not said"
+fi
+echo "dropped records: not behind, no proof from what is missing, the root named as not known; with and without GPU records; past the cap, the watchdog names waits and root"

@@ -258,6 +258,71 @@ static void test_shim_writer_drops_counted(void **state)
     tsu_free(&t);
 }
 
+/* A thread with last words (the watchdog's part): `n` marks of value
+ * LAST_MARK + i, and how many found room. */
+#define LAST_MARK 0x7700000000ull
+struct last_words {
+    int n, ok;
+};
+
+static void *last_words_thread(void *arg)
+{
+    struct last_words *w = arg;
+
+    p3d_writer_last_words();
+    for (int i = 0; i < w->n; i++)
+        w->ok += put_mark(LAST_MARK + (uint64_t)i) == 0;
+    return NULL;
+}
+
+static void count_last(const struct p3d_rec_hdr *r,
+                       const struct p3d_chunk_hdr *ch, void *arg)
+{
+    (void)ch;
+    if (r->tag == P3D_REC_MARK &&
+        ((const struct p3d_rec_mark *)r)->value >= LAST_MARK)
+        (*(long *)arg)++;
+}
+
+/*
+ * A full file keeps its last chunk for the thread with last words: the
+ * application's records are dropped, the watchdog's still land (hang
+ * reports and the SIGTERM note come last), and the file stays within
+ * its cap.  Past that chunk, its records are dropped too.
+ */
+static void test_shim_writer_spare_for_last_words(void **state)
+{
+    char path[600];
+    struct tsu_trace t;
+    struct last_words w = {3000, 0}, more = {10, 0};
+    pthread_t th;
+    long last = 0;
+    int i, ok = 0;
+
+    (void)state;
+    use_job("spare", 2);
+    p3d_core_cfg()->max_bytes = 1u << 20; /* 16 chunks, 1 of them spare */
+    for (i = 0; i < 100000; i++)
+        ok += put_mark(i) == 0;
+    assert_true(ok > 15 * 1000 && ok < 15 * 2100);
+    assert_int_equal(put_mark(1), -1);
+    assert_int_equal(pthread_create(&th, NULL, last_words_thread, &w), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(w.ok > 1000 && w.ok < 3000); /* one chunk, no more */
+    assert_int_equal(put_mark(2), -1); /* the spare is not the app's */
+    assert_int_equal(pthread_create(&th, NULL, last_words_thread, &more), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(more.ok, 0); /* and there is one */
+    p3d_writer_close();
+    job_file(path, sizeof(path), "spare", "rank-00002.p3d");
+    assert_int_equal(tsu_load(&t, path), 0);
+    assert_true(t.hdr->flags & P3D_F_DROPPED);
+    assert_int_equal(t.size, P3D_DATA_OFFSET + (1u << 20));
+    tsu_walk(&t, count_last, &last);
+    assert_int_equal(last, w.ok);
+    tsu_free(&t);
+}
+
 static void test_shim_writer_name_clash_and_pid(void **state)
 {
     char path[600];
@@ -338,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_shim_writer_chunk_boundaries),
         cmocka_unit_test(test_shim_writer_many_threads),
         cmocka_unit_test(test_shim_writer_drops_counted),
+        cmocka_unit_test(test_shim_writer_spare_for_last_words),
         cmocka_unit_test(test_shim_writer_name_clash_and_pid),
         cmocka_unit_test(test_shim_writer_never_follows_symlink),
         cmocka_unit_test(test_shim_writer_unwritable_dir),
