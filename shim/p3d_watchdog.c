@@ -313,11 +313,25 @@ static void p3d_wd_note_timeout(void)
         p3d_wd_note(note, (size_t)n);
 }
 
-/* SIGTERM arrived: note it, finalize the file if the process will die. */
+/*
+ * SIGTERM arrived: note it, finalize the file if the process will die.
+ * Ops the in-flight table had no slot for are noted first ("watchdog:
+ * untracked_ops N"): it could not have reported them, so its silence
+ * then proves nothing.
+ */
 static void p3d_wd_on_term(void)
 {
     static const char note[] = "SIGTERM received";
+    uint64_t lost = p3d_inflight_overflow();
+    char untracked[64];
+    int n;
 
+    if (lost > 0) {
+        n = snprintf(untracked, sizeof(untracked),
+                     "watchdog: untracked_ops %" PRIu64, lost);
+        if (n > 0 && (size_t)n < sizeof(untracked))
+            p3d_wd_note(untracked, (size_t)n);
+    }
     p3d_wd_note(note, sizeof(note) - 1);
     if (__atomic_load_n(&p3d_wd_term_final, __ATOMIC_ACQUIRE))
         p3d_writer_close();

@@ -77,6 +77,7 @@ struct p3d_hrank {
     int term, have_gpu, closed, n_pend;
     int wd_known;                    /* the watchdog noted its timeout */
     uint64_t wd_timeout_ns;          /* (0: its reports were off) */
+    uint64_t wd_untracked;           /* ops it had no slot for */
     int state;
     int hard;                        /* has waits on ranks not arrived */
     int init_unknown;                /* in an init, members unknown */

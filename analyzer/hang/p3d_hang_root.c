@@ -110,12 +110,14 @@ static void p3d_hg_owed(const struct p3d_hg *g, struct p3d_hang_root *rt)
     p3d_hg_owed_members(g, best, rt);
 }
 
-/* The watchdog reported rank a's op pending for at least `ns`. */
-static int p3d_hg_reported_for(const struct p3d_hrank *a, uint64_t ns)
+/* The watchdog of the waiting rank reported the op of wait e pending
+ * for at least `ns`. */
+static int p3d_hg_reported_for(const struct p3d_hrank *a,
+                               const struct p3d_hedge *e, uint64_t ns)
 {
     for (int k = 0; k < a->n_hang; k++)
-        if (a->hang[k]->op != P3D_HANG_OP_INIT &&
-            a->hang[k]->pending_ns >= ns)
+        if (a->hang[k]->op == e->op && a->hang[k]->comm_hash == e->comm &&
+            a->hang[k]->seq == e->seq && a->hang[k]->pending_ns >= ns)
             return 1;
     return 0;
 }
@@ -129,9 +131,10 @@ static int p3d_hg_reported_for(const struct p3d_hrank *a, uint64_t ns)
  *     its reports go to the file's spare chunk (shim/p3d_writer.c), so a
  *     full file does not lose them;
  *   - it reported nothing: when the signal came, no op of r had been
- *     pending for T;
- *   - a rank waiting on r had had its op pending for at least T (its own
- *     report; a duration on its own clock).
+ *     pending for T; and it noted no op it could not track (a full
+ *     in-flight table: "watchdog: untracked_ops N");
+ *   - a rank waiting on r had had that op pending for at least T (its
+ *     own report of the op; a duration on its own clock).
  * Had r issued its part more than T before the signal, that part could
  * not have completed (the waiter's did not) and r would have reported
  * it.  So r issued it less than T before its end, or never: the others
@@ -141,11 +144,13 @@ static int p3d_hg_watchdog_silent(const struct p3d_hg *g, int r)
 {
     const struct p3d_hrank *h = &g->hj->hr[r];
 
-    if (!h->term || !h->wd_known || h->wd_timeout_ns == 0 || h->n_hang > 0)
+    if (!h->term || !h->wd_known || h->wd_timeout_ns == 0 || h->n_hang > 0 ||
+        h->wd_untracked > 0)
         return 0;
     for (size_t i = 0; i < g->n; i++)
         if (g->e[i].to == r && g->e[i].hard && g->e[i].from != r &&
-            p3d_hg_reported_for(&g->hj->hr[g->e[i].from], h->wd_timeout_ns))
+            p3d_hg_reported_for(&g->hj->hr[g->e[i].from], &g->e[i],
+                                h->wd_timeout_ns))
             return 1;
     return 0;
 }

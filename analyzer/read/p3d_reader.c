@@ -412,24 +412,39 @@ int p3d_rec_is_term_note(const struct p3d_rec_str *s)
     return p3d_note_starts(s, term, sizeof(term));
 }
 
-int p3d_rec_watchdog_timeout(const struct p3d_rec_str *s, uint64_t *ns)
+/* The number after note s's prefix `text` (n - 1 characters). */
+static int p3d_note_number(const struct p3d_rec_str *s, const char *text,
+                           size_t n_text, uint64_t *v)
 {
-    static const char wd[] = "watchdog: timeout_ns ";
     char num[24];
     size_t n;
 
-    if (!p3d_note_starts(s, wd, sizeof(wd)))
+    if (!p3d_note_starts(s, text, n_text))
         return 0;
-    n = s->n_bytes - (sizeof(wd) - 1);
+    n = s->n_bytes - (n_text - 1);
     if (n == 0 || n >= sizeof(num) ||
         s->h.len < sizeof(*s) + s->n_bytes)
         return 0;
-    memcpy(num, s->text + sizeof(wd) - 1, n);
+    memcpy(num, s->text + n_text - 1, n);
     num[n] = 0;
     if (strspn(num, "0123456789") != n)
         return 0;
-    *ns = strtoull(num, NULL, 10);
+    *v = strtoull(num, NULL, 10);
     return 1;
+}
+
+int p3d_rec_watchdog_timeout(const struct p3d_rec_str *s, uint64_t *ns)
+{
+    static const char wd[] = "watchdog: timeout_ns ";
+
+    return p3d_note_number(s, wd, sizeof(wd), ns);
+}
+
+int p3d_rec_watchdog_untracked(const struct p3d_rec_str *s, uint64_t *n)
+{
+    static const char wd[] = "watchdog: untracked_ops ";
+
+    return p3d_note_number(s, wd, sizeof(wd), n);
 }
 
 /* The shim's note when P3D_GPU_TIMING=plugin took NCCL's profiler plugin
