@@ -121,6 +121,14 @@ struct p3d_hang_res {
     void *priv;                      /* per-rank scan data (stacks) */
     int stall;                       /* every member arrived, none
                                         completed, nothing disagrees */
+    struct {                         /* detected == 0 because the job was
+                                        stopped while it ran
+                                        (p3d_hang_stop.c); n_in_nccl 0:
+                                        not so */
+        int n_in_nccl;               /* ranks inside NCCL at the stop */
+        uint64_t longest_wait_ns;    /* the longest of their waits */
+        uint64_t step_bound_ns;      /* the longest steady step */
+    } stopped;
 };
 
 /* Analyse job (after p3d_comm_join and labels); sets job->hang. */

@@ -436,6 +436,12 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
     for (int i = 0; i < res->n_roots; i++)
         res->state[res->roots[i].rank] = res->roots[i].state;
     p3d_hg_mismatches(&g, res);
+    if (res->detected && p3d_hang_stopped_running(job, hj, res)) {
+        res->detected = res->stall = 0; /* what it found is kept in */
+        res->n_roots = res->n_waiting = res->n_fr = 0; /* res->stopped */
+        for (int a = 0; a < hj->world; a++) /* not a root's state */
+            res->state[a] = hj->hr[a].state;
+    }
     free(g.e);
     free(root);
     free(depth);

@@ -143,6 +143,12 @@ void p3d_hg_fill_root(const struct p3d_hg *g, int r,
 /* p3d_hang_chain.c */
 void p3d_hg_mismatches(const struct p3d_hg *g, struct p3d_hang_res *res);
 void p3d_hg_frontiers(const struct p3d_hg *g, struct p3d_hang_res *res);
+/* p3d_hang_stop.c: 1 (and res->stopped filled) when the traces show a job
+ * stopped by SIGTERM while it ran, not a hang: every wait at the end was
+ * shorter than its longest steady step, and nothing else marks a hang. */
+int p3d_hang_stopped_running(const struct p3d_job *job,
+                             const struct p3d_hjob *hj,
+                             struct p3d_hang_res *res);
 
 /* Build h->keys from h->ops (p3d_hang.c; one key per (comm, kind, peer)). */
 void p3d_hang_keys(struct p3d_hrank *h);

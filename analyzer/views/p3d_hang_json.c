@@ -198,9 +198,16 @@ void p3d_hang_json(FILE *f, const struct p3d_job *job)
         return;
     }
     p3d_symbol_run_start(job->start_ns);
-    fprintf(f, "{\"detected\": %s, \"stall\": %s, \"root_ranks\": [",
+    fprintf(f, "{\"detected\": %s, \"stall\": %s, ",
             res->detected ? "true" : "false",
             res->detected && res->stall ? "true" : "false");
+    if (res->stopped.n_in_nccl) /* p3d_hang_stop.c */
+        fprintf(f, "\"stopped_running\": {\"in_nccl\": %d, "
+                "\"longest_wait_s\": %.6f, \"longest_step_s\": %.6f}, ",
+                res->stopped.n_in_nccl,
+                (double)res->stopped.longest_wait_ns / 1e9,
+                (double)res->stopped.step_bound_ns / 1e9);
+    fputs("\"root_ranks\": [", f);
     for (int i = 0; i < res->n_roots; i++)
         fprintf(f, "%s%d", i ? ", " : "", res->roots[i].rank);
     fputs("],\n    \"roots\": [", f);

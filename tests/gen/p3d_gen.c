@@ -35,6 +35,10 @@
  *                    way: every record from the middle step on was
  *                    dropped (the header counts them), though the rank ran
  *                    on as its peers did and closed its file
+ *   --stall-us N     with --stall: every file ends N us after the stalled
+ *                    all-reduce was entered (by default about 4 s later),
+ *                    as when a running job is stopped with SIGTERM while
+ *                    that op was in flight
  *   --truth FILE     write "0xHASH USED_AS m0,m1,..." per communicator
  *   bad input (R = rank): --truncate R --killed R --bad-magic R
  *   --future-major R --huge-len R --unknown-tag R --missing R
@@ -70,11 +74,11 @@ static struct {
     int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops, stall;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
     int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
-    int skip, captured, gaps, capped;
+    int skip, captured, gaps, capped, stall_us;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
-       -1, -1, -1, -1, 0, -1, 0, -1, -1, "genjob", "", NULL, NULL, NULL, 1800000000ull};
+       -1, -1, -1, -1, 0, -1, 0, -1, -1, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 #define GEN_MAX_WORLD 16384 /* issue 23's scale sets: 16,384 ranks */
 
@@ -91,6 +95,7 @@ struct wr {
     uint64_t n_rec, op_id, t;
     int dropping;     /* --capped: the trace reached its size cap */
     uint64_t dropped; /* records left out (the header counts them) */
+    uint64_t t_stall; /* when the --stall op was entered */
 };
 
 static uint64_t mix(uint64_t x)
@@ -588,6 +593,7 @@ static void body(struct rank_ctx *x)
         static const char term[] = "SIGTERM received";
 
         g_stalling = 1;
+        x->w.t_stall = x->w.t;
         coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 1024, -1);
         g_stalling = 0;
         put_str(&x->w, P3D_REC_NOTE, term, sizeof(term) - 1);
@@ -674,6 +680,8 @@ static void write_rank(int r, FILE *truth)
         body(&x);
         fwrite(x.w.chunk, 1, sizeof(x.w.chunk), x.w.f);
         fill_hdr(&h, r, x.w.n_rec);
+        if (g.stall && g.stall_us > 0 && r != g.killed)
+            h.end_mono_ns = x.w.t_stall + (uint64_t)g.stall_us * 1000;
         if (x.w.dropped) {
             h.flags |= P3D_F_DROPPED;
             h.dropped_records = x.w.dropped;
@@ -727,7 +735,8 @@ static int parse_int_opt(const char *o, const char *v)
         {"--unknown-tag", &g.unknown_tag}, {"--missing", &g.missing},
         {"--duplicate", &g.duplicate}, {"--empty", &g.empty},
         {"--mismatch", &g.mismatch}, {"--skip", &g.skip},
-        {"--gaps", &g.gaps}, {"--capped", &g.capped}};
+        {"--gaps", &g.gaps}, {"--capped", &g.capped},
+        {"--stall-us", &g.stall_us}};
 
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcmp(o, t[i].name)) {

@@ -16,6 +16,7 @@ The driver (hang_run.sh) stops the job after a while.
 
   torchrun --nproc_per_node 4 tests/gpu/hang_torch.py [--mode desync]
       [--skip-rank 3] [--skip-step 5] [--steps 10] [--torch-timeout 600]
+      [--fill-ops N]
 
 Writes OUT/hang-rank<r>.json: what the rank issued.
 """
@@ -39,6 +40,9 @@ def args():
     ap.add_argument("--torch-timeout", type=float, default=600)
     ap.add_argument("--hold", type=float, default=600)
     ap.add_argument("--out", default=".")
+    # before the steps, this many tiny world all-reduces that every rank
+    # issues: with P3D_MAX_MB=1 the trace files fill before the hang
+    ap.add_argument("--fill-ops", type=int, default=0)
     return ap.parse_args()
 
 
@@ -66,6 +70,12 @@ def main():
     w = torch.randn(1024, 1024, device=dev)
     x = torch.randn(1024, 1024, device=dev)
     grad = torch.ones(1 << 18, device=dev)
+    small = torch.ones(8, device=dev)
+    for i in range(a.fill_ops):
+        dist.all_reduce(small)
+        if i % 100 == 99:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
     issued = 0
     for step in range(a.steps):
         y = x @ w                                   # "forward"

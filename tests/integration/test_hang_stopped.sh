@@ -1,0 +1,63 @@
+#!/bin/sh
+# A job stopped by SIGTERM while it ran is not a hang (hang/p3d_hang_stop.c).
+# Ops are in flight at any moment, so a healthy job stopped mid-run looks
+# like a hang in every way but one: the waits are short. Every wait at the
+# end shorter than the longest steady step, no watchdog report, every rank
+# alive until SIGTERM: "no hang shown" (JSON hang.detected false,
+# hang.stopped_running). The same stall lasting longer than a step stays a
+# hang. Generated traces (p3d-gen --stall --stall-us), then a healthy
+# p3d-sim job under the real shim stopped half way.
+. "$(dirname "$0")/analyze_lib.sh"
+"$G" --tp 2 --pp 2 --dp 2 --gpu --stall --stall-us 100 --steps 6 "$T/short" \
+    > /dev/null || fail "p3d-gen --stall-us 100"
+"$A" --json "$T/short.json" "$T/short" > "$T/short.txt" 2>&1
+python3 - "$T/short.json" <<'PY' || fail "a 0.1 ms stall at SIGTERM: $(grep 'hang analysis' "$T/short.txt")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+h = j["hang"]
+assert not h["detected"] and h["root_ranks"] == [] and h["chain"] == [], h
+s = h["stopped_running"]
+assert s["in_nccl"] == 8 and abs(s["longest_wait_s"] - 0.0001) < 1e-6, s
+assert s["longest_wait_s"] < s["longest_step_s"], s
+assert "HUNG" not in j.get("seed_row", ""), j.get("seed_row")
+PY
+grep -q "no hang shown: every rank was stopped by SIGTERM while the job ran. 8 rank(s) were inside NCCL" \
+    "$T/short.txt" || fail "a 0.1 ms stall: the text does not say so"
+grep -q "HUNG" "$T/short.txt" && fail "a 0.1 ms stall: the seed row says HUNG"
+# 400 ms, longer than any of its steps (about 1 ms): a hang, as before
+"$G" --tp 2 --pp 2 --dp 2 --gpu --stall --stall-us 400000 --steps 6 \
+    "$T/long" > /dev/null || fail "p3d-gen --stall-us 400000"
+"$A" --json "$T/long.json" "$T/long" > "$T/long.txt" 2>&1
+python3 - "$T/long.json" <<'PY' || fail "a 400 ms stall: $(grep 'hang analysis' "$T/long.txt")"
+import json, sys
+h = json.load(open(sys.argv[1]))["hang"]
+assert h["detected"] and h["stall"] and "stopped_running" not in h, h
+PY
+# The real shim: a healthy job (no fault) stopped with SIGTERM once its
+# files show it is well past its first steps (rank 0's file grew to a
+# third 2 MiB window: about 20 of its 64 iterations of 32 layers).
+S=$P3D_BUILD/p3d-sim
+if [ -x "$S" ] && [ -f "$P3D_BUILD/libp3dtrace.so" ]; then
+    P3D_QUIET=1 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 64 --layers 32 \
+        --timeout 600 --out "$T" --job-id run --quiet \
+        --shim "$P3D_BUILD/libp3dtrace.so" > "$T/run.log" 2>&1 &
+    sim=$!
+    f=$T/run/rank-00000.p3d
+    big() { [ "$(stat -c %s "$f" 2> /dev/null || echo 0)" -gt 5000000 ]; }
+    while ! big && kill -0 "$sim" 2> /dev/null; do sleep 0.1; done
+    kill -TERM "$sim" 2> /dev/null
+    wait "$sim"
+    "$A" --json "$T/run.json" "$T/run" > "$T/run.txt" 2>&1
+    python3 - "$T/run.json" "$T/run/truth.json" <<'PY' || fail "a healthy job stopped mid-run: $(grep -m2 'hang analysis\|root rank' "$T/run.txt")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+t = json.load(open(sys.argv[2]))
+assert t["outcome"]["timed_out"], t["outcome"]    # stopped, did not finish
+assert not any(r["finished"] for r in t["ranks"]), "a rank finished"
+h = j["hang"]
+assert not h["detected"], (h["root_ranks"], h["chain"][:2])
+s = h.get("stopped_running")
+assert s is None or s["longest_wait_s"] < s["longest_step_s"], s
+PY
+fi
+echo "stopped while running: no hang shown; the same stall past a step stays a hang"
