@@ -50,6 +50,7 @@ static uint64_t p3d_wd_timeout_ns;
 static int p3d_wd_term_req;     /* set by the SIGTERM handler */
 static int p3d_wd_term_done;
 static int p3d_wd_term_final;   /* finalize (default action follows) */
+static uint64_t p3d_wd_term_t;  /* when the last SIGTERM came */
 static struct sigaction p3d_wd_old_term;
 static int p3d_wd_have_old;
 
@@ -321,9 +322,8 @@ static void p3d_wd_note_timeout(void)
  */
 static void p3d_wd_on_term(void)
 {
-    static const char note[] = "SIGTERM received";
     uint64_t lost = p3d_inflight_overflow();
-    char untracked[64];
+    char untracked[64], note[64];
     int n;
 
     if (lost > 0) {
@@ -332,7 +332,12 @@ static void p3d_wd_on_term(void)
         if (n > 0 && (size_t)n < sizeof(untracked))
             p3d_wd_note(untracked, (size_t)n);
     }
-    p3d_wd_note(note, sizeof(note) - 1);
+    /* "SIGTERM received" first (analyzer/read/p3d_reader.c); the time
+     * ends the waits of a job stopped while it ran (p3d_hang_stop.c) */
+    n = snprintf(note, sizeof(note), "SIGTERM received at_ns %" PRIu64,
+                 __atomic_load_n(&p3d_wd_term_t, __ATOMIC_RELAXED));
+    if (n > 0 && (size_t)n < sizeof(note))
+        p3d_wd_note(note, (size_t)n);
     if (__atomic_load_n(&p3d_wd_term_final, __ATOMIC_ACQUIRE))
         p3d_writer_close();
     __atomic_store_n(&p3d_wd_term_done, 1, __ATOMIC_RELEASE);
@@ -390,6 +395,7 @@ static void p3d_wd_sigterm(int sig, siginfo_t *si, void *uc)
     void (*h)(int) = p3d_wd_old_term.sa_handler;
     int chain = p3d_wd_have_old && h != SIG_DFL && h != SIG_IGN;
 
+    __atomic_store_n(&p3d_wd_term_t, p3d_now(), __ATOMIC_RELAXED);
     __atomic_store_n(&p3d_wd_term_final, !chain, __ATOMIC_RELEASE);
     __atomic_store_n(&p3d_wd_term_req, 1, __ATOMIC_RELEASE);
     sem_post(&p3d_wd_sem);

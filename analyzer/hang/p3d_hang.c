@@ -61,6 +61,7 @@ static void p3d_hang_on_rec(struct p3d_hrank *h, const struct p3d_rec_hdr *r)
         h->wd_known |= p3d_rec_watchdog_timeout((const void *)r,
                                                 &h->wd_timeout_ns);
         p3d_rec_watchdog_untracked((const void *)r, &h->wd_untracked);
+        p3d_rec_term_time((const void *)r, &h->t_term);
         break;
     case P3D_REC_STACK:         /* frames must fit in the record */
         if (((const struct p3d_rec_stack *)r)->n_frames >

@@ -78,6 +78,7 @@ struct p3d_hrank {
     int wd_known;                    /* the watchdog noted its timeout */
     uint64_t wd_timeout_ns;          /* (0: its reports were off) */
     uint64_t wd_untracked;           /* ops it had no slot for */
+    uint64_t t_term;                 /* the last SIGTERM's time, 0 none */
     int state;
     int hard;                        /* has waits on ranks not arrived */
     int init_unknown;                /* in an init, members unknown */

@@ -59,12 +59,18 @@ static int p3d_hs_all_termed(const struct p3d_hjob *hj)
     return n > 0;
 }
 
-/* How long rank a's wait had lasted when its trace closed, on its clock. */
+/*
+ * How long rank a's wait had lasted when SIGTERM came (its note's time),
+ * else when its trace closed, on its own clock.  Not the close when the
+ * time is known: a rank whose peer died of the signal first waits on in
+ * its op until its own close, up to half a second later.
+ */
 static uint64_t p3d_hs_waited(const struct p3d_hjob *hj,
                               const struct p3d_hang_wait *w)
 {
     const struct p3d_hrank *h = &hj->hr[w->rank];
-    uint64_t end = h->t_close ? h->t_close : h->t_last;
+    uint64_t end = h->t_term  ? h->t_term
+                   : h->t_close ? h->t_close : h->t_last;
 
     return w->t_enter && end > w->t_enter ? end - w->t_enter : 0;
 }

@@ -440,6 +440,13 @@ int p3d_rec_watchdog_timeout(const struct p3d_rec_str *s, uint64_t *ns)
     return p3d_note_number(s, wd, sizeof(wd), ns);
 }
 
+int p3d_rec_term_time(const struct p3d_rec_str *s, uint64_t *t)
+{
+    static const char at[] = "SIGTERM received at_ns ";
+
+    return p3d_note_number(s, at, sizeof(at), t);
+}
+
 int p3d_rec_watchdog_untracked(const struct p3d_rec_str *s, uint64_t *n)
 {
     static const char wd[] = "watchdog: untracked_ops ";

@@ -157,6 +157,9 @@ int p3d_rec_is_term_note(const struct p3d_rec_str *s);
 /* The watchdog's note of its timeout (shim/p3d_watchdog.c, written when
  * it starts): 1 and *ns if s is that note (0 ns: reports are off). */
 int p3d_rec_watchdog_timeout(const struct p3d_rec_str *s, uint64_t *ns);
+/* When the SIGTERM came, from its note (the shim's since this session;
+ * older notes carry no time): 1 and *t. */
+int p3d_rec_term_time(const struct p3d_rec_str *s, uint64_t *t);
 /* Its note at SIGTERM of ops it could not track (no in-flight slot). */
 int p3d_rec_watchdog_untracked(const struct p3d_rec_str *s, uint64_t *n);
 /* Whether s is the shim's note that NCCL's profiler plugin timed the

@@ -31,7 +31,7 @@ rc=$(run_drv default)
 [ "$rc" -eq 143 ] || { echo "FAIL default: exit $rc, not SIGTERM"; fail=1; }
 dump default | grep -q '^header .*flags=0x0001' ||
     { echo "FAIL default: trace not finalized"; fail=1; }
-dump default | grep -q 'text="SIGTERM received"' ||
+dump default | grep -q 'text="SIGTERM received at_ns [0-9][0-9]*"' ||
     { echo "FAIL default: no SIGTERM note"; fail=1; }
 
 rc=$(run_drv chain)
@@ -39,7 +39,7 @@ rc=$(run_drv chain)
     { echo "FAIL chain: application handler did not run (exit $rc)"; fail=1; }
 dump chain | grep -q '^op .*op=AllReduce' ||
     { echo "FAIL chain: op missing"; fail=1; }
-dump chain | grep -q 'text="SIGTERM received"' ||
+dump chain | grep -q 'text="SIGTERM received at_ns [0-9][0-9]*"' ||
     { echo "FAIL chain: no SIGTERM note"; fail=1; }
 
 python3 - "$P3D_BUILD" "$T" <<'PY' || fail=1
