@@ -280,6 +280,51 @@ static void test_mapped_records_stay_valid(void **state)
     unlink(path);
 }
 
+/* A note record holding `text` (in a buffer of 128 bytes). */
+static const struct p3d_rec_str *note_of(uint64_t *mem, const char *text)
+{
+    struct p3d_rec_str *s = (struct p3d_rec_str *)mem;
+    size_t n = strlen(text);
+
+    memset(mem, 0, 128);
+    s->h.tag = P3D_REC_NOTE;
+    s->h.len = (uint16_t)((sizeof(*s) + n + 7) & ~(size_t)7);
+    s->n_bytes = (uint32_t)n;
+    memcpy(s->text, text, n);
+    return s;
+}
+
+/* The shim's watchdog notes (shim/p3d_watchdog.c) read back: its timeout,
+ * the ops it could not track, the SIGTERM note with and without its
+ * time; anything else is none of them. */
+static void test_watchdog_notes(void **state)
+{
+    uint64_t mem[16], v = 7;
+
+    (void)state;
+    assert_true(p3d_rec_watchdog_timeout(
+        note_of(mem, "watchdog: timeout_ns 1000000000"), &v));
+    assert_int_equal(v, 1000000000ull);
+    assert_true(p3d_rec_watchdog_untracked(
+        note_of(mem, "watchdog: untracked_ops 3"), &v));
+    assert_int_equal(v, 3);
+    assert_true(p3d_rec_is_term_note(
+        note_of(mem, "SIGTERM received at_ns 42")));
+    assert_true(p3d_rec_term_time(note_of(mem, "SIGTERM received at_ns 42"),
+                                  &v));
+    assert_int_equal(v, 42);
+    v = 7;
+    assert_true(p3d_rec_is_term_note(note_of(mem, "SIGTERM received")));
+    assert_false(p3d_rec_term_time(note_of(mem, "SIGTERM received"), &v));
+    assert_false(p3d_rec_watchdog_timeout(
+        note_of(mem, "watchdog: timeout_ns 12x"), &v));
+    assert_false(p3d_rec_watchdog_timeout(
+        note_of(mem, "watchdog: timeout_ns "), &v));
+    assert_false(p3d_rec_watchdog_untracked(
+        note_of(mem, "watchdog: timeout_ns 5"), &v));
+    assert_int_equal(v, 7); /* untouched by the notes that did not parse */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_chunk_without_header),
         cmocka_unit_test(test_empty_file),
         cmocka_unit_test(test_mapped_records_stay_valid),
+        cmocka_unit_test(test_watchdog_notes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
