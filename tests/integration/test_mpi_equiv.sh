@@ -102,6 +102,13 @@ grep -q '"root_ranks": \[6\]' "$T/hang.json" ||
 same skip "$T/skip"
 "$G" --tp 2 --pp 2 --dp 2 --stall --job stall "$T/stall" > /dev/null
 same stall "$T/stall"
+# the same, stopped 0.1 ms into the all-reduce, less than a step: no hang
+# shown (hang/p3d_hang_stop.c), from the ranks gathered on process 0
+"$G" --tp 2 --pp 2 --dp 2 --gpu --stall --stall-us 100 --steps 6 \
+    --job stopped "$T/stopped" > /dev/null
+same stopped "$T/stopped"
+grep -q '"stopped_running"' "$T/stopped.json" ||
+    fail "stopped: p3d-analyze did not say the job was stopped while it ran"
 # matching is split by communicator between the processes: a mismatch,
 # send/recv pairs, and ops on communicators no record introduces all
 # have to meet at their communicator's owner and fold back the same
