@@ -73,6 +73,7 @@ corpus() {
     gen gen-mismatch --tp 2 --dp 2 --mismatch 1
     gen gen-bad --tp 2 --dp 4 --truncate 3 --bad-magic 5 --missing 6
     gen gen-capped --tp 2 --pp 2 --dp 2 --capped 5 --stall
+    gen gen-stopped --tp 2 --pp 2 --dp 2 --gpu --stall --stall-us 100 --steps 6
     gen gen-gaps --tp 2 --dp 2 --ops 40000 --gaps 1
     sim sim-tp2pp2dp2 --tp 2 --pp 2 --dp 2 -m 8 --iters 3
     sim sim-vpp --tp 1 --pp 4 --dp 2 -m 8 --vpp 2 --iters 2
