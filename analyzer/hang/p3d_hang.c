@@ -268,6 +268,38 @@ static int p3d_hang_reported(const struct p3d_hrank *h, uint64_t op_id)
     return 0;
 }
 
+/*
+ * The longest any op of h took to complete (its GPU end where a record
+ * has one, else its call's return), from its call: how long a wait of
+ * this rank lasted in the job's normal course (p3d_hang_stop.c).  The
+ * first op of each communicator is left out: it pays for NCCL's
+ * connection setup, seconds on a real job.
+ */
+static uint64_t p3d_hang_longest_done(const struct p3d_hrank *h)
+{
+    uint64_t *end = p3d_xcalloc(h->n_ops + 1, sizeof(*end)), best = 0;
+    uint8_t *seen = p3d_xcalloc((size_t)h->r->n_comms + 1, 1);
+
+    for (size_t i = 0; i < h->n_gpu; i++) {
+        size_t k = p3d_hang_find(h, h->gpu[i]->op_id);
+        if (k != SIZE_MAX && h->gpu[i]->gpu_end > end[k])
+            end[k] = h->gpu[i]->gpu_end;
+    }
+    for (size_t i = 0; i < h->n_ops; i++) {
+        const struct p3d_rec_op *o = h->ops[i];
+        int c = p3d_map_get(&h->r->idx, o->comm_hash);
+        uint64_t e = end[i] ? end[i] : o->t_exit;
+        int first = c >= 0 && c < h->r->n_comms && !seen[c];
+        if (c >= 0 && c < h->r->n_comms)
+            seen[c] = 1;
+        if (!first && e > o->t_enter && e - o->t_enter > best)
+            best = e - o->t_enter;
+    }
+    free(end);
+    free(seen);
+    return best;
+}
+
 /* Did op i never complete? */
 /*
  * GPU-only pending ops of a killed rank (file not closed, no SIGTERM)
@@ -355,7 +387,8 @@ static void p3d_hang_scan(struct p3d_hrank *h)
     h->n_kept = h->n_ops; /* until p3d_hang_keep_all */
     p3d_hang_keys(h);
     p3d_hang_gpu_done(h);
-    free(h->gpu);                  /* only p3d_hang_gpu_done reads them */
+    h->longest_done_ns = p3d_hang_longest_done(h);
+    free(h->gpu);                  /* only the two above read them */
     h->gpu = NULL;
     h->n_gpu = h->cap_gpu = 0;
     p3d_hang_classify(h);

@@ -20,14 +20,21 @@
  *     applies only when every rank with a trace noted SIGTERM;
  *   - a running job's ranks wait at most about one step: a step contains
  *     each of its waits (the slowest rank's data loading, the pipeline's
- *     fill).  So when every wait at the end, measured on the waiting
- *     rank's own clock (its op's enter time to its trace's close), is
- *     shorter than the longest steady step the time analysis found, the
- *     traces show a job stopped while it ran.
- * A hang stopped within one step of forming looks the same; the report
- * says so, and what would show it (a shorter P3D_HANG_TIMEOUT, a later
- * stop).  Without steady steps there is no bound and the rule does not
- * apply.
+ *     fill); and a wait of a running job is no longer than that rank's
+ *     waits that completed before.  So when every wait at the end,
+ *     measured on the waiting rank's own clock (its op's enter time to
+ *     the SIGTERM), is shorter than the longest steady step the time
+ *     analysis found and than the longest op of that rank that completed
+ *     (each communicator's first op, which pays for NCCL's connection
+ *     setup, left out), the traces show a job stopped while it ran.
+ * A hang stopped that soon after forming looks the same; the report says
+ * so, and what would show it (a shorter P3D_HANG_TIMEOUT, a later stop).
+ * Without steady steps, or a completed op, there is no bound and the rule
+ * does not apply.  Both bounds must hold: a job whose steps are long (a
+ * pipeline stage computing for seconds) and that hung less than a step
+ * ago still shows waits longer than any its ranks had completed (p3d-sim
+ * with 1.5 s steps stopped 0.5 s after rank 6 hung: waits of 0.6-1.4 s,
+ * tests/integration/test_hang_stopped.sh).
  */
 #include "p3d_hang_int.h"
 #include "p3d_match.h"
@@ -89,7 +96,7 @@ int p3d_hang_stopped_running(const struct p3d_job *job,
         const struct p3d_hang_wait *w = &res->wait[i];
         uint64_t d = p3d_hs_waited(hj, w);
         if (w->inferred || w->op == P3D_HANG_OP_INIT || !w->t_enter ||
-            d >= bound)
+            d >= bound || d >= hj->hr[w->rank].longest_done_ns)
             return 0;
         longest = d > longest ? d : longest;
     }

@@ -388,11 +388,12 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
     } else if (!res->detected && res->stopped.n_in_nccl) {
         fprintf(f, "\nhang analysis: no hang shown: every rank was stopped "
                 "by SIGTERM while the job ran. %d rank(s) were inside NCCL, "
-                "for at most %.1f ms, less than its longest step (%.1f ms), "
-                "and no watchdog report (P3D_HANG_TIMEOUT) was written. A "
-                "hang stopped within a step of forming would look the "
-                "same: a later stop, or a shorter P3D_HANG_TIMEOUT, would "
-                "show it\n", res->stopped.n_in_nccl,
+                "for at most %.1f ms, less than its longest step (%.1f ms) "
+                "and than each had waited in ops that completed, and no "
+                "watchdog report (P3D_HANG_TIMEOUT) was written. A hang "
+                "stopped that soon after forming would look the same: a "
+                "later stop, or a shorter P3D_HANG_TIMEOUT, would show "
+                "it\n", res->stopped.n_in_nccl,
                 (double)res->stopped.longest_wait_ns / 1e6,
                 (double)res->stopped.step_bound_ns / 1e6);
     } else if (!res->detected) {

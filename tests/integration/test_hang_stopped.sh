@@ -2,11 +2,13 @@
 # A job stopped by SIGTERM while it ran is not a hang (hang/p3d_hang_stop.c).
 # Ops are in flight at any moment, so a healthy job stopped mid-run looks
 # like a hang in every way but one: the waits are short. Every wait at the
-# end shorter than the longest steady step, no watchdog report, every rank
-# alive until SIGTERM: "no hang shown" (JSON hang.detected false,
+# end shorter than the longest steady step and than the waiting rank's
+# longest op that completed, no watchdog report, every rank alive until
+# SIGTERM: "no hang shown" (JSON hang.detected false,
 # hang.stopped_running). The same stall lasting longer than a step stays a
-# hang. Generated traces (p3d-gen --stall --stall-us), then a healthy
-# p3d-sim job under the real shim stopped half way.
+# hang. Generated traces (p3d-gen --stall --stall-us), then under the real
+# shim a healthy p3d-sim job stopped half way, and a job of long steps
+# stopped less than a step after it hung.
 . "$(dirname "$0")/analyze_lib.sh"
 "$G" --tp 2 --pp 2 --dp 2 --gpu --stall --stall-us 100 --steps 6 "$T/short" \
     > /dev/null || fail "p3d-gen --stall-us 100"
@@ -59,5 +61,22 @@ assert not h["detected"], (h["root_ranks"], h["chain"][:2])
 s = h.get("stopped_running")
 assert s is None or s["longest_wait_s"] < s["longest_step_s"], s
 PY
+    # A job of long steps (1.5 s: 100 and 200 ms per micro-batch) whose
+    # rank 6 stops at its 20th PP op, in its third step, stopped once the
+    # hang formed (--stop-when-hung: 0.5 s with no op issued): the waits
+    # are shorter than a step, but longer than any op those ranks had
+    # completed. A hang, rooted at rank 6 (truth.json).
+    P3D_QUIET=1 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 8 --fwd-ms 100 \
+        --bwd-ms 200 --hang 6:pp:20 --stop-when-hung --out "$T" \
+        --job-id long --quiet --shim "$P3D_BUILD/libp3dtrace.so" \
+        > "$T/long.log" 2>&1
+    "$A" --json "$T/long.json" "$T/long" > "$T/long.txt" 2>&1
+    python3 - "$T/long.json" "$T/long/truth.json" <<'PY' || fail "a hang younger than a step: $(grep -m1 'hang analysis' "$T/long.txt")"
+import json, sys
+h = json.load(open(sys.argv[1]))["hang"]
+t = json.load(open(sys.argv[2]))
+assert t["faults"]["hang"]["rank"] == 6, t["faults"]
+assert h["detected"] and h["root_ranks"] == [6], (h["root_ranks"], h.get("stopped_running"))
+PY
 fi
-echo "stopped while running: no hang shown; the same stall past a step stays a hang"
+echo "stopped while running: no hang shown; the same stall past a step, or past what its ranks had waited, stays a hang"

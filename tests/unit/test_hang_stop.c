@@ -2,7 +2,7 @@
  * test_hang_stop.c - a job stopped by SIGTERM while it ran is not a hang
  * (p3d_hang_stop.c): every rank alive until SIGTERM, no watchdog report,
  * no mismatch, and every wait at the signal shorter than the longest
- * steady step.  Each condition is broken once, and the wait is measured to
+ * steady step and than the waiting rank's longest op that completed.  Each condition is broken once, and the wait is measured to
  * the SIGTERM note's time, not to the file's later close.
  */
 #include <setjmp.h>
@@ -31,8 +31,9 @@ static struct p3d_hang_res res;
 static struct p3d_rec_hang report;
 
 /* Steady steps of at most 10 ms; ranks 0-2 wait in an all-reduce entered
- * 1, 2, 3 ms before SIGTERM (at 1000 ms); every file closes 600 ms after
- * the signal; rank 3 computes. */
+ * 1, 2, 3 ms before SIGTERM (at 1000 ms), and each had ops that took up
+ * to 5 ms to complete; every file closes 600 ms after the signal; rank 3
+ * computes. */
 static int setup(void **state)
 {
     (void)state;
@@ -55,6 +56,7 @@ static int setup(void **state)
         hr[a].t_close = 1600 * MS;
         hr[a].t_last = 999 * MS;
         hr[a].state = a < 3 ? P3D_HS_WAITING : P3D_HS_NOT_IN_NCCL;
+        hr[a].longest_done_ns = 5 * MS;
     }
     for (int i = 0; i < 3; i++) {
         memset(&waits[i], 0, sizeof(waits[i]));
@@ -82,6 +84,15 @@ static void test_wait_longer_than_a_step(void **state)
     waits[1].t_enter = 990 * MS; /* 10 ms: a whole step */
     assert_int_equal(p3d_hang_stopped_running(&job, &hj, &res), 0);
     assert_int_equal(res.stopped.n_in_nccl, 0);
+}
+
+static void test_wait_longer_than_its_ops(void **state)
+{
+    (void)state;
+    hr[2].longest_done_ns = 2 * MS; /* its wait of 3 ms is its longest */
+    assert_int_equal(p3d_hang_stopped_running(&job, &hj, &res), 0);
+    hr[2].longest_done_ns = 0;      /* nothing completed: no bound */
+    assert_int_equal(p3d_hang_stopped_running(&job, &hj, &res), 0);
 }
 
 static void test_close_time_without_note_time(void **state)
@@ -142,6 +153,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_stopped_while_running, setup),
         cmocka_unit_test_setup(test_wait_longer_than_a_step, setup),
+        cmocka_unit_test_setup(test_wait_longer_than_its_ops, setup),
         cmocka_unit_test_setup(test_close_time_without_note_time, setup),
         cmocka_unit_test_setup(test_watchdog_report, setup),
         cmocka_unit_test_setup(test_rank_without_sigterm, setup),
