@@ -271,14 +271,14 @@ static int p3d_hang_reported(const struct p3d_hrank *h, uint64_t op_id)
 /*
  * The longest any op of h took to complete (its GPU end where a record
  * has one, else its call's return), from its call: how long a wait of
- * this rank lasted in the job's normal course (p3d_hang_stop.c).  The
- * first op of each communicator is left out: it pays for NCCL's
- * connection setup, seconds on a real job.
+ * this rank lasted in the job's normal course (p3d_hang_stop.c).  Ops of
+ * seq 0 are left out, a communicator's first collective and the first
+ * send or receive with each peer: NCCL connects lazily, so they pay for
+ * the connection setup, seconds on a real job.
  */
 static uint64_t p3d_hang_longest_done(const struct p3d_hrank *h)
 {
     uint64_t *end = p3d_xcalloc(h->n_ops + 1, sizeof(*end)), best = 0;
-    uint8_t *seen = p3d_xcalloc((size_t)h->r->n_comms + 1, 1);
 
     for (size_t i = 0; i < h->n_gpu; i++) {
         size_t k = p3d_hang_find(h, h->gpu[i]->op_id);
@@ -287,16 +287,11 @@ static uint64_t p3d_hang_longest_done(const struct p3d_hrank *h)
     }
     for (size_t i = 0; i < h->n_ops; i++) {
         const struct p3d_rec_op *o = h->ops[i];
-        int c = p3d_map_get(&h->r->idx, o->comm_hash);
         uint64_t e = end[i] ? end[i] : o->t_exit;
-        int first = c >= 0 && c < h->r->n_comms && !seen[c];
-        if (c >= 0 && c < h->r->n_comms)
-            seen[c] = 1;
-        if (!first && e > o->t_enter && e - o->t_enter > best)
+        if (o->seq != 0 && e > o->t_enter && e - o->t_enter > best)
             best = e - o->t_enter;
     }
     free(end);
-    free(seen);
     return best;
 }
 

@@ -80,7 +80,7 @@ struct p3d_hrank {
     uint64_t wd_untracked;           /* ops it had no slot for */
     uint64_t t_term;                 /* the last SIGTERM's time, 0 none */
     uint64_t longest_done_ns;        /* longest op to complete, from its
-                                        call (each comm's first left out) */
+                                        call (ops of seq 0 left out) */
     int state;
     int hard;                        /* has waits on ranks not arrived */
     int init_unknown;                /* in an init, members unknown */

@@ -25,8 +25,8 @@
  *     measured on the waiting rank's own clock (its op's enter time to
  *     the SIGTERM), is shorter than the longest steady step the time
  *     analysis found and than the longest op of that rank that completed
- *     (each communicator's first op, which pays for NCCL's connection
- *     setup, left out), the traces show a job stopped while it ran.
+ *     (ops of seq 0, which pay for NCCL's lazy connection setup, left
+ *     out), the traces show a job stopped while it ran.
  * A hang stopped that soon after forming looks the same; the report says
  * so, and what would show it (a shorter P3D_HANG_TIMEOUT, a later stop).
  * Without steady steps, or a completed op, there is no bound and the rule
