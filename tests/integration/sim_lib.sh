@@ -14,17 +14,23 @@ export P3D_QUIET=1
 # Under ASan (rel_check.sh) a run in which the leak checker's own tracer
 # failed to stop a rank's threads at exit (no leak check ran; as
 # test_val_checks.sh's sim) is repeated once; a leak found is another
-# message and fails as before.
+# message and fails as before. The failed run's stderr is not shown:
+# rel_check.sh fails a test whose output names a sanitizer, and that
+# message was the tracer's, not a finding (CI, 2026-12-04: "Tracer caught
+# signal 11" in test_sim_layouts' l1421 failed rel-asan though the repeat
+# passed).
 sim_run() {
     name=$1; shift
     for try in 1 2; do
         "$SIM" --out "$SIM_OUT" --job-id "$name" --shim "$SHIM" --quiet \
             --iters 2 "$@" 2> "$SIM_OUT/$name.err"
         rc=$?
-        cat "$SIM_OUT/$name.err" >&2
-        [ "$rc" != 0 ] && [ "$try" = 1 ] &&
-            grep -q "LeakSanitizer has encountered a fatal error" \
-                "$SIM_OUT/$name.err" || break
+        if ! { [ "$rc" != 0 ] && [ "$try" = 1 ] &&
+               grep -q "LeakSanitizer has encountered a fatal error" \
+                   "$SIM_OUT/$name.err"; }; then
+            cat "$SIM_OUT/$name.err" >&2
+            break
+        fi
         echo "note: $name repeated: the leak checker's own tracer failed" \
              "in it (no leak check ran)" >&2
         rm -rf "${SIM_OUT:?}/$name"
