@@ -378,14 +378,8 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
     if (res == NULL)
         return;
     p3d_symbol_run_start(job->start_ns);
-    if (!res->detected && p3d_ho_n_behind(job)) {
-        fprintf(f, "\nhang analysis: no rank was left waiting, but "
-                "collectives cannot have completed (NCCL completes one only "
-                "once every member has entered it; their calls returned "
-                "with it pending). The members behind are where the "
-                "schedules came apart:\n");
-        p3d_ho_behind(f, job);
-    } else if (!res->detected && res->stopped.n_in_nccl) {
+    if (!res->detected && res->stopped.n_in_nccl) {
+        /* first: its members behind are the ops in flight */
         fprintf(f, "\nhang analysis: no hang shown: every rank was stopped "
                 "by SIGTERM while the job ran. %d rank(s) were inside NCCL, "
                 "for at most %.1f ms, less than its longest step (%.1f ms) "
@@ -396,6 +390,13 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
                 "it\n", res->stopped.n_in_nccl,
                 (double)res->stopped.longest_wait_ns / 1e6,
                 (double)res->stopped.step_bound_ns / 1e6);
+    } else if (!res->detected && p3d_ho_n_behind(job)) {
+        fprintf(f, "\nhang analysis: no rank was left waiting, but "
+                "collectives cannot have completed (NCCL completes one only "
+                "once every member has entered it; their calls returned "
+                "with it pending). The members behind are where the "
+                "schedules came apart:\n");
+        p3d_ho_behind(f, job);
     } else if (!res->detected) {
         fprintf(f, "\nhang analysis: no hang: every recorded op "
                 "completed%s\n", res->n_mm ? "; but ops disagree:" : "");
