@@ -37,7 +37,10 @@
 #                       (P3D_FAKE_PROFILER_SKEW_NS): the causal bounds
 #                       (no kernel before its call, none ending after we
 #                       hear of it) bring every op within 2 ms of the
-#                       truth, and the note counts the ops they moved.
+#                       truth, plus how loose those bounds were on that
+#                       rank (the longest call-to-start or stop-to-return;
+#                       3 ms once under ASan with two busy loops), and the
+#                       note counts the ops they moved.
 set -eu
 : "${P3D_BUILD:?}" "${P3D_SRC:?}"
 . "$P3D_SRC/tests/integration/gpu_lib.sh"
@@ -116,8 +119,22 @@ def keys(t):
 def notes(t):
     return [r["text"] for r in t.records if r["type"] == "note"]
 
+def slack(t, tr, ks):
+    """How loose the causal bounds of a skewed job were, from what the
+    fake and the rank did: the longest time from an op's call to its first
+    channel start, or from its last channel stop to the call's return
+    (the fake sends the events inside the call). A loaded machine
+    stretches both, and the bounds place an op only that closely."""
+    worst = 0
+    for o in (r for r in t.records if r["type"] == "op"):
+        k = ks.get(o["op_id"])
+        if k is None or k not in tr or not o["t_exit"]:
+            continue
+        lo, hi, _ = tr[k]
+        worst = max(worst, lo - o["t_enter"], o["t_exit"] - hi)
+    return worst
+
 def plugin_ok(job, abi, skewed=False):
-    tol = PLACE
     tr, spread = truth(job), 0
     for rank, t in sorted(p3d_trace.read_dir(d + "/" + job).items()):
         gpu = {}
@@ -125,6 +142,7 @@ def plugin_ok(job, abi, skewed=False):
             if r["type"] == "gpu_op":
                 gpu.setdefault(r["op_id"], []).append(r)
         ks, worst, n = keys(t), 0, 0
+        tol = PLACE + (slack(t, tr, ks) if skewed else 0)
         enter = {r["op_id"]: r["t_enter"] for r in t.records
                  if r["type"] == "op"}
         for i, k in ks.items():
@@ -156,8 +174,8 @@ def plugin_ok(job, abi, skewed=False):
             n += 1
             spread += (hi - lo) // (2 * nch) > 5 * TOL
         if worst > tol:
-            fail.append("%s rank %d: GPU times off by %d ns" %
-                        (job, rank, worst))
+            fail.append("%s rank %d: GPU times off by %d ns (%d allowed)" %
+                        (job, rank, worst, tol))
         moved = [x for x in notes(t) if x.startswith("plugin:")]
         if skewed and not (moved and " 0 ops moved" not in moved[0]):
             fail.append("%s rank %d: no op moved onto the bounds: %s" %
@@ -170,7 +188,7 @@ def plugin_ok(job, abi, skewed=False):
                 not in pl[0] or " 0 lost" not in pl[0]:
             fail.append("%s rank %d: plugin note %s" % (job, rank, pl))
         print("%s rank %d: %d ops with plugin GPU times, worst error %d ns"
-              % (job, rank, n, worst))
+              " (allowed %d)" % (job, rank, n, worst, tol))
     if spread < 2:
         fail.append("%s: only %d ops whose channels differ by more than "
                     "the tolerance" % (job, spread))
