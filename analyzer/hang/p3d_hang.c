@@ -192,18 +192,29 @@ static int p3d_hang_group_state(const struct p3d_hrank *h, uint32_t gid)
     return -1;
 }
 
+/* Each op's latest GPU end from its GPU_OP records, 0 when none
+ * completed: [n_ops], for p3d_hang_gpu_done and p3d_hang_longest_done. */
+static uint64_t *p3d_hang_gpu_ends(const struct p3d_hrank *h)
+{
+    uint64_t *end = p3d_xcalloc(h->n_ops + 1, sizeof(*end));
+
+    for (size_t i = 0; i < h->n_gpu; i++) {
+        size_t k = p3d_hang_find(h, h->gpu[i]->op_id);
+        if (k != SIZE_MAX && h->gpu[i]->gpu_end > end[k])
+            end[k] = h->gpu[i]->gpu_end;
+    }
+    return end;
+}
+
 /* Mark ops the GPU finished, and (stream order) every op before them. */
-static void p3d_hang_gpu_done(struct p3d_hrank *h)
+static void p3d_hang_gpu_done(struct p3d_hrank *h, const uint64_t *end)
 {
     uint64_t streams[64];
     int n_streams = 0;
 
     h->done = p3d_xcalloc(h->n_ops + 1, 1);
-    for (size_t i = 0; i < h->n_gpu; i++) {
-        size_t k = p3d_hang_find(h, h->gpu[i]->op_id);
-        if (k != SIZE_MAX && h->gpu[i]->gpu_end != 0)
-            h->done[k] = 1;
-    }
+    for (size_t i = 0; i < h->n_ops; i++)
+        h->done[i] = end[i] != 0;
     for (size_t i = h->n_ops; i-- > 0;) {
         uint64_t s = h->ops[i]->stream;
         int j = 0;
@@ -276,22 +287,17 @@ static int p3d_hang_reported(const struct p3d_hrank *h, uint64_t op_id)
  * send or receive with each peer: NCCL connects lazily, so they pay for
  * the connection setup, seconds on a real job.
  */
-static uint64_t p3d_hang_longest_done(const struct p3d_hrank *h)
+static uint64_t p3d_hang_longest_done(const struct p3d_hrank *h,
+                                      const uint64_t *end)
 {
-    uint64_t *end = p3d_xcalloc(h->n_ops + 1, sizeof(*end)), best = 0;
+    uint64_t best = 0;
 
-    for (size_t i = 0; i < h->n_gpu; i++) {
-        size_t k = p3d_hang_find(h, h->gpu[i]->op_id);
-        if (k != SIZE_MAX && h->gpu[i]->gpu_end > end[k])
-            end[k] = h->gpu[i]->gpu_end;
-    }
     for (size_t i = 0; i < h->n_ops; i++) {
         const struct p3d_rec_op *o = h->ops[i];
         uint64_t e = end[i] ? end[i] : o->t_exit;
         if (o->seq != 0 && e > o->t_enter && e - o->t_enter > best)
             best = e - o->t_enter;
     }
-    free(end);
     return best;
 }
 
@@ -369,6 +375,8 @@ static void p3d_hang_rec(void *ctx, const struct p3d_reader *rd,
 
 static void p3d_hang_scan(struct p3d_hrank *h)
 {
+    uint64_t *end;
+
     if (p3d_reader_open_mapped(&h->rd, p3d_rank_file(h->r)) != 0)
         return;
     h->open = h->mapped = 1;
@@ -381,9 +389,11 @@ static void p3d_hang_scan(struct p3d_hrank *h)
     p3d_hang_told_ops(h);
     h->n_kept = h->n_ops; /* until p3d_hang_keep_all */
     p3d_hang_keys(h);
-    p3d_hang_gpu_done(h);
-    h->longest_done_ns = p3d_hang_longest_done(h);
-    free(h->gpu);                  /* only the two above read them */
+    end = p3d_hang_gpu_ends(h);    /* the one lookup of the GPU records */
+    p3d_hang_gpu_done(h, end);
+    h->longest_done_ns = p3d_hang_longest_done(h, end);
+    free(end);
+    free(h->gpu);                  /* only p3d_hang_gpu_ends reads them */
     h->gpu = NULL;
     h->n_gpu = h->cap_gpu = 0;
     p3d_hang_classify(h);
