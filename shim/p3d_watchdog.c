@@ -287,57 +287,35 @@ static void p3d_wd_scan(uint64_t *last_id, int *reports)
     p3d_wd_record(&ops[0], n_all, now);
 }
 
-static void p3d_wd_note(const char *text, size_t n)
-{
-    struct p3d_rec_str *r = p3d_rec_reserve(P3D_REC_NOTE, sizeof(*r) + n);
-
-    if (r != NULL) {
-        r->n_bytes = (uint32_t)n;
-        memcpy(r->text, text, n);
-        p3d_rec_commit(r);
-    }
-}
-
-/*
- * The timeout in force, for the analyzer: a rank whose trace lost records
- * and whose watchdog, alive until SIGTERM, reported nothing had no op
- * pending that long (analyzer/hang/p3d_hang_root.c).  Text: "watchdog:
- * timeout_ns N" (analyzer/read/p3d_reader.c reads it back).
- */
-static void p3d_wd_note_timeout(void)
-{
-    char note[64];
-    int n = snprintf(note, sizeof(note), "watchdog: timeout_ns %" PRIu64,
-                     p3d_wd_timeout_ns);
-
-    if (n > 0 && (size_t)n < sizeof(note))
-        p3d_wd_note(note, (size_t)n);
-}
-
 /*
  * SIGTERM arrived: note it, finalize the file if the process will die.
  * Ops the in-flight table had no slot for are noted first ("watchdog:
  * untracked_ops N"): it could not have reported them, so its silence
- * then proves nothing.
+ * then proves nothing.  The SIGTERM note is reserved here, not through
+ * p3d_note: it may be the process's first record, and it opens the file
+ * then, which p3d_note's notes (warnings' companions) never do.
  */
 static void p3d_wd_on_term(void)
 {
     uint64_t lost = p3d_inflight_overflow();
-    char untracked[64], note[64];
+    struct p3d_rec_str *r;
+    char note[64];
     int n;
 
-    if (lost > 0) {
-        n = snprintf(untracked, sizeof(untracked),
-                     "watchdog: untracked_ops %" PRIu64, lost);
-        if (n > 0 && (size_t)n < sizeof(untracked))
-            p3d_wd_note(untracked, (size_t)n);
-    }
+    if (lost > 0)
+        p3d_note("watchdog: untracked_ops %" PRIu64, lost);
     /* "SIGTERM received" first (analyzer/read/p3d_reader.c); the time
      * ends the waits of a job stopped while it ran (p3d_hang_stop.c) */
     n = snprintf(note, sizeof(note), "SIGTERM received at_ns %" PRIu64,
                  __atomic_load_n(&p3d_wd_term_t, __ATOMIC_RELAXED));
-    if (n > 0 && (size_t)n < sizeof(note))
-        p3d_wd_note(note, (size_t)n);
+    r = n > 0 && (size_t)n < sizeof(note)
+            ? p3d_rec_reserve(P3D_REC_NOTE, sizeof(*r) + (size_t)n)
+            : NULL;
+    if (r != NULL) {
+        r->n_bytes = (uint32_t)n;
+        memcpy(r->text, note, (size_t)n);
+        p3d_rec_commit(r);
+    }
     if (__atomic_load_n(&p3d_wd_term_final, __ATOMIC_ACQUIRE))
         p3d_writer_close();
     __atomic_store_n(&p3d_wd_term_done, 1, __ATOMIC_RELEASE);
@@ -359,7 +337,11 @@ static void *p3d_wd_main(void *arg)
 
     (void)arg;
     p3d_writer_last_words(); /* its reports outlive a full file */
-    p3d_wd_note_timeout();
+    /* The timeout in force, for the analyzer: a rank whose trace lost
+     * records and whose watchdog, alive until SIGTERM, reported nothing
+     * had no op pending that long (analyzer/hang/p3d_hang_root.c; read
+     * back by analyzer/read/p3d_reader.c). */
+    p3d_note("watchdog: timeout_ns %" PRIu64, p3d_wd_timeout_ns);
     for (;;) {
         struct timespec ts;
 
