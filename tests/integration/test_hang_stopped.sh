@@ -40,27 +40,51 @@ PY
 # third 2 MiB window: about 20 of its 64 iterations of 32 layers).
 S=$P3D_BUILD/p3d-sim
 if [ -x "$S" ] && [ -f "$P3D_BUILD/libp3dtrace.so" ]; then
-    P3D_QUIET=1 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 64 --layers 32 \
-        --timeout 600 --out "$T" --job-id run --quiet \
-        --shim "$P3D_BUILD/libp3dtrace.so" > "$T/run.log" 2>&1 &
-    sim=$!
-    f=$T/run/rank-00000.p3d
-    big() { [ "$(stat -c %s "$f" 2> /dev/null || echo 0)" -gt 5000000 ]; }
-    while ! big && kill -0 "$sim" 2> /dev/null; do sleep 0.1; done
-    kill -TERM "$sim" 2> /dev/null
-    wait "$sim"
-    "$A" --json "$T/run.json" "$T/run" > "$T/run.txt" 2>&1
-    python3 - "$T/run.json" "$T/run/truth.json" <<'PY' || fail "a healthy job stopped mid-run: $(grep -m2 'hang analysis\|root rank' "$T/run.txt")"
+    # Its waits against its steps are timing truth: under a sanitizer
+    # (rel_check.sh) it is left to make test's uninstrumented run, as the
+    # time tests are (REL_ASAN_SKIP); once in CI's rel-asan, with two busy
+    # loops, it found a hang in a healthy stop, which uninstrumented runs
+    # under the same load never did.
+    if [ -z "${REL_SANITIZED:-}" ]; then
+        P3D_QUIET=1 "$S" --tp 2 --pp 2 --dp 2 -m 4 --iters 64 --layers 32 \
+            --timeout 600 --out "$T" --job-id run --quiet \
+            --shim "$P3D_BUILD/libp3dtrace.so" > "$T/run.log" 2>&1 &
+        sim=$!
+        f=$T/run/rank-00000.p3d
+        big() { [ "$(stat -c %s "$f" 2> /dev/null || echo 0)" -gt 5000000 ]; }
+        while ! big && kill -0 "$sim" 2> /dev/null; do sleep 0.1; done
+        kill -TERM "$sim" 2> /dev/null
+        wait "$sim"
+        "$A" --json "$T/run.json" "$T/run" > "$T/run.txt" 2>&1
+        python3 - "$T/run.json" "$T/run/truth.json" "$T/run" "$P3D_SRC/tests/tools" <<'PY' || fail "a healthy job stopped mid-run: $(grep -m2 'hang analysis\|root rank' "$T/run.txt")"
 import json, sys
+sys.path.insert(0, sys.argv[4])
+import p3d_trace
 j = json.load(open(sys.argv[1]))
 t = json.load(open(sys.argv[2]))
 assert t["outcome"]["timed_out"], t["outcome"]    # stopped, did not finish
 assert not any(r["finished"] for r in t["ranks"]), "a rank finished"
+# The rule stands on every rank's SIGTERM note, which the watchdog thread
+# writes while the signal handler waits for it (at most 500 ms, then the
+# process dies of the signal). On a loaded machine that thread can miss
+# it: then the traces do not show a stop, and the rule does not apply.
+untimed = [r for r, tr in sorted(p3d_trace.read_dir(sys.argv[3]).items())
+           if not any(x["type"] == "note" and
+                      x["text"].startswith("SIGTERM received at_ns")
+                      for x in tr.records)]
 h = j["hang"]
-assert not h["detected"], (h["root_ranks"], h["chain"][:2])
-s = h.get("stopped_running")
-assert s is None or s["longest_wait_s"] < s["longest_step_s"], s
+if untimed:
+    print("note: rank(s) %s have no SIGTERM note (their watchdog did not "
+          "run in time): the stop is not in the traces" % untimed)
+    assert not h.get("stopped_running"), h["stopped_running"]
+else:
+    assert not h["detected"], (h["root_ranks"], h["states"], h["chain"][:2])
+    s = h.get("stopped_running")
+    assert s is None or s["longest_wait_s"] < s["longest_step_s"], s
 PY
+    else
+        echo "note: the healthy stop under the shim is not run under a sanitizer"
+    fi
     # A job of long steps (1.5 s: 100 and 200 ms per micro-batch) whose
     # rank 6 stops at its 20th PP op, in its third step, stopped once the
     # hang formed (--stop-when-hung: 0.5 s with no op issued): the waits
