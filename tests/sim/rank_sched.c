@@ -74,25 +74,24 @@ void rank_tp_out(struct rank_ctx *x)
  * MoE (--ep > 1): token dispatch or combine, an all-to-all on EP as
  * PyTorch issues Megatron's (token_dispatcher.py MoEAlltoAllTokenDispatcher
  * -> tensor_parallel.all_to_all -> all_to_all_single with split sizes ->
- * torch/csrc/cuda/nccl.cpp all2all_single_unequal_split): one group of
- * an ncclSend and an ncclRecv per peer (the rank's own share is copied).
+ * torch/csrc/cuda/nccl.cpp all2all_single_unequal_split, pytorch/pytorch
+ * 0033e774): one group of an ncclSend and an ncclRecv for every rank r of
+ * the communicator, its own included (`for r in irange(numranks)`, each
+ * skipped only when its count is 0; the tokens a rank routes to its own
+ * experts are seldom none).
  */
 static void rank_moe_a2a(struct rank_ctx *x)
 {
     size_t per = x->cfg->tp_bytes / 2 / (size_t)x->cfg->ep;
     struct rank_op ops[16];
     int mem[SIM_MAX_RANKS], ep = sim_members(x->cfg, SG_EP, x->rank, mem);
-    int me = 0, n = 0;
+    int n = 0;
 
-    while (mem[me] != x->rank)
-        me++;
-    if (2 * (ep - 1) > 16) {      /* more than one batch holds */
+    if (2 * ep > 16) {      /* more than one batch holds */
         rank_one(x, SG_EP, SK_ALLTOALL, per, ncclBfloat16, ncclSum, -1);
         return;
     }
     for (int p = 0; p < ep; p++) {
-        if (p == me)
-            continue;
         ops[n++] = (struct rank_op){ SG_EP, SK_SEND, per, ncclBfloat16,
                                      ncclSum, p };
         ops[n++] = (struct rank_op){ SG_EP, SK_RECV, per, ncclBfloat16,
