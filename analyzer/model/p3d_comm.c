@@ -100,7 +100,7 @@ static void p3d_gcomm_add(struct p3d_gcomm *g, const struct p3d_rcomm *rc)
     /* with the rank's last batch, still open when its trace ended */
     g->use.p2p_batches += rc->use.p2p_batches + (rc->use.p2p_dirs != 0);
     g->use.p2p_both += rc->use.p2p_both + (rc->use.p2p_dirs == 3);
-    g->use.p2p_a2a += rc->use.p2p_a2a + (rc->use.p2p_npeer >= 3);
+    g->use.p2p_a2a += rc->use.p2p_a2a + p3d_usage_batch_a2a(&rc->use);
     if (rc->order < g->order)
         g->order = rc->order;
 }

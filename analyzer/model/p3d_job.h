@@ -40,16 +40,20 @@ struct p3d_usage {
     uint64_t bc_int64;    /* broadcasts of int64 (Megatron's batch) */
     uint64_t p2p_batches; /* Send/Recv batches (a group, or a lone op) */
     uint64_t p2p_both;    /* of them, with a send and a receive */
-    uint64_t p2p_a2a;     /* of them, sending to 3+ distinct peers: an
-                             all-to-all through Send/Recv */
+    uint64_t p2p_a2a;     /* of them, an all-to-all through Send/Recv:
+                             sending to 3+ distinct peers, or to its own
+                             rank (p3d_usage_batch_a2a) */
     uint32_t p2p_gid;     /* scan: the batch in progress, its directions */
     uint8_t p2p_dirs;
     uint8_t p2p_npeer;    /* scan: distinct send peers of the batch so far */
+    uint8_t p2p_self;     /* scan: the batch sends to the rank itself */
     int32_t p2p_peer[3];
 };
 
 /* Count op o in u (the scan, once per op; p3d_traffic.c). */
 void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o);
+/* Whether the Send/Recv batch in progress in u is an all-to-all. */
+int p3d_usage_batch_a2a(const struct p3d_usage *u);
 /* Count n more all-reduces of `bytes` in u's size table. */
 void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n);
 

@@ -24,6 +24,22 @@ void p3d_usage_ar_size(struct p3d_usage *u, uint64_t bytes, uint64_t n)
     u->ar_sizes_other += n;
 }
 
+/*
+ * A pipeline sends to its one or two neighbours and a ring to the next
+ * rank, never to itself.  PyTorch's all-to-all through Send/Recv sends to
+ * every rank of the communicator, its own included, whenever that share is
+ * not empty (torch/csrc/cuda/nccl.cpp, pytorch/pytorch 0033e774:
+ * all2all_single_unequal_split and all2all loop `for r in
+ * irange(numranks)`; gather and scatter copy the own share instead).  So
+ * a batch to 3+ peers, or one that sends to its own rank, is an
+ * all-to-all: the send to itself is what tells a 2-rank all-to-all (EP=2,
+ * TE's CP "a2a" at CP=2) from a 2-rank ring step.
+ */
+int p3d_usage_batch_a2a(const struct p3d_usage *u)
+{
+    return u->p2p_npeer >= 3 || u->p2p_self;
+}
+
 /* The Send/Recv batch in progress in u is complete: count it. */
 static void p3d_usage_p2p_end(struct p3d_usage *u)
 {
@@ -31,9 +47,10 @@ static void p3d_usage_p2p_end(struct p3d_usage *u)
         return;
     u->p2p_batches++;
     u->p2p_both += u->p2p_dirs == 3;
-    u->p2p_a2a += u->p2p_npeer >= 3;
+    u->p2p_a2a += (uint64_t)p3d_usage_batch_a2a(u);
     u->p2p_dirs = 0;
     u->p2p_npeer = 0;
+    u->p2p_self = 0;
 }
 
 /* The batch in progress sends to comm rank `peer`. */
@@ -61,6 +78,9 @@ void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
         u->p2p_dirs |= dir;
         if (o->op == P3D_OP_SEND)
             p3d_usage_p2p_peer(u, o->peer);
+        if (o->op == P3D_OP_SEND && o->comm_rank >= 0 &&
+            o->peer == o->comm_rank)
+            u->p2p_self = 1;
         if (!o->group_id)
             p3d_usage_p2p_end(u); /* a lone op is its own batch */
     }

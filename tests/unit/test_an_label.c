@@ -108,6 +108,51 @@ static void test_ring_vs_pipeline(void **state)
     assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_RING);
 }
 
+/* One Send or Recv of a Send/Recv batch (group gid) as rank `me` of a
+ * communicator issues it to comm rank `peer`. */
+static void p2p(struct p3d_usage *u, int op, uint32_t gid, int me, int peer)
+{
+    struct p3d_rec_op o;
+
+    memset(&o, 0, sizeof(o));
+    o.op = (uint8_t)op;
+    o.group_id = gid;
+    o.comm_rank = me;
+    o.peer = peer;
+    o.bytes = 1 << 16;
+    p3d_usage_add(u, &o);
+}
+
+/*
+ * PyTorch's all-to-all sends to every rank of the communicator, its own
+ * included (torch/csrc/cuda/nccl.cpp all2all_single_unequal_split): at two
+ * ranks the send to itself is what tells it from a ring step, which sends
+ * to the other rank only.
+ */
+static void test_self_send_is_all_to_all(void **state)
+{
+    struct p3d_usage u;
+
+    (void)state;
+    memset(&u, 0, sizeof(u));
+    for (uint32_t gid = 1; gid <= 2; gid++) /* rank 0 of 2: a2a */
+        for (int r = 0; r < 2; r++) {
+            p2p(&u, P3D_OP_SEND, gid, 0, r);
+            p2p(&u, P3D_OP_RECV, gid, 0, r);
+        }
+    assert_true(p3d_usage_batch_a2a(&u)); /* the open batch, too */
+    p2p(&u, P3D_OP_SEND, 3, 0, 1); /* a ring step: the other rank only */
+    p2p(&u, P3D_OP_RECV, 3, 0, 1);
+    assert_false(p3d_usage_batch_a2a(&u));
+    p2p(&u, P3D_OP_SEND, 0, 0, 1); /* a lone op closes the batch */
+    assert_int_equal(u.p2p_batches, 4);
+    assert_int_equal(u.p2p_both, 3);
+    assert_int_equal(u.p2p_a2a, 2);
+    p2p(&u, P3D_OP_SEND, 4, -1, 1); /* comm rank unknown: no evidence */
+    p2p(&u, P3D_OP_SEND, 4, -1, -1);
+    assert_false(p3d_usage_batch_a2a(&u));
+}
+
 static void test_two_world_comms(void **state)
 {
     unsigned bits = B(P3D_LBL_WORLD);
@@ -200,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_two_world_comms),
         cmocka_unit_test(test_busiest_alone),
         cmocka_unit_test(test_ring_vs_pipeline),
+        cmocka_unit_test(test_self_send_is_all_to_all),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
         cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
