@@ -131,7 +131,8 @@ static int p3d_dup_has(const struct p3d_job *job, int i, int lbl)
     return 0;
 }
 
-/* A 2-rank ring is a CP ring or a 2-rank all-to-all (EP): of two such
+/* A 2-rank ring is a CP ring or a 2-rank all-to-all (EP) whose sends to
+ * itself were empty or not known (p3d_usage_batch_a2a): of two such
  * communicators on the same ranks, the second is the other group. */
 static int p3d_ring2_other(const struct p3d_job *job, int i, int label)
 {

@@ -15,11 +15,14 @@
  *     dispatcher issues (tensor_parallel.all_to_all, all_to_all_single
  *     with input/output splits), is one group of ncclSend/ncclRecv to
  *     every peer (torch/csrc/cuda/nccl.cpp all2all_single_unequal_split;
- *     equal splits too unless built with NCCL_ALLTOALL_SUPPORTED): Send/
- *     Recv batches that send to 3 or more peers are an all-to-all (a
- *     pipeline sends to its 1 or 2 neighbours, a ring to 1).  Between two
- *     ranks an all-to-all is one send and one receive, as a 2-rank ring
- *     step: a CP ring or EP, and the members or priors decide.
+ *     equal splits too before NCCL 2.28, which has ncclAlltoAll): Send/
+ *     Recv batches that send to 3 or more peers, or to the rank itself,
+ *     are an all-to-all (p3d_usage_batch_a2a: torch's loop sends to every
+ *     rank, its own included; a pipeline sends to its 1 or 2 neighbours,
+ *     a ring to the next rank).  A 2-rank batch each way with no send to
+ *     itself is a ring step (a CP ring), or an all-to-all whose own share
+ *     was empty or whose trace lacks the comm rank: a CP ring or EP, and
+ *     the members or priors decide (P3D_USE_RING2).
  *   - Broadcasts of int64 with frequent all-reduces: Megatron TP, whose
  *     ranks broadcast each micro-batch's tokens, labels and positions
  *     (get_batch_on_this_tp_rank / tensor_parallel.broadcast_data, int64)

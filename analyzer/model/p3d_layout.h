@@ -54,7 +54,8 @@ enum p3d_use {
     P3D_USE_RING,  /* Send/Recv, every batch both ways: a CP ring */
     P3D_USE_GRAD_AR, /* all-reduces averaging (ncclAvg, premul sum):
                         gradients, HSDP's replicas or DDP */
-    P3D_USE_RING2  /* a 2-rank ring: a CP ring, or an all-to-all of two */
+    P3D_USE_RING2  /* a 2-rank ring, no send to itself: a CP ring, or an
+                      all-to-all of two whose own share was empty */
 };
 
 extern const char *const p3d_use_name[];

@@ -28,7 +28,8 @@ What must hold, per run:
   - otherwise the report must say it cannot tell (confidence "ambiguous"
     or "none"); a wrong answer stated as "likely" or "certain" fails.
 
-  python3 tests/layout/matrix.py [--sample N] [--profile P ...] [-v]
+  python3 tests/layout/matrix.py [--sample N] [--profile P ...] [--ep N] [-v]
+(--ep N: only the configurations with N expert-parallel ranks.)
 Prints one line per failure and the counts; exit 1 on any confident wrong
 answer or failed run.
 """
@@ -339,11 +340,15 @@ def main():
         "P3D_BUILD", os.path.join(SRC, "build")))
     ap.add_argument("-j", "--jobs", type=int, default=1,
                     help="runs at once (each is a whole job of processes)")
+    ap.add_argument("--ep", type=int, default=0,
+                    help="only configurations with this EP size")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     profiles = a.profile or ["megatron-lazy", "megatron-eager", "titan",
                              "ddp", "fsdp", "deepspeed"]
     todo = runs(profiles)
+    if a.ep:
+        todo = [r for r in todo if r[1]["ep"] == a.ep]
     if a.sample:
         todo = sample(todo, a.sample)
     counts = {}
