@@ -78,14 +78,24 @@ static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
     return n;
 }
 
-/* Soft edges: members of a's pending comms that are waiting too. */
+/* A Send or Recv of a rank to itself: its own share of PyTorch's
+ * all-to-all (p3d_usage_batch_a2a), which waits for no one else. */
+static int p3d_hg_to_self(const struct p3d_rec_op *o)
+{
+    return P3D_OP_IS_P2P(o->op) && o->comm_rank >= 0 &&
+           o->peer == o->comm_rank;
+}
+
+/* Soft edges: members of a's pending comms that are waiting too (not by
+ * an op to itself: a stuck all-to-all's own share is pending with the
+ * rest of it, which is what the wait shows). */
 static void p3d_hg_soft(struct p3d_hg *g, int a)
 {
     const struct p3d_hrank *h = &g->hj->hr[a];
 
     for (size_t i = 0; i < h->n_kept; i++) {
         int gi;
-        if (!h->pend[i])
+        if (!h->pend[i] || p3d_hg_to_self(h->ops[i]))
             continue;
         gi = p3d_map_get(&g->job->comm_idx, h->ops[i]->comm_hash);
         for (int j = 0; gi >= 0 && j < g->job->comms[gi].size; j++) {
@@ -265,17 +275,20 @@ static void p3d_hg_wait_op(const struct p3d_hg *g, const struct p3d_rec_op *o,
     w->label = p3d_hang_label(g->job, o->comm_hash);
 }
 
-/* No edge: the oldest pending op, else the init it is blocked in. */
+/* No edge: the oldest pending op (one to another rank first: a stuck
+ * all-to-all's own share is pending with it), else the init it is
+ * blocked in. */
 static void p3d_hg_wait_plain(const struct p3d_hg *g, int a,
                               struct p3d_hang_wait *w)
 {
     const struct p3d_hrank *h = &g->hj->hr[a];
 
-    for (size_t i = 0; i < h->n_kept; i++)
-        if (h->pend[i]) {
-            p3d_hg_wait_op(g, h->ops[i], w);
-            return;
-        }
+    for (int self = 0; self < 2; self++)
+        for (size_t i = 0; i < h->n_kept; i++)
+            if (h->pend[i] && p3d_hg_to_self(h->ops[i]) == self) {
+                p3d_hg_wait_op(g, h->ops[i], w);
+                return;
+            }
     for (int k = 0; k < h->n_hang; k++)
         if (h->hang[k]->op == P3D_HANG_OP_INIT) {
             w->comm = h->hang[k]->comm_hash, w->op = P3D_HANG_OP_INIT;
