@@ -10,6 +10,7 @@
 #include "p3d_hang_int.h"
 #include "p3d_label.h"
 #include "p3d_match.h"
+#include "p3d_ops.h"
 #include "p3d_util.h"
 
 
@@ -80,12 +81,6 @@ static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
 
 /* A Send or Recv of a rank to itself: its own share of PyTorch's
  * all-to-all (p3d_usage_batch_a2a), which waits for no one else. */
-static int p3d_hg_to_self(const struct p3d_rec_op *o)
-{
-    return P3D_OP_IS_P2P(o->op) && o->comm_rank >= 0 &&
-           o->peer == o->comm_rank;
-}
-
 /* Soft edges: members of a's pending comms that are waiting too (not by
  * an op to itself: a stuck all-to-all's own share is pending with the
  * rest of it, which is what the wait shows). */
@@ -95,7 +90,7 @@ static void p3d_hg_soft(struct p3d_hg *g, int a)
 
     for (size_t i = 0; i < h->n_kept; i++) {
         int gi;
-        if (!h->pend[i] || p3d_hg_to_self(h->ops[i]))
+        if (!h->pend[i] || p3d_op_to_self(h->ops[i]))
             continue;
         gi = p3d_map_get(&g->job->comm_idx, h->ops[i]->comm_hash);
         for (int j = 0; gi >= 0 && j < g->job->comms[gi].size; j++) {
@@ -285,7 +280,7 @@ static void p3d_hg_wait_plain(const struct p3d_hg *g, int a,
 
     for (int self = 0; self < 2; self++)
         for (size_t i = 0; i < h->n_kept; i++)
-            if (h->pend[i] && p3d_hg_to_self(h->ops[i]) == self) {
+            if (h->pend[i] && p3d_op_to_self(h->ops[i]) == self) {
                 p3d_hg_wait_op(g, h->ops[i], w);
                 return;
             }

@@ -24,3 +24,9 @@ int p3d_op_rooted(int op)
 {
     return (p3d_op_traits(op) & P3D_OPK_ROOTED) != 0;
 }
+
+int p3d_op_to_self(const struct p3d_rec_op *o)
+{
+    return P3D_OP_IS_P2P(o->op) && o->comm_rank >= 0 &&
+           o->peer == o->comm_rank;
+}

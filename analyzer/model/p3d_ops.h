@@ -15,5 +15,9 @@ extern const char *const p3d_op_name[P3D_OP_COUNT];
 unsigned p3d_op_traits(int op);
 /* The op has a root that every member must agree on. */
 int p3d_op_rooted(int op);
+/* A Send or Recv to the rank's own comm rank: PyTorch's all-to-all over
+ * Send/Recv includes the own share (torch/csrc/cuda/nccl.cpp loops over
+ * every rank), which moves no data between ranks and waits for no one. */
+int p3d_op_to_self(const struct p3d_rec_op *o);
 
 #endif /* P3D_OPS_H */

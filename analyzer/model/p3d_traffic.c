@@ -9,6 +9,7 @@
 
 #include "p3d_format.h"
 #include "p3d_job.h"
+#include "p3d_ops.h"
 
 /* One more all-reduce of `bytes` in the size table (fixed, merged per
  * communicator: a few distinct sizes are exact, more are counted apart). */
@@ -78,8 +79,7 @@ void p3d_usage_add(struct p3d_usage *u, const struct p3d_rec_op *o)
         u->p2p_dirs |= dir;
         if (o->op == P3D_OP_SEND)
             p3d_usage_p2p_peer(u, o->peer);
-        if (o->op == P3D_OP_SEND && o->comm_rank >= 0 &&
-            o->peer == o->comm_rank)
+        if (o->op == P3D_OP_SEND && p3d_op_to_self(o))
             u->p2p_self = 1;
         if (!o->group_id)
             p3d_usage_p2p_end(u); /* a lone op is its own batch */
