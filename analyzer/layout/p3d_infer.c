@@ -5,7 +5,11 @@
  *
  * Search: every (tp, cp, dp, pp) with product = world, every ep dividing
  * dp*cp, orders tp-cp-ep-dp-pp and tp-cp-ep-pp-dp (torchtitan's
- * pp-dp-cp-tp mesh, last axis fastest, is the first of these); and, in
+ * pp-dp-cp-tp mesh, last axis fastest, is the first of these), each as
+ * Megatron accepts it (p3d_layout_set_moe); Megatron's MoE parallel
+ * folding, an expert tensor-parallel size etp other than tp, only where
+ * the traces show it (p3d_folds: an all-to-all communicator whose ranks
+ * are etp apart, as the expert generator makes EP groups); and, in
  * the first order with ep = 1, torchtitan's HSDP: DP split into
  * dp/dp_shard replicas of dp_shard shards (p3d_layout.c), an axis that
  * counts as unseen, like the others, unless a communicator is its shard
@@ -16,7 +20,7 @@
  * communicator is a group of: a dimension with no traffic of its own is
  * no evidence that it exists), ties broken towards the default order,
  * then smaller ep (a 2-rank all-to-all is a 2-rank ring step, and only
- * MoE jobs have EP), larger dp (DP takes the ranks the other axes leave),
+ * MoE jobs have EP), etp = tp (Megatron's default), larger dp (DP takes the ranks the other axes leave),
  * smaller cp, pp: axes nothing observed needs are not invented.
  *
  * Confidence (what the report and JSON layout.confidence say):
@@ -70,13 +74,13 @@ static uint64_t p3d_max_cpm(const struct p3d_job *job)
     return m;
 }
 
-/* Ranks of an expert data-parallel group: world / (tp * ep * pp). */
+/* Ranks of an expert data-parallel group: world / (etp * ep * pp). */
 static int p3d_edp(const struct p3d_layout *l)
 {
     int w = l->size[P3D_AX_TP] * l->size[P3D_AX_CP] * l->size[P3D_AX_DP] *
             l->size[P3D_AX_PP];
 
-    return w / (l->size[P3D_AX_TP] * l->ep * l->size[P3D_AX_PP]);
+    return w / (p3d_layout_etp(l) * l->ep * l->size[P3D_AX_PP]);
 }
 
 /* Axes > 1 (tp, cp, pp, ep) none of whose groups is an observed
@@ -94,6 +98,10 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
      * (Megatron distributed/finalize_model_grads, the expert buffers),
      * where it has 2+ ranks */
     n += l->ep > 1 && p3d_edp(l) > 1 && !(seen & (1u << P3D_LBL_EXPERT_DP));
+    /* a folded expert TP group of 2+ ranks gathers the tokens before the
+     * experts and reduce-scatters after (token_dispatcher.py
+     * MoEAlltoAllTokenDispatcher, tp_size > 1 on pg_collection.expt_tp) */
+    n += l->etp > 1 && !(seen & (1u << P3D_LBL_EXPERT_TP));
     n += l->dp_shard > 1 &&
          !(seen & ((1u << P3D_LBL_DP_SHARD) | (1u << P3D_LBL_DP_REP)));
     return n;
@@ -172,6 +180,8 @@ static int p3d_better(const struct p3d_layout *a, struct p3d_score sa,
         return oa - ob;
     if (a->ep != b->ep) /* MoE only on evidence a CP ring cannot give */
         return b->ep - a->ep;
+    if (!a->etp != !b->etp) /* Megatron's default: experts split as TP */
+        return !a->etp - !b->etp;
     if (a->size[P3D_AX_DP] != b->size[P3D_AX_DP])
         return a->size[P3D_AX_DP] - b->size[P3D_AX_DP];
     if (a->size[P3D_AX_CP] != b->size[P3D_AX_CP])
@@ -184,9 +194,14 @@ struct p3d_cand {
     struct p3d_score s;
 };
 
+/* Most (ep, etp) pairs of folded expert layouts tried (p3d_folds). */
+#define P3D_MAX_FOLDS 8
+
 struct p3d_search {
     const struct p3d_job *job;
     const enum p3d_use *use;
+    struct { int ep, etp; } folds[P3D_MAX_FOLDS];
+    int n_folds;
     struct p3d_cand top[P3D_TOP]; /* the best candidates, best first: */
     int n_top;                    /* top[0] is the best (zeroed if none) */
 };
@@ -213,16 +228,38 @@ static void p3d_try_one(struct p3d_search *s, const struct p3d_layout *l)
     struct p3d_score sc = p3d_score(s->job, l, s->use);
 
     if (getenv("P3D_DEBUG_LAYOUT"))
-        fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d dps%d %s: explained"
-                " %d usage %d primary %d unseen %d\n", l->size[P3D_AX_TP],
-                l->size[P3D_AX_CP], l->size[P3D_AX_DP], l->size[P3D_AX_PP],
-                l->ep, l->dp_shard, l->order, sc.explained, sc.usage,
+        fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d etp%d dps%d %s: "
+                "explained %d usage %d primary %d unseen %d\n",
+                l->size[P3D_AX_TP], l->size[P3D_AX_CP], l->size[P3D_AX_DP],
+                l->size[P3D_AX_PP], l->ep, l->etp, l->dp_shard, l->order,
+                sc.explained, sc.usage,
                 sc.primary, sc.unseen);
     p3d_keep(s, l, sc);
 }
 
+/* Megatron's MoE parallel folding at (tp, cp, dp, pp): the (ep, etp)
+ * pairs the traces show (p3d_folds) with etp other than tp. */
+static void p3d_try_folded(struct p3d_search *s, int tp, int cp, int dp,
+                           int pp)
+{
+    for (int f = 0; f < s->n_folds; f++) {
+        if (s->folds[f].etp == tp)
+            continue;
+        for (size_t o = 0; o < sizeof(p3d_orders) / sizeof(*p3d_orders);
+             o++) {
+            struct p3d_layout l;
+            if (o == 1 && (pp == 1 || dp == 1))
+                continue; /* same groups as the default order */
+            if (!p3d_layout_set_moe(&l, tp, cp, dp, pp, s->folds[f].ep,
+                                    s->folds[f].etp, p3d_orders[o]))
+                p3d_try_one(s, &l);
+        }
+    }
+}
+
 static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
 {
+    p3d_try_folded(s, tp, cp, dp, pp);
     for (int ep = 1; ep <= dp * cp; ep++) {
         if ((dp * cp) % ep)
             continue;
@@ -243,8 +280,42 @@ static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
     }
 }
 
+/*
+ * The (ep, etp) pairs the all-to-all communicators show: the expert
+ * generator varies etp fastest, then ep, in both of Megatron's orders
+ * (its cp is 1), so an EP group is ep ranks etp apart.  Only these are
+ * tried with etp other than tp: folding is a choice the traces must
+ * show, and trying every etp would multiply the search.
+ */
+static void p3d_folds(struct p3d_search *s)
+{
+    const struct p3d_job *job = s->job;
+
+    for (int i = 0; i < job->n_comms && s->n_folds < P3D_MAX_FOLDS; i++) {
+        const struct p3d_gcomm *g = &job->comms[i];
+        int n = g->n_members, d, k, f;
+
+        if (s->use[i] != P3D_USE_A2A || n < 2 || g->n_missing)
+            continue;
+        d = g->members[1] - g->members[0];
+        for (k = 2; k < n && g->members[k] - g->members[k - 1] == d; k++)
+            ;
+        if (k < n)
+            continue; /* not evenly spaced: no expert generator's group */
+        for (f = 0; f < s->n_folds; f++)
+            if (s->folds[f].ep == n && s->folds[f].etp == d)
+                break;
+        if (f == s->n_folds) {
+            s->folds[f].ep = n;
+            s->folds[f].etp = d;
+            s->n_folds++;
+        }
+    }
+}
+
 static void p3d_search(struct p3d_search *s, int w)
 {
+    p3d_folds(s);
     for (int tp = 1; tp <= w; tp++) {
         if (w % tp)
             continue;
@@ -305,7 +376,7 @@ static int p3d_same_layout(const struct p3d_layout *a,
                            const struct p3d_layout *b)
 {
     return !memcmp(a->size, b->size, sizeof(a->size)) && a->ep == b->ep &&
-           a->dp_shard == b->dp_shard && !strcmp(a->order, b->order);
+           a->etp == b->etp && a->dp_shard == b->dp_shard && !strcmp(a->order, b->order);
 }
 
 /* Why candidate c (score cs) is not the chosen layout (score bs). */
@@ -331,7 +402,7 @@ static void p3d_why_not(const struct p3d_job *job, const struct p3d_layout *b,
     else if (p3d_labels_differ(job, b, c))
         snprintf(buf, n, "fits the traces exactly as well, with other "
                  "labels; chosen by prior: the default order, then smaller "
-                 "EP, larger DP, smaller CP, PP");
+                 "EP, expert TP = TP, larger DP, smaller CP, PP");
     else
         snprintf(buf, n, "fits as well and labels every communicator the "
                  "same (it differs only where no traffic shows); chosen by "

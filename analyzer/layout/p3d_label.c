@@ -36,7 +36,7 @@ static const int p3d_pref[][4] = {
     [P3D_USE_A2A] = {P3D_LBL_EP, P3D_LBL_CP, -1},
     [P3D_USE_RSAG] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP,
                       P3D_LBL_DP_SHARD},
-    [P3D_USE_LAYER] = {P3D_LBL_CP, P3D_LBL_TP, -1},
+    [P3D_USE_LAYER] = {P3D_LBL_CP, P3D_LBL_TP, P3D_LBL_EXPERT_TP, -1},
     [P3D_USE_BCAST] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_AR] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
     [P3D_USE_TINY] = {P3D_LBL_MP, P3D_LBL_WORLD, -1},
@@ -44,7 +44,7 @@ static const int p3d_pref[][4] = {
     [P3D_USE_GRAD] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_EXPERT_DP,
                       P3D_LBL_DP_SHARD},
     [P3D_USE_DDP] = {P3D_LBL_DP_CP, P3D_LBL_DP, -1},
-    [P3D_USE_SP] = {P3D_LBL_TP, P3D_LBL_TP_CP, -1},
+    [P3D_USE_SP] = {P3D_LBL_TP, P3D_LBL_TP_CP, P3D_LBL_EXPERT_TP, -1},
     [P3D_USE_ANY_AR] = {P3D_LBL_TP, P3D_LBL_DP_CP, P3D_LBL_DP, -1},
     [P3D_USE_ANY_LAYER] = {P3D_LBL_DP_CP, P3D_LBL_DP, P3D_LBL_CP,
                            P3D_LBL_TP},
@@ -276,7 +276,8 @@ void p3d_label_all(struct p3d_job *job)
         if (use != P3D_USE_P2P) /* a pair is a P2P comm only if used so */
             g->labels &= ~B(P3D_LBL_P2P);
         if (job->layout.ep == 1) /* expert groups only exist with EP */
-            g->labels &= ~(B(P3D_LBL_EP) | B(P3D_LBL_EXPERT_DP));
+            g->labels &= ~(B(P3D_LBL_EP) | B(P3D_LBL_EXPERT_DP) |
+                           B(P3D_LBL_EXPERT_TP));
         g->label = p3d_label_pick(g->labels, use, g, dup);
         if (use == P3D_USE_RING2)
             g->label = p3d_ring2_other(job, i, g->label);

@@ -102,7 +102,7 @@ static int p3d_flag_int(const char *argv, size_t len, const char *flag,
 int p3d_layout_from_cmdline(struct p3d_layout *l, const char *argv,
                             size_t len, int w)
 {
-    int found = 0, mapping = 0, dummy = 0, tp, pp, cp, ep, dp;
+    int found = 0, mapping = 0, dummy = 0, tp, pp, cp, ep, etp, dp;
 
     memset(l, 0, sizeof(*l));
     if (!argv)
@@ -112,15 +112,16 @@ int p3d_layout_from_cmdline(struct p3d_layout *l, const char *argv,
                       &found);
     cp = p3d_flag_int(argv, len, "--context-parallel-size", 1, &found);
     ep = p3d_flag_int(argv, len, "--expert-model-parallel-size", 1, &found);
+    /* Megatron's default (arguments.py): the experts split as TP */
+    etp = p3d_flag_int(argv, len, "--expert-tensor-parallel-size", tp,
+                       &found);
     p3d_flag(argv, len, "--use-tp-pp-dp-mapping", &mapping);
     if (!found || w <= 0 || w % (tp * pp * cp))
         return 0;
     dp = w / (tp * pp * cp);
-    if (p3d_layout_set(l, tp, cp, dp, pp, ep,
-                       mapping ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp"))
+    if (p3d_layout_set_moe(l, tp, cp, dp, pp, ep, etp,
+                           mapping ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp"))
         return 0;
-    l->etp = p3d_flag_int(argv, len, "--expert-tensor-parallel-size", 0,
-                          &dummy);
     l->vpp = p3d_flag_int(argv, len,
                           "--num-layers-per-virtual-pipeline-stage", 0,
                           &dummy);

@@ -88,12 +88,24 @@ static uint64_t p3d_members(const struct p3d_gcomm *g)
     return (uint64_t)(g->n_members ? g->n_members : 1);
 }
 
+/*
+ * Collectives per member, the measure of how often a group is used.  An
+ * all-to-all through Send/Recv counts once: PyTorch issues it as a Send
+ * and a Recv to every rank of the group (torch/csrc/cuda/nccl.cpp
+ * all2all_single_unequal_split), so its calls say the group's size, not
+ * how often it is used; counted as calls, an EP group of 4 would look 8
+ * times as busy as a group with one collective per layer.
+ */
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g)
 {
+    const struct p3d_usage *u = &g->use;
     uint64_t total = 0;
 
     for (int k = 0; k < P3D_OP_COUNT; k++)
-        total += g->st[k].calls;
+        if (!P3D_OP_IS_P2P(k) || !u->p2p_a2a || u->p2p_a2a * 2 < u->p2p_batches)
+            total += g->st[k].calls;
+    if (u->p2p_a2a && u->p2p_a2a * 2 >= u->p2p_batches)
+        total += u->p2p_batches;
     return total / p3d_members(g);
 }
 
@@ -243,8 +255,10 @@ static const struct {
     [P3D_USE_GRAD] = {DP_SHARDED, DP_SHARDED},
     [P3D_USE_DDP] = {DP_REDUCED, DP_REDUCED},
     [P3D_USE_GRAD_AR] = {DP_REDUCED, DP_REDUCED},
-    [P3D_USE_LAYER] = {B(P3D_LBL_CP) | B(P3D_LBL_TP), 0},
-    [P3D_USE_ANY_LAYER] = {B(P3D_LBL_CP) | B(P3D_LBL_TP) | DP_SHARDED, 0},
+    [P3D_USE_LAYER] = {B(P3D_LBL_CP) | B(P3D_LBL_TP) | B(P3D_LBL_EXPERT_TP),
+                       0},
+    [P3D_USE_ANY_LAYER] = {B(P3D_LBL_CP) | B(P3D_LBL_TP) |
+                           B(P3D_LBL_EXPERT_TP) | DP_SHARDED, 0},
     [P3D_USE_BCAST] = {B(P3D_LBL_TP), B(P3D_LBL_TP)},
     [P3D_USE_AR] = {B(P3D_LBL_TP), B(P3D_LBL_TP)},
     [P3D_USE_SP] = {B(P3D_LBL_TP), B(P3D_LBL_TP)},

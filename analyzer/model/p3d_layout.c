@@ -68,8 +68,36 @@ static int p3d_parse_order(struct p3d_layout *l, const char *order)
     return 0;
 }
 
-int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
-                   int ep, const char *order)
+int p3d_layout_etp(const struct p3d_layout *l)
+{
+    return l->etp > 0 ? l->etp : l->size[P3D_AX_TP];
+}
+
+/* Megatron's checks of the expert grid against the dense one (see
+ * p3d_layout_set_moe in p3d_layout.h): the expert grid fills the world,
+ * and its pipeline groups are the dense ones, that is the ranks before
+ * pp in the order span as many ranks in both grids (with the same world
+ * and pp, a pipeline group is the ranks a stride apart). */
+static int p3d_expert_fits(const struct p3d_layout *l, int ep, int etp)
+{
+    int w = l->size[P3D_AX_TP] * l->size[P3D_AX_CP] * l->size[P3D_AX_DP] *
+            l->size[P3D_AX_PP];
+    int dense = 1, expert = 1;
+
+    if (w % (etp * ep * l->size[P3D_AX_PP]))
+        return 0;
+    for (int i = 0; i < P3D_AX_N && l->ord[i] != P3D_AX_PP; i++) {
+        dense *= l->size[l->ord[i]];
+        expert *= l->ord[i] == P3D_AX_TP ? etp
+                  : l->ord[i] == P3D_AX_CP ? ep
+                  : l->ord[i] == P3D_AX_DP ? w / (etp * ep * l->size[P3D_AX_PP])
+                                           : 1;
+    }
+    return dense == expert;
+}
+
+int p3d_layout_set_moe(struct p3d_layout *l, int tp, int cp, int dp, int pp,
+                       int ep, int etp, const char *order)
 {
     memset(l, 0, sizeof(*l));
     l->size[P3D_AX_TP] = tp;
@@ -77,11 +105,20 @@ int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
     l->size[P3D_AX_DP] = dp;
     l->size[P3D_AX_PP] = pp;
     l->ep = ep;
-    if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1 ||
-        (dp * cp) % ep || p3d_parse_order(l, order))
+    l->etp = etp == tp ? 0 : etp; /* 0: the default, etp = tp */
+    if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1 || etp < 1 ||
+        p3d_parse_order(l, order))
+        return -1;
+    if (!p3d_expert_fits(l, ep, etp))
         return -1;
     l->valid = 1;
     return 0;
+}
+
+int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
+                   int ep, const char *order)
+{
+    return p3d_layout_set_moe(l, tp, cp, dp, pp, ep, tp, order);
 }
 
 static void p3d_coords_of(const int size[P3D_AX_N], const int ord[P3D_AX_N],
@@ -165,9 +202,9 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
                                  int n)
 {
     int es[P3D_AX_N], w = p3d_world(l), mask;
-    unsigned nt;
+    unsigned nt, bits;
 
-    es[P3D_AX_TP] = l->size[P3D_AX_TP];
+    es[P3D_AX_TP] = p3d_layout_etp(l);
     es[P3D_AX_CP] = l->ep; /* the ep axis sits where cp sits */
     es[P3D_AX_PP] = l->size[P3D_AX_PP];
     es[P3D_AX_DP] = w / (es[P3D_AX_TP] * l->ep * es[P3D_AX_PP]);
@@ -175,11 +212,14 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
     nt = p3d_nontrivial(es);
     if (mask < 0)
         return 0;
-    return ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
+    bits = ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
            ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0) |
            (((M_TP | M_CP) & nt) == (unsigned)mask ? B(P3D_LBL_TP_EP) : 0) |
            (((M_TP | M_CP | M_PP) & nt) == (unsigned)mask
                 ? B(P3D_LBL_TP_EP_PP) : 0);
+    if (l->etp && (M_TP & nt) && (M_TP & nt) == (unsigned)mask)
+        bits |= B(P3D_LBL_EXPERT_TP); /* folded: not TP's ranks */
+    return bits;
 }
 
 /*
@@ -246,6 +286,8 @@ void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n)
                      l->size[P3D_AX_TP], l->size[P3D_AX_CP], l->ep,
                      l->size[P3D_AX_DP], l->size[P3D_AX_PP], l->order);
 
+    if (l->etp && k > 0 && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, " etp=%d", l->etp);
     if (l->dp_shard > 1 && k > 0 && (size_t)k < n)
         snprintf(buf + k, n - (size_t)k, " dp_shard=%d", l->dp_shard);
 }

@@ -12,7 +12,10 @@
  * after WORLD: Megatron creates them (TENSOR_AND_DATA_PARALLEL_GROUP,
  * EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP, EXPERT_TENSOR_MODEL_PIPELINE_
  * PARALLEL_GROUP) but issues little or nothing on them, and a set that is
- * also the world reads better as WORLD. */
+ * also the world reads better as WORLD.  EXPERT-TP is Megatron's
+ * EXPERT_TENSOR_PARALLEL_GROUP where it is not TP's member set (an
+ * --expert-tensor-parallel-size other than --tensor-model-parallel-size);
+ * where it is, the group is TP's and is called TP. */
 #define P3D_LABELS(X)                                                         \
     X(P3D_LBL_TP, "TP") X(P3D_LBL_CP, "CP") X(P3D_LBL_EP, "EP")               \
     X(P3D_LBL_DP, "DP") X(P3D_LBL_PP, "PP") X(P3D_LBL_P2P, "P2P")             \
@@ -22,7 +25,7 @@
     X(P3D_LBL_WORLD, "WORLD") X(P3D_LBL_TP_DP, "TP-DP")                       \
     X(P3D_LBL_TP_EP, "TP-EP") X(P3D_LBL_TP_EP_PP, "TP-EP-PP")                 \
     X(P3D_LBL_DP_SHARD, "DP-SHARD") X(P3D_LBL_DP_REP, "DP-REPLICATE")         \
-    X(P3D_LBL_OTHER, "OTHER")
+    X(P3D_LBL_EXPERT_TP, "EXPERT-TP") X(P3D_LBL_OTHER, "OTHER")
 
 enum p3d_label {
 #define P3D_X_LBL(name, text) name,
@@ -64,6 +67,19 @@ extern const char *const p3d_use_name[];
  * tp, cp, dp, pp with an optional ep).  Returns 0 or -1. */
 int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
                    int ep, const char *order);
+/*
+ * Like p3d_layout_set with Megatron's --expert-tensor-parallel-size etp
+ * (MoE parallel folding): the expert generator is RankGenerator(tp=etp,
+ * ep, dp=world/(etp*ep*pp), pp, cp=1) in the same order, which Megatron
+ * accepts when etp*ep*pp divides the world and the expert and dense
+ * pipeline groups are the same (megatron/core/parallel_state.py
+ * initialize_model_parallel at d98e8a64: its RuntimeError and the two
+ * asserts after expert_decoder_rank_generator).  etp = tp is the default.
+ */
+int p3d_layout_set_moe(struct p3d_layout *l, int tp, int cp, int dp, int pp,
+                       int ep, int etp, const char *order);
+/* The expert tensor-parallel size: etp if stated, else tp. */
+int p3d_layout_etp(const struct p3d_layout *l);
 /* Dense coordinates of a global rank. */
 void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N]);
 /* The members (ascending) of rank r's group varying the axes in mask

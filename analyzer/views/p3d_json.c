@@ -97,9 +97,9 @@ static void p3d_json_layout(FILE *f, const struct p3d_job *job)
         return;
     }
     fprintf(f, "  \"layout\": {\"tp\": %d, \"pp\": %d, \"dp\": %d, "
-            "\"cp\": %d, \"ep\": %d, \"order\": ", l->size[P3D_AX_TP],
-            l->size[P3D_AX_PP], l->size[P3D_AX_DP], l->size[P3D_AX_CP],
-            l->ep);
+            "\"cp\": %d, \"ep\": %d, \"etp\": %d, \"order\": ",
+            l->size[P3D_AX_TP], l->size[P3D_AX_PP], l->size[P3D_AX_DP],
+            l->size[P3D_AX_CP], l->ep, p3d_layout_etp(l));
     p3d_js(f, l->order);
     fprintf(f, ", \"dp_shard\": %d", l->dp_shard > 1 ? l->dp_shard : 0);
     fputs(", \"source\": ", f);

@@ -20,12 +20,14 @@
 
 #include "rank.h"
 
-/* The simulated group Megatron calls desc, or -1 (created, unused). */
-static int rank_eager_grp(const char *desc)
+/* The simulated group Megatron calls desc, or -1 (created, unused; the
+ * expert TP group too unless folded: it is then TP's ranks, and the
+ * simulator issues nothing on it). */
+static int rank_eager_grp(const struct sim_cfg *c, const char *desc)
 {
     for (int g = SG_DP_CP; g < SG_COUNT; g++)
         if (!strcmp(desc, sim_grp_megatron(g)))
-            return g;
+            return g == SG_ETP && !sim_etp_folded(c) ? -1 : g;
     return -1;
 }
 
@@ -64,7 +66,7 @@ static int rank_eager_split(struct rank_ctx *x, ncclComm_t world,
                             const char *desc, const int *mem, int n,
                             int color)
 {
-    int me = rank_eager_pos(mem, n, x->rank), g = rank_eager_grp(desc);
+    int me = rank_eager_pos(mem, n, x->rank), g = rank_eager_grp(x->cfg, desc);
     int sim[SIM_MAX_RANKS], ns;
     ncclComm_t c = NULL;
 

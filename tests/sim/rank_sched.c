@@ -100,6 +100,31 @@ static void rank_moe_a2a(struct rank_ctx *x)
     rank_submit(x, ops, n, 1);
 }
 
+/* Ranks of an expert-DP group: world / (etp * ep * pp). */
+static int rank_edp(const struct sim_cfg *c)
+{
+    return c->world / (sim_etp(c) * c->ep * c->size[SA_PP]);
+}
+
+/*
+ * The experts' tensor parallelism when folded (--etp other than tp, > 1):
+ * after the dispatch all-to-all the tokens are all-gathered on the expert
+ * TP group, before the combine reduce-scattered (token_dispatcher.py
+ * MoEAlltoAllTokenDispatcher token_dispatch and token_combine, tp_size > 1
+ * on pg_collection.expt_tp; Megatron-LM d98e8a64).  Unfolded, the same
+ * ops would run on TP's group; the simulator leaves them out there, as
+ * it always has.
+ */
+static void rank_moe_etp(struct rank_ctx *x, int kind)
+{
+    int etp = sim_etp(x->cfg);
+    size_t part = x->cfg->tp_bytes / 2 / (size_t)x->cfg->ep / (size_t)etp;
+
+    if (!sim_etp_folded(x->cfg) || etp < 2)
+        return;
+    rank_one(x, SG_ETP, kind, part ? part : 1, ncclBfloat16, ncclSum, -1);
+}
+
 /*
  * One layer: attention (compute split by the CP ring steps), TP out, then
  * with MoE dispatch all-to-all, expert compute, combine all-to-all.
@@ -123,7 +148,9 @@ static void rank_layer(struct rank_ctx *x, int kind, int mb, double ms)
     if (!moe)
         return;
     rank_moe_a2a(x);
+    rank_moe_etp(x, SK_ALLGATHER);
     rank_compute(x, kind, mb, ms / 2);
+    rank_moe_etp(x, SK_REDUCESCATTER);
     rank_moe_a2a(x);
 }
 
@@ -269,7 +296,7 @@ static void rank_finalize_grads(struct rank_ctx *x)
     rank_submit(x, ops, nb, 1);
     if (c->ep > 1)                            /* expert grads on EP-DP */
         rank_one(x, SG_EPDP, c->dist_opt ? SK_REDUCESCATTER : SK_ALLREDUCE,
-                 c->dist_opt ? bucket / (size_t)(dpcp / c->ep) : bucket,
+                 c->dist_opt ? bucket / (size_t)rank_edp(c) : bucket,
                  ncclFloat32, ncclSum, -1);
     if (x->pp > 1 && (x->stage == 0 || x->stage == x->pp - 1))
         rank_one(x, SG_EMB, SK_ALLREDUCE, c->emb_bytes / 4, ncclFloat32,
@@ -299,7 +326,7 @@ static void rank_optimizer(struct rank_ctx *x)
                                    ncclBfloat16, ncclSum, -1 };
     rank_submit(x, ops, nb, 1);
     if (c->ep > 1)
-        rank_one(x, SG_EPDP, SK_ALLGATHER, bucket / (size_t)(dpcp / c->ep),
+        rank_one(x, SG_EPDP, SK_ALLGATHER, bucket / (size_t)rank_edp(c),
                  ncclBfloat16, ncclSum, -1);
 }
 

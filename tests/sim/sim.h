@@ -35,6 +35,8 @@ enum sim_grp {
     SG_EPDP,     /* EXPERT_DATA_PARALLEL_GROUP: expert grads, params */
     SG_DPSHARD,  /* titan HSDP: dp_shard x cp, FSDP's AG/RS (--dp-replicate) */
     SG_DPREP,    /* titan HSDP: dp_replicate, the shards' all-reduce */
+    SG_ETP,      /* EXPERT_TENSOR_PARALLEL_GROUP when folded (--etp other
+                    than tp): the tokens' all-gather and reduce-scatter */
     SG_COUNT
 };
 
@@ -67,6 +69,7 @@ struct sim_skew {
 struct sim_cfg {
     int size[SA_COUNT];          /* dense generator: tp cp ep(=1) dp pp */
     int ep;                      /* expert parallel (MoE when > 1) */
+    int etp;                     /* expert tensor parallel (0: = tp) */
     int order[SA_COUNT];         /* axes, fastest varying first */
     char order_str[64];
     int world;
@@ -163,6 +166,10 @@ int sim_rank_of(const struct sim_cfg *c, const int coord[SA_COUNT]);
 int sim_members(const struct sim_cfg *c, int grp, int rank, int *out);
 int sim_stage(const struct sim_cfg *c, int rank);
 void sim_expert_cfg(const struct sim_cfg *c, struct sim_cfg *e);
+/* The expert tensor-parallel size (--etp, else tp), and whether it is
+ * folded: MoE with an expert TP group other than TP's. */
+int sim_etp(const struct sim_cfg *c);
+int sim_etp_folded(const struct sim_cfg *c);
 const char *sim_grp_short(int grp);
 const char *sim_grp_megatron(int grp);
 int sim_grp_parse(const char *s);

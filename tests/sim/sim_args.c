@@ -21,6 +21,8 @@ static const char sim_usage[] =
 "         --fwd-ms A[,B..] --bwd-ms A[,B..] (per stage and micro-batch)\n"
 "         --opt-ms X --sequence-parallel --no-dist-opt --buckets N\n"
 "         --ep N (MoE: all-to-all per layer on EP, expert grads on EP-DP)\n"
+"         --etp N (--expert-tensor-parallel-size: the expert generator's\n"
+"         tp; default tp)\n"
 "bytes:   --tp-bytes --pp-bytes --cp-bytes --dp-bytes --emb-bytes (K/M ok)\n"
 "faults:  --straggler R:PCT --hang R:GROUP:N --kill R:N --skew R:NS\n"
 "         --mismatch R:GROUP:N[:op|:dtype|:kind] (count+1; :op another\n"
@@ -111,7 +113,7 @@ static void sim_defaults(struct sim_cfg *c)
     c->grace_s = 1;
 }
 
-enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
+enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ETP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
        O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
        O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
        O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET,
@@ -119,7 +121,7 @@ enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
 
 static const struct option sim_opts[] = {
     { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
-    { "cp", 1, 0, O_CP }, { "ep", 1, 0, O_EP }, { "order", 1, 0, O_ORDER },
+    { "cp", 1, 0, O_CP }, { "ep", 1, 0, O_EP }, { "etp", 1, 0, O_ETP }, { "order", 1, 0, O_ORDER },
     { "micro-batches", 1, 0, 'm' }, { "vpp", 1, 0, O_VPP },
     { "iters", 1, 0, O_ITERS }, { "layers", 1, 0, O_LAYERS },
     { "fwd-ms", 1, 0, O_FWD }, { "bwd-ms", 1, 0, O_BWD },
@@ -150,6 +152,7 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     case O_DP: c->size[SA_DP] = atoi(a); break;
     case O_CP: c->size[SA_CP] = atoi(a); break;
     case O_EP: c->ep = atoi(a); break;
+    case O_ETP: c->etp = atoi(a); break;
     case O_ORDER: snprintf(c->order_str, sizeof(c->order_str), "%s", a);
         break;
     case 'm': c->m = atoi(a); break;
@@ -224,16 +227,22 @@ static int sim_opt(struct sim_cfg *c, int o, const char *a)
     return 0;
 }
 
-/* Megatron: ep divides dp*cp; order ends in pp unless PP = 1 or EDP = DP. */
+/* Megatron: etp * ep * pp divides the world (with etp = tp: ep divides
+ * dp * cp); order ends in pp unless PP = 1 or EDP = DP. */
 static int sim_check_ep(const struct sim_cfg *c)
 {
-    int edp, n = (int)strlen(c->order_str);
+    int edp, n = (int)strlen(c->order_str), etp = sim_etp(c);
 
-    if (c->ep < 1 || (c->size[SA_DP] * c->size[SA_CP]) % c->ep) {
-        fprintf(stderr, "p3d-sim: error: --ep must divide dp * cp\n");
+    if (c->etp < 0 || (c->etp > 0 && c->ep < 2)) {
+        fprintf(stderr, "p3d-sim: error: --etp needs --ep > 1\n");
         return -1;
     }
-    edp = c->world / (c->size[SA_TP] * c->ep * c->size[SA_PP]);
+    if (c->ep < 1 || c->world % (etp * c->ep * c->size[SA_PP])) {
+        fprintf(stderr, "p3d-sim: error: --ep must divide dp * cp "
+                "(with --etp: etp * ep * pp must divide the world)\n");
+        return -1;
+    }
+    edp = c->world / (etp * c->ep * c->size[SA_PP]);
     if (c->ep > 1 && c->size[SA_PP] > 1 && edp != c->size[SA_DP] &&
         (n < 2 || strcmp(c->order_str + n - 2, "pp") != 0) &&
         strcmp(c->order_str, "titan") != 0) {

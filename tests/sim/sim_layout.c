@@ -113,15 +113,28 @@ static int sim_vary(const struct sim_cfg *c, int rank, unsigned mask,
 }
 
 /*
- * Megatron's expert generator: RankGenerator(tp=TP, ep=EP, dp=EDP, pp=PP,
- * cp=1) with the same order, EDP = world / (TP * EP * PP).
+ * Megatron's expert generator: RankGenerator(tp=ETP, ep=EP, dp=EDP, pp=PP,
+ * cp=1) with the same order, EDP = world / (ETP * EP * PP), ETP =
+ * --expert-tensor-parallel-size, TP by default
+ * (megatron/core/parallel_state.py initialize_model_parallel, d98e8a64).
  */
 void sim_expert_cfg(const struct sim_cfg *c, struct sim_cfg *e)
 {
     *e = *c;
+    e->size[SA_TP] = sim_etp(c);
     e->size[SA_CP] = 1;
     e->size[SA_EP] = c->ep;
-    e->size[SA_DP] = c->world / (c->size[SA_TP] * c->ep * c->size[SA_PP]);
+    e->size[SA_DP] = c->world / (e->size[SA_TP] * c->ep * c->size[SA_PP]);
+}
+
+int sim_etp(const struct sim_cfg *c)
+{
+    return c->etp > 0 ? c->etp : c->size[SA_TP];
+}
+
+int sim_etp_folded(const struct sim_cfg *c)
+{
+    return c->ep > 1 && sim_etp(c) != c->size[SA_TP];
 }
 
 /*
@@ -166,6 +179,9 @@ int sim_members(const struct sim_cfg *c, int grp, int rank, int *out)
     case SG_EPDP:
         sim_expert_cfg(c, &e);
         return sim_vary(&e, rank, 1u << (grp == SG_EP ? SA_EP : SA_DP), out);
+    case SG_ETP:
+        sim_expert_cfg(c, &e);
+        return sim_vary(&e, rank, 1u << SA_TP, out);
     case SG_DPSHARD:
     case SG_DPREP:
         return sim_hsdp(c, grp, rank, out);
@@ -198,6 +214,7 @@ static const char *sim_grp_names[SG_COUNT][2] = {
     { "epdp", "EXPERT_DATA_PARALLEL_GROUP" },
     { "dpshard", "mesh_dp_shard_cp" },
     { "dprep", "mesh_dp_replicate" },
+    { "etp", "EXPERT_TENSOR_PARALLEL_GROUP" },
 };
 
 const char *sim_grp_short(int grp)

@@ -22,6 +22,7 @@
 #define SIM_LBL_EMB 0x100u
 #define SIM_LBL_EP 0x200u
 #define SIM_LBL_EPDP 0x400u
+#define SIM_LBL_ETP 0x800u
 #define SIM_LBL_ALL 0x1fu
 static const struct { const char *name; unsigned mask; } sim_labels[] = {
     { "TP", 1u << SA_TP }, { "CP", 1u << SA_CP }, { "EP", SIM_LBL_EP },
@@ -31,7 +32,7 @@ static const struct { const char *name; unsigned mask; } sim_labels[] = {
     { "MP", (1u << SA_TP) | (1u << SA_PP) },
     { "TP-DP-CP", (1u << SA_TP) | (1u << SA_DP) | (1u << SA_CP) },
     { "EXPERT-DP", SIM_LBL_EPDP }, { "EMB", SIM_LBL_EMB },
-    { "WORLD", SIM_LBL_ALL },
+    { "WORLD", SIM_LBL_ALL }, { "EXPERT-TP", SIM_LBL_ETP },
 };
 #define SIM_N_LABELS (sizeof(sim_labels) / sizeof(sim_labels[0]))
 
@@ -90,6 +91,8 @@ static int sim_label_members(const struct sim_cfg *c, unsigned mask,
         return c->ep > 1 ? sim_members(c, mask == SIM_LBL_EP ? SG_EP : SG_EPDP,
                                        rank, out)
                          : 0;
+    if (mask == SIM_LBL_ETP) /* a group of its own only when folded */
+        return sim_etp_folded(c) ? sim_members(c, SG_ETP, rank, out) : 0;
     if (mask == SIM_LBL_ALL)
         return sim_members(c, SG_WORLD, rank, out);
     sim_coords(c, rank, co);
@@ -139,7 +142,7 @@ static const char *sim_grp_label(int g)
     static const char *l[SG_COUNT] = { "WORLD", "DP-CP", "CP", "MP", "TP",
                                        "PP", "EMB", "WORLD", "EP",
                                        "EXPERT-DP", "DP-SHARD",
-                                       "DP-REPLICATE" };
+                                       "DP-REPLICATE", "EXPERT-TP" };
 
     return l[g];
 }
