@@ -145,6 +145,33 @@ static int p3d_ring2_other(const struct p3d_job *job, int i, int label)
     return label;
 }
 
+/*
+ * A folded expert TP group (p3d_layout_set_moe) may have the ranks of a
+ * CP or TP group.  Of two communicators on those ranks, the one with the
+ * experts' traffic (per-layer all-gathers and reduce-scatters, which the
+ * expert TP group's kind admits) is the expert TP group when the other's
+ * traffic is not of that kind (a CP ring, TP's all-reduces): two
+ * communicators are two groups.
+ */
+static int p3d_expert_tp_twin(const struct p3d_job *job, int i,
+                              enum p3d_use use, uint64_t max_cpm)
+{
+    const struct p3d_gcomm *g = &job->comms[i];
+
+    if (!(g->labels & B(P3D_LBL_EXPERT_TP)) ||
+        !(p3d_use_labels(use) & B(P3D_LBL_EXPERT_TP)))
+        return 0;
+    for (int k = 0; k < job->n_comms; k++) {
+        const struct p3d_gcomm *o = &job->comms[k];
+        if (k == i || !p3d_same_members(o, g))
+            continue;
+        if (!(p3d_use_labels(p3d_usage_class(o, max_cpm)) &
+              B(P3D_LBL_EXPERT_TP)))
+            return 1;
+    }
+    return 0;
+}
+
 /* Label of the earliest communicator with g's members, or -1. */
 static int p3d_dup_label(const struct p3d_job *job, int i)
 {
@@ -281,6 +308,8 @@ void p3d_label_all(struct p3d_job *job)
         g->label = p3d_label_pick(g->labels, use, g, dup);
         if (use == P3D_USE_RING2)
             g->label = p3d_ring2_other(job, i, g->label);
+        if (p3d_expert_tp_twin(job, i, use, max_cpm))
+            g->label = P3D_LBL_EXPERT_TP;
         if (g->label != P3D_LBL_P2P) /* a P2P comm is one made for it */
             g->labels &= ~B(P3D_LBL_P2P);
         if (!g->labels)

@@ -24,9 +24,11 @@ Needs only torch and a Megatron-LM checkout (run on the GPU machine, which
 has torch; nothing here is GPU code):
 
   python3 tests/layout/gen_groups.py --megatron third_party/Megatron-LM \
-      --out tests/data/layout
+      --out tests/data/layout [--etp-only]
 
-Writes OUT/megatron-groups.jsonl.gz and OUT/titan-groups.jsonl.gz, one JSON object
+Writes OUT/megatron-groups.jsonl.gz and OUT/titan-groups.jsonl.gz (with
+--etp-only OUT/megatron-etp-groups.jsonl.gz alone: MoE parallel folding,
+an "etp" key more), one JSON object
 per configuration after a first {"source": ...} line: {"world", "tp", "pp", "cp", "ep", "dp", "order",
 "groups": [{"desc", "ranks"}...]} (titan: "mesh" instead of "order").
 """
@@ -63,6 +65,34 @@ def megatron_configs():
                         for order in ORDERS[:2 if pp > 1 and dp > 1 else 1]:
                             yield dict(world=w, tp=tp, pp=pp, cp=cp, ep=ep,
                                        dp=dp, order=order)
+
+
+# MoE parallel folding: --expert-tensor-parallel-size other than TP
+ETP_WORLDS = (8, 16, 32)
+ETPS = (1, 2, 4)
+ETP_EPS = (2, 4, 8)
+
+
+def megatron_etp_configs():
+    """MoE parallel folding: every (tp, pp, cp, ep, etp) of each world in
+    ETP_WORLDS with etp other than tp, tp and etp at most 8, pp at most 4,
+    cp 1 or 2, where etp * ep * pp divides the world (Megatron's
+    RuntimeError otherwise); both orders where PP and DP > 1.  Megatron
+    refuses the rest itself (its asserts on the pipeline groups)."""
+    for w in ETP_WORLDS:
+        for tp in (t for t in divisors(w) if t <= 8):
+            for pp in (p for p in divisors(w // tp) if p <= 4):
+                for cp in (c for c in divisors(w // (tp * pp)) if c <= 2):
+                    dp = w // (tp * pp * cp)
+                    for ep in ETP_EPS:
+                        for etp in ETPS:
+                            if etp == tp or w % (etp * ep * pp):
+                                continue
+                            for order in ORDERS[:2 if pp > 1 and dp > 1
+                                                else 1]:
+                                yield dict(world=w, tp=tp, pp=pp, cp=cp,
+                                           ep=ep, etp=etp, dp=dp,
+                                           order=order)
 
 
 def load_parallel_state(megatron):
@@ -124,6 +154,7 @@ def megatron_groups(megatron, cfg):
             pipeline_model_parallel_size=cfg["pp"],
             context_parallel_size=cfg["cp"],
             expert_model_parallel_size=cfg["ep"],
+            expert_tensor_parallel_size=cfg.get("etp"),
             order=cfg["order"])
     finally:
         (dist.is_initialized, dist.get_world_size, dist.get_rank,
@@ -208,6 +239,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--megatron", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--etp-only", action="store_true",
+                    help="write megatron-etp-groups.jsonl.gz alone")
     a = ap.parse_args()
     import torch
 
@@ -222,6 +255,22 @@ def main():
                                 capture_output=True, text=True).stdout.strip()
     src = {"megatron_commit": commit or "unknown", "torch": torch.__version__}
     n = bad = 0
+    if a.etp_only:
+        with gzip.open(os.path.join(a.out, "megatron-etp-groups.jsonl.gz"),
+                       "wt") as f:
+            f.write(json.dumps({"source": src}) + "\n")
+            for cfg in megatron_etp_configs():
+                try:
+                    cfg["groups"] = megatron_groups(a.megatron, cfg)
+                except Exception as e:  # a layout Megatron refuses
+                    bad += 1
+                    print("megatron refused", cfg, repr(e)[:200],
+                          file=sys.stderr)
+                    continue
+                f.write(json.dumps(cfg, separators=(",", ":")) + "\n")
+                n += 1
+        print(f"megatron etp: {n} configurations, {bad} refused")
+        return
     with gzip.open(os.path.join(a.out, "megatron-groups.jsonl.gz"), "wt") as f:
         f.write(json.dumps({"source": src}) + "\n")
         for cfg in megatron_configs():

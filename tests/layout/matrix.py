@@ -11,6 +11,9 @@ Profiles (what issues which collectives, and how communicators appear):
   megatron-eager  every Megatron group created at start, in
                   initialize_model_parallel's order, by ncclCommSplit of
                   WORLD (torch with device_id); most carry nothing
+  megatron-etp-lazy, megatron-etp-eager
+                  the same on MoE parallel folding (megatron-etp-groups:
+                  --expert-tensor-parallel-size other than TP)
   titan           torchtitan: DeviceMesh groups, TP sequence parallel, CP
                   K/V all-gather, FSDP2 on dp_shard x cp (titan-groups)
   ddp, fsdp       plain PyTorch DDP / FSDP2 on the world group (the
@@ -84,10 +87,13 @@ def runs(profiles):
     """(profile, cfg, cmd) for every run of the matrix, in a fixed order."""
     _, mg = load("megatron-groups.jsonl.gz")
     _, ti = load("titan-groups.jsonl.gz")
+    _, et = load("megatron-etp-groups.jsonl.gz")
     out = []
     for p in profiles:
         if p in ("megatron-lazy", "megatron-eager"):
             cfgs = mg
+        elif p in ("megatron-etp-lazy", "megatron-etp-eager"):
+            cfgs = et
         elif p == "titan":
             cfgs = ti
         elif p == "deepspeed":
@@ -100,6 +106,11 @@ def runs(profiles):
     return out
 
 
+def etp(c):
+    """The expert tensor-parallel size: Megatron's default is TP."""
+    return c.get("etp", c["tp"])
+
+
 def job_cmdline(p, c):
     if p == "deepspeed":
         return ["pretrain_gpt.py", "--tensor-model-parallel-size",
@@ -109,6 +120,8 @@ def job_cmdline(p, c):
              "--pipeline-model-parallel-size", c["pp"],
              "--context-parallel-size", c["cp"],
              "--expert-model-parallel-size", c["ep"]]
+        if etp(c) != c["tp"]:
+            a += ["--expert-tensor-parallel-size", etp(c)]
         if c["order"] == "tp-cp-ep-pp-dp":
             a.append("--use-tp-pp-dp-mapping")
         return [str(x) for x in a]
@@ -126,7 +139,9 @@ def sim_args(p, c, groups_file):
          "--bwd-ms", "0.1", "--opt-ms", "0.1", "--timeout", 120]
     if p.startswith("megatron"):
         a += ["--ep", c["ep"], "--order", c["order"]]
-    if p == "megatron-eager":
+        if etp(c) != c["tp"]:
+            a += ["--etp", etp(c)]
+    if p.endswith("-eager"):
         a += ["--eager-groups", groups_file]
     if p in ("titan", "ddp", "fsdp", "deepspeed"):
         a += ["--framework", p]
@@ -152,6 +167,8 @@ def data_labels(c):
     for g in c["groups"]:
         m = tuple(sorted(g["ranks"]))
         name = HSDP_LABEL.get(g["desc"]) if hsdp else None
+        if g["desc"] == "EXPERT_TENSOR_PARALLEL_GROUP" and etp(c) != c["tp"]:
+            name = "EXPERT-TP"  # folded: not TP's ranks
         if name or g["desc"] in LABEL:
             lab.setdefault(m, set()).add(name or LABEL[g["desc"]])
     lab.setdefault(tuple(range(c["world"])), set()).add("WORLD")
@@ -209,7 +226,8 @@ def matches(uses, want, labels):
 def parse_layout(s):
     d = dict(x.split("=") for x in s.split())
     return (int(d["tp"]), int(d["pp"]), int(d["dp"]), int(d["cp"]),
-            int(d["ep"]), d["order"], int(d.get("dp_shard", 0)))
+            int(d["ep"]), d["order"], int(d.get("dp_shard", 0)),
+            int(d.get("etp", d["tp"])))
 
 
 def order_matters(c):
@@ -217,9 +235,10 @@ def order_matters(c):
 
 
 def layout_right(c, lay):
-    tp, pp, dp, cp, ep, order, dps = lay
+    tp, pp, dp, cp, ep, order, dps, etp_ = lay
     rep = c.get("dp_rep", 1)
     ok = (tp, pp, dp, cp, ep) == (c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])
+    ok = ok and (ep == 1 or etp_ == etp(c))
     ok = ok and dps == (c["dp"] // rep if rep > 1 else 0)
     if ok and order_matters(c) and "order" in c:
         ok = order == c["order"]
@@ -230,13 +249,13 @@ def judge(p, c, an, truth):
     """'right', 'ambiguous' (said so), or 'wrong: why'."""
     L = an["layout"]
     lay = (L["tp"], L["pp"], L["dp"], L["cp"], L["ep"], L["order"],
-           L.get("dp_shard", 0))
+           L.get("dp_shard", 0), L.get("etp", L["tp"]))
     why = []
     if p in ("ddp", "fsdp"):
         c = dict(c, order="tp-cp-ep-dp-pp")
     if not layout_right(c, lay):
-        why.append("layout tp=%d pp=%d dp=%d cp=%d ep=%d %s dp_shard=%d"
-                   % lay)
+        why.append("layout tp=%d pp=%d dp=%d cp=%d ep=%d %s dp_shard=%d "
+                   "etp=%d" % lay)
     lab = data_labels(c)
     roles = {}
     for m, role, used, _ in truth_groups(truth):
@@ -317,7 +336,8 @@ def run_one(build, tmp, p, c, cmd, verbose):
 
 # make test's share of each profile in a sample of 40.
 SHARE = {"megatron-lazy": 12, "megatron-eager": 11, "titan": 8, "ddp": 3,
-         "fsdp": 3, "deepspeed": 3}
+         "fsdp": 3, "deepspeed": 3, "megatron-etp-lazy": 2,
+         "megatron-etp-eager": 2}
 
 
 def sample(all_runs, n):
@@ -345,7 +365,8 @@ def main():
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     profiles = a.profile or ["megatron-lazy", "megatron-eager", "titan",
-                             "ddp", "fsdp", "deepspeed"]
+                             "ddp", "fsdp", "deepspeed", "megatron-etp-lazy",
+                             "megatron-etp-eager"]
     todo = runs(profiles)
     if a.ep:
         todo = [r for r in todo if r[1]["ep"] == a.ep]
@@ -383,7 +404,8 @@ def main():
                 counts[p][kind] += 1
                 name = "%s %s %s" % (p, "cmd" if cmd else "nocmd", " ".join(
                     "%s=%s" % (k, c[k]) for k in
-                    ("world", "tp", "pp", "cp", "ep", "dp"))
+                    ("world", "tp", "pp", "cp", "ep", "dp") if k in c)
+                    + (" etp=%d" % etp(c) if etp(c) != c["tp"] else "")
                     + " " + c.get("order", c.get("mesh", ""))
                     + (" dp_rep=%d" % c["dp_rep"]
                        if c.get("dp_rep", 1) > 1 else ""))
