@@ -109,8 +109,9 @@ int p3d_layout_set_moe(struct p3d_layout *l, int tp, int cp, int dp, int pp,
     if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1 || etp < 1 ||
         p3d_parse_order(l, order))
         return -1;
-    if (!p3d_expert_fits(l, ep, etp))
-        return -1;
+    if ((ep > 1 || etp != tp) && !p3d_expert_fits(l, ep, etp))
+        return -1; /* no expert groups without MoE: other frameworks'
+                      orders are not bound by Megatron's expert checks */
     l->valid = 1;
     return 0;
 }

@@ -153,6 +153,23 @@ static void test_self_send_is_all_to_all(void **state)
     assert_false(p3d_usage_batch_a2a(&u));
 }
 
+/* An all-to-all through Send/Recv is one collective of the group, not
+ * the 2 x members calls PyTorch issues for it: a group's frequency
+ * (calls per member) counts its batches. */
+static void test_a2a_counts_once(void **state)
+{
+    struct p3d_gcomm g = comm(P3D_OP_SEND, 4 * 4 * 10, 1 << 16, 4);
+
+    (void)state;
+    g.st[P3D_OP_RECV].calls = 4 * 4 * 10;  /* 10 all-to-alls of 4 ranks */
+    g.st[P3D_OP_ALLGATHER].calls = 4 * 2;  /* and 2 all-gathers */
+    g.use.p2p_batches = g.use.p2p_both = 4 * 10;
+    assert_int_equal(p3d_calls_per_member(&g), 82); /* a ring's calls */
+    g.use.p2p_a2a = 4 * 10;
+    assert_int_equal(p3d_calls_per_member(&g), 12);
+    assert_int_equal(p3d_usage_class(&g, 12), P3D_USE_A2A);
+}
+
 static void test_two_world_comms(void **state)
 {
     unsigned bits = B(P3D_LBL_WORLD);
@@ -246,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_busiest_alone),
         cmocka_unit_test(test_ring_vs_pipeline),
         cmocka_unit_test(test_self_send_is_all_to_all),
+        cmocka_unit_test(test_a2a_counts_once),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
         cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
