@@ -20,16 +20,16 @@ static int p3d_pos_int(const char *s, int *out)
     return 0;
 }
 
-static int p3d_spec_item(const char *key, const char *val, int sz[5],
+static int p3d_spec_item(const char *key, const char *val, int sz[6],
                          char *order, size_t order_n)
 {
-    static const char *const keys[] = {"tp", "cp", "dp", "pp", "ep"};
+    static const char *const keys[] = {"tp", "cp", "dp", "pp", "ep", "etp"};
 
     if (!strcmp(key, "order")) {
         snprintf(order, order_n, "%s", val);
         return 0;
     }
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (!strcmp(key, keys[i]))
             return p3d_pos_int(val, &sz[i]);
     return -1;
@@ -38,7 +38,7 @@ static int p3d_spec_item(const char *key, const char *val, int sz[5],
 int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w)
 {
     char buf[256], order[64] = "tp-cp-ep-dp-pp", *save = NULL, *tok;
-    int sz[5] = {1, 1, 0, 1, 1};
+    int sz[6] = {1, 1, 0, 1, 1, 0}; /* etp 0: tp's */
 
     if (strlen(spec) >= sizeof(buf))
         return p3d_error("layout '%s' too long", spec);
@@ -59,8 +59,13 @@ int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w)
     if (!sz[2] || (w > 0 && sz[0] * sz[1] * sz[2] * sz[3] != w))
         return p3d_error("layout '%s' does not fit a world of %d ranks",
                          spec, w);
-    if (p3d_layout_set(l, sz[0], sz[1], sz[2], sz[3], sz[4], order))
-        return p3d_error("bad layout '%s' (order or ep)", spec);
+    if (w <= 0 ? p3d_layout_set(l, sz[0], sz[1], sz[2], sz[3], 1, order)
+               : p3d_layout_set_moe(l, sz[0], sz[1], sz[2], sz[3], sz[4],
+                                    sz[5] ? sz[5] : sz[0], order))
+        return p3d_error("bad layout '%s' (order, ep or etp: Megatron's "
+                         "expert groups need etp x ep x pp to divide the "
+                         "world and an order ending in pp unless the "
+                         "expert and dense DP sizes agree)", spec);
     l->source = "user";
     return 0;
 }

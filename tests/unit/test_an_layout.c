@@ -82,6 +82,10 @@ static void test_parse(void **state)
     assert_int_equal(p3d_layout_parse(&l, "tp=3", 8), -1);
     assert_int_equal(p3d_layout_parse(&l, "tp=2,bogus=1", 8), -1);
     assert_int_equal(p3d_layout_parse(&l, "tp=2,order=tp-xx-pp", 8), -1);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,ep=4,etp=1", 8), 0);
+    assert_int_equal(p3d_layout_etp(&l), 1);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,ep=4,etp=1", 0), 0);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,ep=4,etp=3", 8), -1);
     assert_int_equal(p3d_layout_from_cmdline(&l, argv, sizeof(argv), 16), 1);
     assert_int_equal(l.size[P3D_AX_TP], 4);
     assert_int_equal(l.size[P3D_AX_PP], 2);
