@@ -69,6 +69,12 @@ static const char *p3d_next_for(int label, const struct p3d_time_res *t)
         return "the K/V exchange of context parallelism is not hidden by "
                "attention: longer sequences per rank hide it, or lower CP "
                "(or cp_comm_type a2a for many heads)";
+    case P3D_LBL_EXPERT_TP:
+        return "the experts' tensor parallelism gathers and scatters the "
+               "tokens around every expert layer: keep the expert TP group "
+               "inside one NVLink domain or lower "
+               "--expert-tensor-parallel-size (1 leaves the experts whole "
+               "and moves their split to EP)";
     case P3D_LBL_EP:
     case P3D_LBL_TP_EP:
     case P3D_LBL_TP_EP_PP:

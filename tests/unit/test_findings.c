@@ -74,6 +74,22 @@ static void test_groups_by_share(void **state)
     assert_null(p3d_findings_of(&x.job));
 }
 
+/* A folded expert TP group's time gets its own next step, not TP's. */
+static void test_expert_tp_next(void **state)
+{
+    struct fx x;
+    const struct p3d_finding *etp;
+
+    (void)state;
+    fx_init(&x);
+    x.t.f_lbl[P3D_LBL_EXPERT_TP] = 0.12;
+    p3d_findings_job(&x.job);
+    etp = find(&x.job, P3D_LBL_EXPERT_TP);
+    assert_non_null(etp);
+    assert_non_null(strstr(etp->next, "--expert-tensor-parallel-size"));
+    p3d_findings_free(&x.job);
+}
+
 static void test_no_compute_only_warns(void **state)
 {
     struct fx x;
@@ -180,6 +196,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_groups_by_share),
+        cmocka_unit_test(test_expert_tp_next),
         cmocka_unit_test(test_no_compute_only_warns),
         cmocka_unit_test(test_pp_bubble_or_transfer),
         cmocka_unit_test(test_bubble_straggler_idle),
