@@ -111,51 +111,33 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
  * The one group a communicator evidences: among the groups it is (bits)
  * whose kind its traffic fits, the one its traffic points at first, else
  * the most specific.  One communicator is one group, so the same ranks
- * cannot stand for, say, both an EP and a CP group: a communicator on
- * the ranks of an earlier one evidences another group where it can
- * (taken: the labels communicators on these ranks took).  Communicators
- * on other ranks are other instances of a group kind, not other kinds:
- * of 16 expert TP groups that are also CP groups under some layout, the
- * first does not make the others evidence a second kind.
+ * cannot stand for, say, both an EP and a CP group.
  */
 static unsigned p3d_one_label(unsigned fit, unsigned primary,
-                              unsigned taken)
+                              unsigned seen)
 {
     unsigned pick = fit & primary ? fit & primary : fit;
 
-    if (pick & ~taken) /* two comms on the same ranks are two groups */
-        pick &= ~taken;
+    if (pick & ~seen) /* two comms on the same ranks are two groups */
+        pick &= ~seen;
     return pick & (~pick + 1u); /* lowest bit: most specific label */
 }
 
-/* What scoring a layout borrows: the first communicator with the same
- * members as each (itself if none), and per such first one the labels
- * taken on its ranks so far. */
-struct p3d_twins {
-    int *first;
-    unsigned *taken;
-};
-
 static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
-                                  const enum p3d_use *use,
-                                  const struct p3d_twins *tw)
+                                  const enum p3d_use *use)
 {
     struct p3d_score s = {0, 0, 0, 0, 0, 0};
     unsigned seen = 0;
 
-    memset(tw->taken, 0, sizeof(*tw->taken) * (size_t)(job->n_comms + 1));
     for (int i = 0; i < job->n_comms; i++) {
         const struct p3d_gcomm *g = &job->comms[i];
-        unsigned bits, want = p3d_use_labels(use[i]), one;
+        unsigned bits, want = p3d_use_labels(use[i]);
 
         if (!g->n_members || g->n_missing)
             continue;
         bits = p3d_layout_match(l, g->members, g->n_members);
-        one = p3d_one_label(bits & want, p3d_use_primary(use[i]),
-                            tw->taken[tw->first[i]]);
-        tw->taken[tw->first[i]] |= one;
-        seen |= one;
+        seen |= p3d_one_label(bits & want, p3d_use_primary(use[i]), seen);
         if (g->n_members >= 2) {
             s.total++;
             s.explained += bits != 0;
@@ -218,7 +200,6 @@ struct p3d_cand {
 struct p3d_search {
     const struct p3d_job *job;
     const enum p3d_use *use;
-    struct p3d_twins tw;
     struct { int ep, etp; } folds[P3D_MAX_FOLDS];
     int n_folds;
     struct p3d_cand top[P3D_TOP]; /* the best candidates, best first: */
@@ -244,7 +225,7 @@ static void p3d_keep(struct p3d_search *s, const struct p3d_layout *l,
 
 static void p3d_try_one(struct p3d_search *s, const struct p3d_layout *l)
 {
-    struct p3d_score sc = p3d_score(s->job, l, s->use, &s->tw);
+    struct p3d_score sc = p3d_score(s->job, l, s->use);
 
     if (getenv("P3D_DEBUG_LAYOUT"))
         fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d etp%d dps%d %s: "
@@ -346,48 +327,6 @@ static void p3d_search(struct p3d_search *s, int w)
                     p3d_try(s, tp, cp, w / (tp * cp * pp), pp);
         }
     }
-}
-
-static __thread const struct p3d_job *p3d_twin_job; /* for qsort */
-
-static int p3d_twin_cmp(const void *a, const void *b)
-{
-    const struct p3d_gcomm *x = &p3d_twin_job->comms[*(const int *)a];
-    const struct p3d_gcomm *y = &p3d_twin_job->comms[*(const int *)b];
-    int c;
-
-    if (x->n_members != y->n_members)
-        return x->n_members < y->n_members ? -1 : 1;
-    c = x->n_members ? memcmp(x->members, y->members,
-                              sizeof(int) * (size_t)x->n_members) : 0;
-    if (c)
-        return c;
-    return *(const int *)a - *(const int *)b;
-}
-
-/* tw->first: for each communicator the first with its members (sorted
- * by member list, so a job of many communicators costs n log n). */
-static void p3d_twins_find(const struct p3d_job *job, struct p3d_twins *tw)
-{
-    int n = job->n_comms, *ix = p3d_xcalloc((size_t)n + 1, sizeof(*ix));
-
-    tw->first = p3d_xcalloc((size_t)n + 1, sizeof(*tw->first));
-    tw->taken = p3d_xcalloc((size_t)n + 1, sizeof(*tw->taken));
-    for (int i = 0; i < n; i++)
-        ix[i] = i;
-    p3d_twin_job = job;
-    qsort(ix, (size_t)n, sizeof(*ix), p3d_twin_cmp);
-    for (int k = 0; k < n; k++)
-        tw->first[ix[k]] = ix[k];
-    for (int k = 1; k < n; k++) { /* a run's lowest index sorts first */
-        const struct p3d_gcomm *x = &job->comms[ix[k - 1]];
-        const struct p3d_gcomm *y = &job->comms[ix[k]];
-        if (x->n_members == y->n_members &&
-            (!x->n_members || !memcmp(x->members, y->members, sizeof(int) *
-                                      (size_t)x->n_members)))
-            tw->first[ix[k]] = tw->first[ix[k - 1]];
-    }
-    free(ix);
 }
 
 static enum p3d_use *p3d_classify_all(const struct p3d_job *job)
@@ -598,12 +537,11 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
     memset(out, 0, sizeof(*out));
     s.job = job;
     s.use = p3d_classify_all(job);
-    p3d_twins_find(job, &s.tw);
     if (w > 0)
         p3d_search(&s, w);
     best = &s.top[0];
     if (hint && hint->valid) {
-        struct p3d_score hs = p3d_score(job, hint, s.use, &s.tw);
+        struct p3d_score hs = p3d_score(job, hint, s.use);
         int fits = hs.explained >= best->s.explained &&
                    hs.usage >= best->s.usage &&
                    hs.primary >= best->s.primary;
@@ -623,11 +561,8 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
 
         p3d_confidence(&s, stated, out);
         if (out->confidence != P3D_CONF_NONE) /* else nothing to compare */
-            p3d_alternatives(&s, out, stated ? p3d_score(job, out, s.use,
-                                                         &s.tw)
+            p3d_alternatives(&s, out, stated ? p3d_score(job, out, s.use)
                                              : best->s, out);
     }
     free((void *)s.use);
-    free(s.tw.first);
-    free(s.tw.taken);
 }

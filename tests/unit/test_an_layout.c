@@ -328,20 +328,6 @@ static void test_infer_folded(void **state)
     check_infer_etp(2, 2, 4, 1, 8, 1, "tp-cp-ep-dp-pp");
     check_infer_etp(2, 2, 2, 1, 2, 1, "tp-cp-ep-pp-dp");
     check_infer_etp(1, 1, 8, 1, 4, 2, "tp-cp-ep-dp-pp");
-    /* tp 1, etp 2: the expert TP groups are CP groups under cp = 2 too,
-     * but one communicator on those ranks evidences one group, and the
-     * eight of them are instances of one kind: CP is unseen there, so
-     * the truth alone fits best */
-    struct p3d_layout truth, got;
-    assert_int_equal(p3d_layout_set_moe(&truth, 1, 1, 16, 1, 4, 2,
-                                        "tp-cp-ep-dp-pp"), 0);
-    build_job(&truth);
-    p3d_layout_infer(&job, NULL, 0, &got);
-    assert_int_equal(p3d_layout_etp(&got), 2);
-    assert_int_equal(got.size[P3D_AX_CP], 1);
-    for (int i = 0; i < got.n_alts; i++) /* no rival: none fits as well */
-        if (strstr(got.alts[i].why, "exactly as well"))
-            fail_msg("rival %s: %s", got.alts[i].text, got.alts[i].why);
     assert_int_equal(p3d_layout_from_cmdline(&l, cmd, sizeof(cmd), 8), 1);
     assert_int_equal(l.ep, 4);
     assert_int_equal(p3d_layout_etp(&l), 1);
