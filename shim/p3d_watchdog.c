@@ -26,6 +26,8 @@
 
 #define P3D_WD_SHOW 4           /* pending ops listed in a report */
 #define P3D_WD_REPORTS 8        /* reports per process at most */
+#define P3D_WD_TERM_SCAN 64     /* pending ops looked at for inits at SIGTERM */
+#define P3D_WD_TERM_INITS 4     /* inits reported at SIGTERM at most */
 #define P3D_WD_TERM_WAIT_MS 500 /* SIGTERM handler waits this long */
 #define P3D_WD_NOTE_WAIT_MS 100 /* ... for the note, before the app's */
 
@@ -288,6 +290,30 @@ static void p3d_wd_scan(uint64_t *last_id, int *reports)
 }
 
 /*
+ * Inits still in flight at SIGTERM, reported whatever their age (a
+ * P3D_REC_HANG with op P3D_INFLIGHT_INIT, as a report past the timeout
+ * is): an init writes its P3D_REC_COMM only when it returns, so a rank
+ * blocked creating a communicator (PyTorch creates one lazily at a
+ * group's first use, and NCCL's init blocks until every member joined)
+ * would read as outside NCCL, like the member that never came, and the
+ * hang analysis could not tell the two apart (p3d_hang_init.c).  Ops
+ * need no such report: their record is written before the call.
+ */
+static void p3d_wd_inits_at_term(void)
+{
+    struct p3d_inflight_op ops[P3D_WD_TERM_SCAN];
+    int n_all = p3d_inflight_pending(ops, P3D_WD_TERM_SCAN);
+    int n = n_all < P3D_WD_TERM_SCAN ? n_all : P3D_WD_TERM_SCAN;
+    uint64_t now = p3d_now();
+
+    for (int i = 0, put = 0; i < n && put < P3D_WD_TERM_INITS; i++)
+        if (ops[i].op == P3D_INFLIGHT_INIT) {
+            p3d_wd_record(&ops[i], n_all, now);
+            put++;
+        }
+}
+
+/*
  * SIGTERM arrived: note it, finalize the file if the process will die.
  * Ops the in-flight table had no slot for are noted first ("watchdog:
  * untracked_ops N"): it could not have reported them, so its silence
@@ -304,6 +330,7 @@ static void p3d_wd_on_term(void)
 
     if (lost > 0)
         p3d_note("watchdog: untracked_ops %" PRIu64, lost);
+    p3d_wd_inits_at_term();
     /* "SIGTERM received" first (analyzer/read/p3d_reader.c); the time
      * ends the waits of a job stopped while it ran (p3d_hang_stop.c) */
     n = snprintf(note, sizeof(note), "SIGTERM received at_ns %" PRIu64,

@@ -15,21 +15,57 @@
 #include "p3d_match.h"
 #include "p3d_util.h"
 
-/* Coordinate of rank r on dense axis ax under the layout, -1 unknown. */
-int p3d_hg_coord(const struct p3d_job *job, int r, int ax)
+/*
+ * The grids groups are made from: the dense one (tp, cp, dp, pp) and,
+ * with EP, Megatron's expert one (etp, ep in cp's place, edp, pp; the
+ * same order, model/p3d_layout.c), whose EP, expert-DP and expert-TP
+ * groups the dense axes cannot express (an EP group of 2 among 4 DP
+ * ranks, a folded expert TP group inside a TP group).
+ */
+struct p3d_hg_grid {
+    int size[P3D_AX_N];
+    const int *ord;
+};
+
+/* Grid k (0 dense, 1 expert) of the job's layout; 0 if it has none. */
+static int p3d_hg_grid_of(const struct p3d_job *job, int k,
+                          struct p3d_hg_grid *gr)
 {
     const struct p3d_layout *l = &job->layout;
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    int etp = p3d_layout_etp(l);
+
+    if (!l->valid || (k == 1 && l->ep <= 1) || k > 1)
+        return 0;
+    memcpy(gr->size, l->size, sizeof(gr->size));
+    gr->ord = l->ord;
+    if (k == 1) {
+        gr->size[P3D_AX_TP] = etp;
+        gr->size[P3D_AX_CP] = l->ep;
+        gr->size[P3D_AX_DP] = w / (etp * l->ep * l->size[P3D_AX_PP]);
+    }
+    return 1;
+}
+
+static int p3d_hg_grid_coord(const struct p3d_hg_grid *gr, int r, int ax)
+{
     int stride = 1;
 
-    if (!l->valid)
-        return -1;
     for (int j = 0; j < P3D_AX_N; j++) {
-        int x = l->ord[j], n = l->size[x] > 0 ? l->size[x] : 1;
+        int x = gr->ord[j], n = gr->size[x] > 0 ? gr->size[x] : 1;
         if (x == ax)
             return (r / stride) % n;
         stride *= n;
     }
     return -1;
+}
+
+/* Coordinate of rank r on dense axis ax under the layout, -1 unknown. */
+int p3d_hg_coord(const struct p3d_job *job, int r, int ax)
+{
+    struct p3d_hg_grid gr;
+
+    return p3d_hg_grid_of(job, 0, &gr) ? p3d_hg_grid_coord(&gr, r, ax) : -1;
 }
 
 /* The k-th communicator rank h created (creation order), or NULL. */
@@ -51,21 +87,18 @@ static int p3d_hg_n_created(const struct p3d_hrank *h)
     return n;
 }
 
-/*
- * Members of the communicator rank a was creating when it blocked in an
- * init: a rank t of a's stage created its k-th communicator (same
- * program, same order) with members M; a's is the set shaped like M
- * under the layout (axes M varies take M's values, the others a's).
- */
-static int p3d_hg_like(const struct p3d_job *job, const struct p3d_gcomm *m,
-                       int a, int *out)
+/* The set shaped like m on grid gr for rank a (axes m varies take m's
+ * values, the others a's); 0 unless it holds a and as many as m. */
+static int p3d_hg_like_on(const struct p3d_job *job,
+                          const struct p3d_hg_grid *gr,
+                          const struct p3d_gcomm *m, int a, int *out)
 {
     uint64_t vals[P3D_AX_N] = {0};
-    int n = 0, fixed[P3D_AX_N];
+    int n = 0, fixed[P3D_AX_N], has_a = 0;
 
     for (int ax = 0; ax < P3D_AX_N; ax++) {
         for (int i = 0; i < m->n_members; i++) {
-            int c = p3d_hg_coord(job, m->members[i], ax);
+            int c = p3d_hg_grid_coord(gr, m->members[i], ax);
             if (c < 0 || c >= 64)
                 return 0;
             vals[ax] |= 1ull << c;
@@ -75,13 +108,33 @@ static int p3d_hg_like(const struct p3d_job *job, const struct p3d_gcomm *m,
     for (int w = 0; w < job->world_size; w++) {
         int ok = 1;
         for (int ax = 0; ax < P3D_AX_N && ok; ax++) {
-            int c = p3d_hg_coord(job, w, ax);
-            ok = fixed[ax] ? c == p3d_hg_coord(job, a, ax)
+            int c = p3d_hg_grid_coord(gr, w, ax);
+            ok = fixed[ax] ? c == p3d_hg_grid_coord(gr, a, ax)
                            : !!(vals[ax] & (1ull << c));
         }
-        if (ok)
+        if (ok) {
             out[n++] = w;
+            has_a |= w == a;
+        }
     }
+    return has_a && n == m->n_members ? n : 0;
+}
+
+/*
+ * Members of the communicator rank a was creating when it blocked in an
+ * init: a rank t of a's stage created its k-th communicator (same
+ * program, same order) with members M; a's is the set shaped like M
+ * under the layout, on the grid where M is a group (the dense one, or
+ * the expert one for EP's and the expert groups).
+ */
+static int p3d_hg_like(const struct p3d_job *job, const struct p3d_gcomm *m,
+                       int a, int *out)
+{
+    struct p3d_hg_grid gr;
+    int n = 0;
+
+    for (int k = 0; n == 0 && p3d_hg_grid_of(job, k, &gr); k++)
+        n = p3d_hg_like_on(job, &gr, m, a, out);
     return n;
 }
 
@@ -169,17 +222,18 @@ void p3d_hg_infer(struct p3d_hg *g, int a)
     free(mem);
 }
 
-/* Set of a's layout group varying the axes in `mask`; returns its size. */
-static int p3d_hg_axes_group(const struct p3d_job *job, int a, unsigned mask,
-                             int *out)
+/* Set of a's group on grid gr varying the axes in `mask`; its size. */
+static int p3d_hg_axes_group(const struct p3d_job *job,
+                             const struct p3d_hg_grid *gr, int a,
+                             unsigned mask, int *out)
 {
     int n = 0;
 
     for (int w = 0; w < job->world_size; w++) {
         int ok = 1;
         for (int ax = 0; ax < P3D_AX_N && ok; ax++)
-            ok = (mask & (1u << ax)) ||
-                 p3d_hg_coord(job, w, ax) == p3d_hg_coord(job, a, ax);
+            ok = (mask & (1u << ax)) || p3d_hg_grid_coord(gr, w, ax) ==
+                                            p3d_hg_grid_coord(gr, a, ax);
         if (ok)
             out[n++] = w;
     }
@@ -188,17 +242,20 @@ static int p3d_hg_axes_group(const struct p3d_job *job, int a, unsigned mask,
 
 /*
  * Members of an init nobody finished, from the layout: the one group of
- * a (some axes varied) with `nranks` members that holds every rank seen
- * blocked in the same init.  0 if none or several fit.
+ * a (some axes varied, on the dense grid or with EP on the expert one)
+ * with `nranks` members that holds every rank seen blocked in the same
+ * init.  0 if none or several fit.
  */
 static int p3d_hg_guess(const struct p3d_hg *g, uint64_t hash,
                         uint64_t nranks, int a, int *mem)
 {
     int *cand = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
     int n = 0, found = 0;
+    struct p3d_hg_grid gr;
 
+    for (int grid = 0; p3d_hg_grid_of(g->job, grid, &gr); grid++)
     for (unsigned mask = 1; mask < (1u << P3D_AX_N); mask++) {
-        int k = p3d_hg_axes_group(g->job, a, mask, cand), ok = 1;
+        int k = p3d_hg_axes_group(g->job, &gr, a, mask, cand), ok = 1;
         if ((uint64_t)k != nranks)
             continue;
         for (int b = 0; b < g->hj->world && ok; b++) {
