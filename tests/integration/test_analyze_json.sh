@@ -12,7 +12,7 @@ grep -q '"world_size": 8, "ranks_found": 8' "$T/o.json" || fail "job"
 grep -q '"hosts": \["node0\\"x"\]' "$T/o.json" || fail "host escaping"
 grep -q '"cmdline": "python3 pretrain_gpt.py a\\"b\\\\c --tensor' "$T/o.json" ||
     fail "cmdline escaping: $(grep cmdline "$T/o.json")"
-grep -q '"layout": {"tp": 2, "pp": 2, "dp": 2, "cp": 1, "ep": 1, "order": "tp-cp-ep-dp-pp", "dp_shard": 0, "source": "cmdline"' "$T/o.json" ||
+grep -q '"layout": {"tp": 2, "pp": 2, "dp": 2, "cp": 1, "ep": 1, "etp": 2, "order": "tp-cp-ep-dp-pp", "dp_shard": 0, "source": "cmdline"' "$T/o.json" ||
     fail "layout: $(grep '"layout"' "$T/o.json")"
 grep -Eq '\{"id": "0x[0-9a-f]{16}", "label": "DP", "used_as": "DP-CP", "labels": \["DP", "DP-CP"\], "size": 2, "members": \[4, 6\], "missing_members": 0, "ops": 18, "bytes": [0-9]+, "gpu_time_ms": [0-9.]+, "busbw_gbps": [0-9.]+' "$T/o.json" ||
     fail "DP communicator"
