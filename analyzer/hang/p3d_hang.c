@@ -270,12 +270,34 @@ static void p3d_hang_told_ops(struct p3d_hrank *h)
         qsort(h->ops, h->n_ops, sizeof(*h->ops), p3d_op_cmp);
 }
 
-/* The watchdog reported op_id pending (past its timeout). */
-static int p3d_hang_reported(const struct p3d_hrank *h, uint64_t op_id)
+/*
+ * The watchdog reported op_id pending past its timeout, and no later
+ * report shows it done.  A report names the oldest op in flight at its
+ * time (p3d_inflight_pending keeps the oldest), so a later report of an
+ * op entered after this one means this one had completed by then: a load
+ * spike can carry an op past the timeout before it completes, and in a
+ * trace that lost records its completion may be among them, which
+ * would leave it pending here.  The reports of inits in flight
+ * at SIGTERM are not the oldest op (p3d_wd_inits_at_term) and prove
+ * nothing of other ops; nor does any report when the in-flight table
+ * could not track every op (wd_untracked).
+ */
+int p3d_hang_report_pending(const struct p3d_hrank *h, uint64_t op_id)
 {
-    for (int k = 0; k < h->n_hang; k++)
-        if (h->hang[k]->op_id == op_id)
-            return 1;
+    for (int k = 0; k < h->n_hang; k++) {
+        const struct p3d_rec_hang *w = h->hang[k];
+        uint64_t entered = w->t - w->pending_ns;
+
+        if (w->op_id != op_id)
+            continue;
+        for (int j = 0; j < h->n_hang && !h->wd_untracked; j++) {
+            const struct p3d_rec_hang *v = h->hang[j];
+            if (v->t > w->t && v->op_id != op_id &&
+                v->op < P3D_OP_COUNT && v->t - v->pending_ns > entered)
+                return 0;
+        }
+        return 1;
+    }
     return 0;
 }
 
@@ -335,7 +357,7 @@ static int p3d_hang_op_pending(const struct p3d_hrank *h, size_t i)
     if (o->flags & P3D_OPF_CAPTURING)
         return 0;
     if (p3d_lost_records(h->r)) /* its GPU completions may be lost */
-        return p3d_hang_reported(h, o->op_id);
+        return p3d_hang_report_pending(h, o->op_id);
     return h->have_gpu && !h->done[i] && p3d_hang_gpu_trusted(h);
 }
 

@@ -153,6 +153,9 @@ int p3d_hang_stopped_running(const struct p3d_job *job,
                              const struct p3d_hjob *hj,
                              struct p3d_hang_res *res);
 
+/* The watchdog reported op_id pending and no later report shows it done
+ * (p3d_hang.c). */
+int p3d_hang_report_pending(const struct p3d_hrank *h, uint64_t op_id);
 /* Build h->keys from h->ops (p3d_hang.c; one key per (comm, kind, peer)). */
 void p3d_hang_keys(struct p3d_hrank *h);
 /* Number of ops `h` issued on (comm, kind, peer); peer -1 for coll. */
