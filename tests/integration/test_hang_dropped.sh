@@ -71,8 +71,9 @@ fi
 # The real shim, P3D_MAX_MB=1 and P3D_HANG_TIMEOUT=1: every file is full
 # before rank 6 stops, so the waits are known only from the watchdog's
 # reports, which land in each file's spare chunk (shim/p3d_writer.c).
-# Once the 7 other ranks reported, the job is stopped with SIGTERM (the
-# watchdog scans once more, then notes the signal). Rank 6 reported
+# Once the 7 other ranks reported (and reports stopped coming), the job
+# is stopped with SIGTERM (the watchdog scans once more, then notes the
+# signal). Rank 6 reported
 # nothing while its peers waited past the timeout: it is named the root,
 # not inside NCCL, by its watchdog's silence; the op its peers wait for
 # is one it never issued (per truth.json).
@@ -83,8 +84,22 @@ if [ -x "$S" ] && [ -f "$P3D_BUILD/libp3dtrace.so" ]; then
         --quiet > "$T/rep.log" 2> "$T/rep.err" &
     sim=$!
     reported() { grep -o 'HANG? rank [0-9]*' "$T/rep.err" | sort -u | wc -l; }
+    reports() { grep -c 'HANG? rank' "$T/rep.err"; }
     while [ "$(reported)" -lt 7 ] && kill -0 "$sim" 2> /dev/null; do
         sleep 0.1
+    done
+    # Under load a rank's op can pass the 1 s timeout and complete after
+    # (its completion lost past the cap): its report is then not its
+    # last wait.  So the job is stopped only once reports stopped coming
+    # for 2 x P3D_HANG_TIMEOUT + 2 s (the hang matrix's rule), by which a
+    # rank whose first report was such has reported its real wait too,
+    # which shows the first one done (p3d_hang_report_pending).  Each new
+    # report restarts the wait: a slow machine only makes it later.
+    n=$(reports) quiet=0
+    while [ "$quiet" -lt 40 ] && kill -0 "$sim" 2> /dev/null; do
+        sleep 0.1
+        m=$(reports)
+        if [ "$m" != "$n" ]; then n=$m quiet=0; else quiet=$((quiet + 1)); fi
     done
     kill -TERM "$sim" 2> /dev/null
     wait "$sim"
