@@ -26,7 +26,7 @@
 
 #define P3D_WD_SHOW 4           /* pending ops listed in a report */
 #define P3D_WD_REPORTS 8        /* reports per process at most */
-#define P3D_WD_TERM_SCAN 64     /* pending ops looked at for inits at SIGTERM */
+#define P3D_WD_TERM_SCAN 64     /* pending ops scanned for inits at SIGTERM */
 #define P3D_WD_TERM_INITS 4     /* inits reported at SIGTERM at most */
 #define P3D_WD_TERM_WAIT_MS 500 /* SIGTERM handler waits this long */
 #define P3D_WD_NOTE_WAIT_MS 100 /* ... for the note, before the app's */

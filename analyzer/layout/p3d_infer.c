@@ -20,8 +20,9 @@
  * communicator is a group of: a dimension with no traffic of its own is
  * no evidence that it exists), ties broken towards the default order,
  * then smaller ep (a 2-rank all-to-all is a 2-rank ring step, and only
- * MoE jobs have EP), etp = tp (Megatron's default), larger dp (DP takes the ranks the other axes leave),
- * smaller cp, pp: axes nothing observed needs are not invented.
+ * MoE jobs have EP), etp = tp (Megatron's default), larger dp (DP takes
+ * the ranks the other axes leave), smaller cp, pp: axes nothing observed
+ * needs are not invented.
  *
  * Confidence (what the report and JSON layout.confidence say):
  *   certain    the Megatron command line or --layout states it, the traces
@@ -376,7 +377,8 @@ static int p3d_same_layout(const struct p3d_layout *a,
                            const struct p3d_layout *b)
 {
     return !memcmp(a->size, b->size, sizeof(a->size)) && a->ep == b->ep &&
-           a->etp == b->etp && a->dp_shard == b->dp_shard && !strcmp(a->order, b->order);
+           a->etp == b->etp && a->dp_shard == b->dp_shard &&
+           !strcmp(a->order, b->order);
 }
 
 /* Why candidate c (score cs) is not the chosen layout (score bs). */

@@ -99,13 +99,12 @@ static uint64_t p3d_members(const struct p3d_gcomm *g)
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g)
 {
     const struct p3d_usage *u = &g->use;
-    uint64_t total = 0;
+    int a2a = u->p2p_a2a && u->p2p_a2a * 2 >= u->p2p_batches;
+    uint64_t total = a2a ? u->p2p_batches : 0;
 
     for (int k = 0; k < P3D_OP_COUNT; k++)
-        if (!P3D_OP_IS_P2P(k) || !u->p2p_a2a || u->p2p_a2a * 2 < u->p2p_batches)
+        if (!a2a || !P3D_OP_IS_P2P(k))
             total += g->st[k].calls;
-    if (u->p2p_a2a && u->p2p_a2a * 2 >= u->p2p_batches)
-        total += u->p2p_batches;
     return total / p3d_members(g);
 }
 

@@ -82,16 +82,16 @@ static int p3d_expert_fits(const struct p3d_layout *l, int ep, int etp)
 {
     int w = l->size[P3D_AX_TP] * l->size[P3D_AX_CP] * l->size[P3D_AX_DP] *
             l->size[P3D_AX_PP];
-    int dense = 1, expert = 1;
+    int dense = 1, expert = 1, edp;
 
     if (w % (etp * ep * l->size[P3D_AX_PP]))
         return 0;
+    edp = w / (etp * ep * l->size[P3D_AX_PP]);
     for (int i = 0; i < P3D_AX_N && l->ord[i] != P3D_AX_PP; i++) {
         dense *= l->size[l->ord[i]];
         expert *= l->ord[i] == P3D_AX_TP ? etp
                   : l->ord[i] == P3D_AX_CP ? ep
-                  : l->ord[i] == P3D_AX_DP ? w / (etp * ep * l->size[P3D_AX_PP])
-                                           : 1;
+                  : l->ord[i] == P3D_AX_DP ? edp : 1;
     }
     return dense == expert;
 }

@@ -113,7 +113,8 @@ static void sim_defaults(struct sim_cfg *c)
     c->grace_s = 1;
 }
 
-enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ETP, O_ORDER, O_VPP, O_ITERS, O_LAYERS,
+enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ETP, O_ORDER, O_VPP, O_ITERS,
+       O_LAYERS,
        O_FWD, O_BWD, O_OPT, O_TPB, O_PPB, O_CPB, O_DPB, O_EMBB, O_BUCKETS,
        O_SP, O_NODO, O_NAMES, O_HOSTS, O_STRAG, O_HANG, O_KILL, O_SKEW,
        O_MISM, O_SHIM, O_OUT, O_JOB, O_TIMEOUT, O_GRACE, O_QUIET,
@@ -121,7 +122,8 @@ enum { O_TP = 256, O_PP, O_DP, O_CP, O_EP, O_ETP, O_ORDER, O_VPP, O_ITERS, O_LAY
 
 static const struct option sim_opts[] = {
     { "tp", 1, 0, O_TP }, { "pp", 1, 0, O_PP }, { "dp", 1, 0, O_DP },
-    { "cp", 1, 0, O_CP }, { "ep", 1, 0, O_EP }, { "etp", 1, 0, O_ETP }, { "order", 1, 0, O_ORDER },
+    { "cp", 1, 0, O_CP }, { "ep", 1, 0, O_EP }, { "etp", 1, 0, O_ETP },
+    { "order", 1, 0, O_ORDER },
     { "micro-batches", 1, 0, 'm' }, { "vpp", 1, 0, O_VPP },
     { "iters", 1, 0, O_ITERS }, { "layers", 1, 0, O_LAYERS },
     { "fwd-ms", 1, 0, O_FWD }, { "bwd-ms", 1, 0, O_BWD },
