@@ -32,32 +32,23 @@ static int p3d_hg_grid_of(const struct p3d_job *job, int k,
                           struct p3d_hg_grid *gr)
 {
     const struct p3d_layout *l = &job->layout;
-    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
-    int etp = p3d_layout_etp(l);
 
     if (!l->valid || (k == 1 && l->ep <= 1) || k > 1)
         return 0;
-    memcpy(gr->size, l->size, sizeof(gr->size));
+    if (k == 1)
+        p3d_layout_expert_sizes(l, gr->size);
+    else
+        memcpy(gr->size, l->size, sizeof(gr->size));
     gr->ord = l->ord;
-    if (k == 1) {
-        gr->size[P3D_AX_TP] = etp;
-        gr->size[P3D_AX_CP] = l->ep;
-        gr->size[P3D_AX_DP] = w / (etp * l->ep * l->size[P3D_AX_PP]);
-    }
     return 1;
 }
 
 static int p3d_hg_grid_coord(const struct p3d_hg_grid *gr, int r, int ax)
 {
-    int stride = 1;
+    int c[P3D_AX_N];
 
-    for (int j = 0; j < P3D_AX_N; j++) {
-        int x = gr->ord[j], n = gr->size[x] > 0 ? gr->size[x] : 1;
-        if (x == ax)
-            return (r / stride) % n;
-        stride *= n;
-    }
-    return -1;
+    p3d_grid_coords(gr->size, gr->ord, r, c);
+    return c[ax];
 }
 
 /* Coordinate of rank r on dense axis ax under the layout, -1 unknown. */

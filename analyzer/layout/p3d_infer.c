@@ -78,10 +78,10 @@ static uint64_t p3d_max_cpm(const struct p3d_job *job)
 /* Ranks of an expert data-parallel group: world / (etp * ep * pp). */
 static int p3d_edp(const struct p3d_layout *l)
 {
-    int w = l->size[P3D_AX_TP] * l->size[P3D_AX_CP] * l->size[P3D_AX_DP] *
-            l->size[P3D_AX_PP];
+    int es[P3D_AX_N];
 
-    return w / (p3d_layout_etp(l) * l->ep * l->size[P3D_AX_PP]);
+    p3d_layout_expert_sizes(l, es);
+    return es[P3D_AX_DP];
 }
 
 /* Axes > 1 (tp, cp, pp, ep) none of whose groups is an observed

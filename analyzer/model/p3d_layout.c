@@ -73,25 +73,34 @@ int p3d_layout_etp(const struct p3d_layout *l)
     return l->etp > 0 ? l->etp : l->size[P3D_AX_TP];
 }
 
+static int p3d_world(const struct p3d_layout *l)
+{
+    return l->size[0] * l->size[1] * l->size[2] * l->size[3];
+}
+
+void p3d_layout_expert_sizes(const struct p3d_layout *l, int es[P3D_AX_N])
+{
+    es[P3D_AX_TP] = p3d_layout_etp(l);
+    es[P3D_AX_CP] = l->ep; /* the ep axis sits where cp sits */
+    es[P3D_AX_PP] = l->size[P3D_AX_PP];
+    es[P3D_AX_DP] = p3d_world(l) / (es[P3D_AX_TP] * l->ep * es[P3D_AX_PP]);
+}
+
 /* Megatron's checks of the expert grid against the dense one (see
  * p3d_layout_set_moe in p3d_layout.h): the expert grid fills the world,
  * and its pipeline groups are the dense ones, that is the ranks before
  * pp in the order span as many ranks in both grids (with the same world
  * and pp, a pipeline group is the ranks a stride apart). */
-static int p3d_expert_fits(const struct p3d_layout *l, int ep, int etp)
+static int p3d_expert_fits(const struct p3d_layout *l)
 {
-    int w = l->size[P3D_AX_TP] * l->size[P3D_AX_CP] * l->size[P3D_AX_DP] *
-            l->size[P3D_AX_PP];
-    int dense = 1, expert = 1, edp;
+    int es[P3D_AX_N], dense = 1, expert = 1;
 
-    if (w % (etp * ep * l->size[P3D_AX_PP]))
+    if (p3d_world(l) % (p3d_layout_etp(l) * l->ep * l->size[P3D_AX_PP]))
         return 0;
-    edp = w / (etp * ep * l->size[P3D_AX_PP]);
+    p3d_layout_expert_sizes(l, es);
     for (int i = 0; i < P3D_AX_N && l->ord[i] != P3D_AX_PP; i++) {
         dense *= l->size[l->ord[i]];
-        expert *= l->ord[i] == P3D_AX_TP ? etp
-                  : l->ord[i] == P3D_AX_CP ? ep
-                  : l->ord[i] == P3D_AX_DP ? edp : 1;
+        expert *= es[l->ord[i]];
     }
     return dense == expert;
 }
@@ -109,7 +118,7 @@ int p3d_layout_set_moe(struct p3d_layout *l, int tp, int cp, int dp, int pp,
     if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1 || etp < 1 ||
         p3d_parse_order(l, order))
         return -1;
-    if ((ep > 1 || etp != tp) && !p3d_expert_fits(l, ep, etp))
+    if ((ep > 1 || etp != tp) && !p3d_expert_fits(l))
         return -1; /* no expert groups without MoE: other frameworks'
                       orders are not bound by Megatron's expert checks */
     l->valid = 1;
@@ -122,8 +131,8 @@ int p3d_layout_set(struct p3d_layout *l, int tp, int cp, int dp, int pp,
     return p3d_layout_set_moe(l, tp, cp, dp, pp, ep, tp, order);
 }
 
-static void p3d_coords_of(const int size[P3D_AX_N], const int ord[P3D_AX_N],
-                          int rank, int c[P3D_AX_N])
+void p3d_grid_coords(const int size[P3D_AX_N], const int ord[P3D_AX_N],
+                     int rank, int c[P3D_AX_N])
 {
     for (int i = 0; i < P3D_AX_N; i++) {
         c[ord[i]] = rank % size[ord[i]];
@@ -133,12 +142,7 @@ static void p3d_coords_of(const int size[P3D_AX_N], const int ord[P3D_AX_N],
 
 void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N])
 {
-    p3d_coords_of(l->size, l->ord, rank, c);
-}
-
-static int p3d_world(const struct p3d_layout *l)
-{
-    return l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    p3d_grid_coords(l->size, l->ord, rank, c);
 }
 
 /* Axes that differ among members, or -1 if they are not a whole group. */
@@ -148,9 +152,9 @@ static int p3d_vary_mask(const int size[P3D_AX_N], const int ord[P3D_AX_N],
     int c0[P3D_AX_N], c[P3D_AX_N], prod = 1;
     unsigned mask = 0;
 
-    p3d_coords_of(size, ord, m[0], c0);
+    p3d_grid_coords(size, ord, m[0], c0);
     for (int i = 1; i < n; i++) {
-        p3d_coords_of(size, ord, m[i], c);
+        p3d_grid_coords(size, ord, m[i], c);
         for (int a = 0; a < P3D_AX_N; a++)
             if (c[a] != c0[a])
                 mask |= B(a);
@@ -202,13 +206,10 @@ static unsigned p3d_pair_match(const struct p3d_layout *l, const int *m)
 static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
                                  int n)
 {
-    int es[P3D_AX_N], w = p3d_world(l), mask;
+    int es[P3D_AX_N], mask;
     unsigned nt, bits;
 
-    es[P3D_AX_TP] = p3d_layout_etp(l);
-    es[P3D_AX_CP] = l->ep; /* the ep axis sits where cp sits */
-    es[P3D_AX_PP] = l->size[P3D_AX_PP];
-    es[P3D_AX_DP] = w / (es[P3D_AX_TP] * l->ep * es[P3D_AX_PP]);
+    p3d_layout_expert_sizes(l, es);
     mask = p3d_vary_mask(es, l->ord, m, n);
     nt = p3d_nontrivial(es);
     if (mask < 0)

@@ -80,6 +80,13 @@ int p3d_layout_set_moe(struct p3d_layout *l, int tp, int cp, int dp, int pp,
                        int ep, int etp, const char *order);
 /* The expert tensor-parallel size: etp if stated, else tp. */
 int p3d_layout_etp(const struct p3d_layout *l);
+/* The expert generator's sizes as a grid in l's order: etp in tp's
+ * place, ep in cp's, the expert DP world/(etp*ep*pp) in dp's, pp. */
+void p3d_layout_expert_sizes(const struct p3d_layout *l, int es[P3D_AX_N]);
+/* Coordinates of a global rank on a grid of `size` in order `ord`
+ * (axes from fastest to slowest). */
+void p3d_grid_coords(const int size[P3D_AX_N], const int ord[P3D_AX_N],
+                     int rank, int c[P3D_AX_N]);
 /* Dense coordinates of a global rank. */
 void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N]);
 /* The members (ascending) of rank r's group varying the axes in mask
