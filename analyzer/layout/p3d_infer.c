@@ -58,6 +58,8 @@ struct p3d_score {
     int explained, usage, primary, total;
     int wanted; /* communicators whose traffic points at some group kind */
     int unseen; /* axes > 1 with no observed group (lower is better) */
+    int grads, grads_cp; /* communicators with gradient traffic, and of
+                            them those that are a group spanning CP */
 };
 
 /* Candidates kept for the confidence and the alternatives. */
@@ -87,10 +89,14 @@ static int p3d_edp(const struct p3d_layout *l)
 /* Axes > 1 (tp, cp, pp, ep) none of whose groups is an observed
  * communicator with traffic of that group's kind under l; seen = the
  * label bits the communicators took that their usage supports. */
-static int p3d_unseen(const struct p3d_layout *l, unsigned seen)
+static int p3d_unseen(const struct p3d_layout *l, unsigned seen,
+                      const struct p3d_score *s)
 {
     int n = 0;
 
+    /* weight gradients are reduced across CP (p3d_use_is_grad): where
+     * the traces show gradients, one communicator of them spans it */
+    n += l->size[P3D_AX_CP] > 1 && s->grads && !s->grads_cp;
     n += l->size[P3D_AX_TP] > 1 && !(seen & (1u << P3D_LBL_TP));
     n += l->size[P3D_AX_CP] > 1 && !(seen & (1u << P3D_LBL_CP));
     n += l->size[P3D_AX_PP] > 1 && !(seen & (1u << P3D_LBL_PP));
@@ -128,7 +134,8 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
                                   const enum p3d_use *use)
 {
-    struct p3d_score s = {0, 0, 0, 0, 0, 0};
+    struct p3d_score s = {0, 0, 0, 0, 0, 0, 0, 0};
+    const unsigned cp_wide = (1u << P3D_LBL_DP_CP) | (1u << P3D_LBL_DP_SHARD);
     unsigned seen = 0;
 
     for (int i = 0; i < job->n_comms; i++) {
@@ -148,8 +155,12 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
             s.wanted++;
         }
         s.primary += (bits & p3d_use_primary(use[i])) != 0;
+        if (p3d_use_is_grad(use[i]) && (bits & want)) {
+            s.grads++;
+            s.grads_cp += (bits & want & cp_wide) != 0;
+        }
     }
-    s.unseen = p3d_unseen(l, seen);
+    s.unseen = p3d_unseen(l, seen, &s);
     return s;
 }
 

@@ -27,6 +27,9 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm);
 uint64_t p3d_calls_per_member(const struct p3d_gcomm *g);
 /* Bitmask of labels consistent with a usage class. */
 unsigned p3d_use_labels(enum p3d_use u);
+/* Whether a usage class has a weight-gradient signature (which spans CP
+ * where CP > 1, p3d_usage.c). */
+int p3d_use_is_grad(enum p3d_use u);
 /* The labels a usage class points to first (a tie-breaker). */
 unsigned p3d_use_primary(enum p3d_use u);
 

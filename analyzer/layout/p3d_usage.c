@@ -276,6 +276,25 @@ unsigned p3d_use_labels(enum p3d_use u)
     return (int)u >= 0 && (int)u < P3D_USE_TAB_N ? p3d_use_tab[u].labels : 0;
 }
 
+/*
+ * Traffic with a signature of weight gradients (the header comment).
+ * Where CP > 1 they are reduced over DP x CP: CP ranks hold the same
+ * weights and see different parts of each sequence, so their gradients
+ * must be summed.  Megatron's DDP and distributed optimizer use
+ * get_data_parallel_group(with_context_parallel=True) (distributed/
+ * distributed_data_parallel.py, pipeline_parallel/schedules.py
+ * pg_collection.dp_cp; the plain DP group only for logging, data
+ * scheduling and checkpoints, d98e8a64); torchtitan's FSDP shards over
+ * dp_shard x cp (parallel_dims.py: "fsdp includes dp_shard and cp";
+ * distributed/fsdp.py resolve_fsdp_mesh, shard axes dp_shard and cp,
+ * b5bcd76c).  A layout with CP > 1 under which no gradient communicator
+ * spans CP leaves its CP axis unexplained (p3d_infer.c p3d_unseen).
+ */
+int p3d_use_is_grad(enum p3d_use u)
+{
+    return u == P3D_USE_GRAD || u == P3D_USE_DDP || u == P3D_USE_GRAD_AR;
+}
+
 unsigned p3d_use_primary(enum p3d_use u)
 {
     return (int)u >= 0 && (int)u < P3D_USE_TAB_N ? p3d_use_tab[u].primary

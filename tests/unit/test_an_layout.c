@@ -333,6 +333,92 @@ static void test_infer_folded(void **state)
     assert_int_equal(p3d_layout_etp(&l), 1);
 }
 
+enum { DT_F32 = 7, DT_BF16 = 9 }; /* ncclFloat32, ncclBfloat16 */
+
+/* Give the communicators added since `from` a second op kind, with the
+ * dtypes (ncclDataType_t) of both: an all-gather in `ag_dt` and a
+ * reduce-scatter in `rs_dt`, `calls` of each per member. */
+static void with_rsag(int from, uint64_t calls, int ag_dt, int rs_dt)
+{
+    for (int i = from; i < job.n_comms; i++) {
+        struct p3d_gcomm *g = &job.comms[i];
+        uint64_t n = (uint64_t)g->n_members;
+        g->st[P3D_OP_ALLGATHER].calls = calls * n;
+        g->st[P3D_OP_REDUCESCATTER].calls = calls * n;
+        g->use.dtypes[P3D_OP_ALLGATHER] = (uint16_t)(1u << ag_dt);
+        g->use.dtypes[P3D_OP_REDUCESCATTER] = (uint16_t)(1u << rs_dt);
+    }
+}
+
+/*
+ * A torchtitan job (pytorch/torchtitan b5bcd76c): TP as sequence
+ * parallelism (a bf16 all-gather in, reduce-scatter out, per layer), CP's
+ * K/V all-gather, FSDP on dp_shard x cp (bf16 gathers, fp32 reduce-
+ * scatters), with EP the sparse mesh (pp, efsdp, ep): Megatron's expert
+ * grid at etp 1, token all-to-alls on ep, the experts' FSDP on efsdp.
+ */
+static void build_titan_job(const struct p3d_layout *l)
+{
+    struct p3d_layout e;
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
+    int edp = w / (l->ep * l->size[P3D_AX_PP]), k;
+
+    build_job(l);
+    for (int i = 0; i < job.n_comms; i++)
+        free(job.comms[i].members);
+    job.n_comms = 0;
+    k = job.n_comms;
+    if (l->size[P3D_AX_TP] > 1)
+        add_family(l, B(P3D_AX_TP), 0, P3D_OP_ALLGATHER, 60, 1 << 18);
+    with_rsag(k, 60, DT_BF16, DT_BF16);
+    if (l->size[P3D_AX_CP] > 1)
+        add_family(l, B(P3D_AX_CP), 0, P3D_OP_ALLGATHER, 30, 1 << 18);
+    k = job.n_comms;
+    add_family(l, B(P3D_AX_DP) | B(P3D_AX_CP), 0, P3D_OP_ALLGATHER, 10,
+               1 << 20);
+    with_rsag(k, 10, DT_BF16, DT_F32);
+    if (l->ep < 2)
+        return;
+    assert_int_equal(p3d_layout_set(&e, 1, l->ep, edp, l->size[P3D_AX_PP],
+                                    1, l->order), 0);
+    add_family(&e, B(P3D_AX_CP), 0, P3D_OP_ALLTOALL, 60, 1 << 17);
+    k = job.n_comms;
+    add_family(&e, B(P3D_AX_DP), 0, P3D_OP_ALLGATHER, 10, 1 << 20);
+    with_rsag(k, 10, DT_BF16, DT_F32);
+}
+
+/*
+ * Weight gradients span CP (p3d_usage.c p3d_use_labels_in): with FSDP on
+ * 4 of 8 ranks, a pair with per-layer gathers is TP (the experts then
+ * without TP: torchtitan's EP borrows from TP), not CP, which would put
+ * the gradients on all 8.  And a true CP keeps its answer.
+ */
+static void test_infer_titan_ep(void **state)
+{
+    struct p3d_layout truth, got;
+    static const int want[][5] = {/* tp, cp, dp, ep, pp */
+                                  {2, 1, 4, 4, 1}, {2, 1, 4, 2, 1},
+                                  {4, 1, 2, 8, 1}, {2, 1, 2, 4, 2},
+                                  {1, 2, 4, 1, 1}, {2, 2, 2, 1, 1}};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const int *c = want[i];
+        assert_int_equal(p3d_layout_set_moe(&truth, c[0], c[1], c[2], c[4],
+                                            c[3], c[3] > 1 ? 1 : c[0],
+                                            "tp-cp-ep-dp-pp"), 0);
+        build_titan_job(&truth);
+        p3d_layout_infer(&job, NULL, 0, &got);
+        if (got.size[P3D_AX_TP] != c[0] || got.size[P3D_AX_CP] != c[1] ||
+            got.size[P3D_AX_DP] != c[2] || got.ep != c[3])
+            fail_msg("titan tp%d cp%d dp%d ep%d pp%d: got tp%d cp%d dp%d "
+                     "ep%d etp%d (%s)", c[0], c[1], c[2], c[3], c[4],
+                     got.size[P3D_AX_TP], got.size[P3D_AX_CP],
+                     got.size[P3D_AX_DP], got.ep, p3d_layout_etp(&got),
+                     p3d_conf_name[got.confidence]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_infer_ep_and_more),
         cmocka_unit_test(test_expert_folding),
         cmocka_unit_test(test_infer_folded),
+        cmocka_unit_test(test_infer_titan_ep),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
