@@ -20,11 +20,21 @@ script asks the frameworks:
             groups are recorded from new_group/split_group as DeviceMesh
             calls them.
 
+  titan-ep  torchtitan's own ParallelDims.build_mesh()
+            (torchtitan/distributed/parallel_dims.py, loaded unchanged
+            from a checkout; its imports of the config class, the logger,
+            the device type and spmd_types stood in for) on the fake
+            backend, with expert parallelism: its sparse mesh (pp,
+            dp_replicate, efsdp, ep) beside the dense ones.  Both of its
+            spmd backends; groups recorded as for titan.
+
 Needs only torch and a Megatron-LM checkout (run on the GPU machine, which
 has torch; nothing here is GPU code):
 
   python3 tests/layout/gen_groups.py --megatron third_party/Megatron-LM \
       --out tests/data/layout [--etp-only]
+  python3 tests/layout/gen_groups.py --titan-ep third_party/torchtitan \
+      --out tests/data/layout
 
 Writes OUT/megatron-groups.jsonl.gz and OUT/titan-groups.jsonl.gz (with
 --etp-only OUT/megatron-etp-groups.jsonl.gz alone: MoE parallel folding,
@@ -235,9 +245,135 @@ def titan_groups(cfg):
             setattr(mod, name, real)
 
 
+# torchtitan with EP: worlds, and EP degrees (EP borrows from
+# dp_shard x cp x tp: parallel_dims.py _validate)
+TITAN_EP_WORLDS = (8, 16, 32)
+TITAN_EPS = (2, 4, 8)
+
+
+def titan_ep_configs():
+    """Every (tp, pp, cp, dp_replicate, ep) of each world in
+    TITAN_EP_WORLDS: tp up to 8, pp up to 4, cp 1 or 2, dp_replicate 1 or
+    2 (where it divides dp), ep in TITAN_EPS dividing dp_shard x cp x tp."""
+    for w in TITAN_EP_WORLDS:
+        for tp in (t for t in divisors(w) if t <= 8):
+            for pp in (p for p in divisors(w // tp) if p <= 4):
+                for cp in (c for c in divisors(w // (tp * pp)) if c <= 2):
+                    dp = w // (tp * pp * cp)
+                    for rep in (1, 2):
+                        if dp % rep:
+                            continue
+                        for ep in TITAN_EPS:
+                            if (dp // rep * cp * tp) % ep:
+                                continue
+                            yield dict(world=w, tp=tp, pp=pp, cp=cp, ep=ep,
+                                       etp=1, dp=dp, dp_rep=rep)
+
+
+def load_parallel_dims(titan):
+    """torchtitan/distributed/parallel_dims.py from the checkout, its
+    imports stood in for: ParallelismConfig (only named in from_config),
+    the logger, device_type ("cpu": the fake backend), spmd_types (only
+    used by SpmdLayout, which build_mesh does not call)."""
+    import logging
+
+    for name in ("torchtitan", "torchtitan.config", "torchtitan.tools",
+                 "torchtitan.distributed"):
+        mod = types.ModuleType(name)
+        mod.__path__ = []
+        sys.modules[name] = mod
+    cfgs = types.ModuleType("torchtitan.config.configs")
+    cfgs.ParallelismConfig = object
+    log = types.ModuleType("torchtitan.tools.logging")
+    log.logger = logging.getLogger("torchtitan")
+    tu = types.ModuleType("torchtitan.tools.utils")
+    tu.device_type = "cpu"
+    spmd = types.ModuleType("spmd_types")
+    for n in ("PerMeshAxisSpmdType", "PartitionSpec", "Shard", "S", "V"):
+        setattr(spmd, n, type(n, (), {}))
+    for name, mod in (("torchtitan.config.configs", cfgs),
+                      ("torchtitan.tools.logging", log),
+                      ("torchtitan.tools.utils", tu), ("spmd_types", spmd)):
+        sys.modules[name] = mod
+    path = os.path.join(titan, "torchtitan", "distributed", "parallel_dims.py")
+    spec = importlib.util.spec_from_file_location(
+        "torchtitan.distributed.parallel_dims", path)
+    pd = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = pd
+    spec.loader.exec_module(pd)
+    return pd
+
+
+def titan_ep_groups(pd, cfg, backend):
+    """The groups ParallelDims(...).build_mesh() creates, in order."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+    import torch.distributed.device_mesh as dm
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    rec = []
+
+    def wrap(real, kind):
+        def f(*a, **k):
+            desc = k.get("group_desc")
+            if kind == "new_group":
+                ranks = k.get("ranks", a[0] if a else None)
+                if ranks is not None:
+                    rec.append({"desc": desc, "ranks": sorted(ranks)})
+            else:
+                for ranks in k.get("split_ranks", a[1] if len(a) > 1 else []):
+                    rec.append({"desc": desc, "ranks": sorted(ranks)})
+            return real(*a, **k)
+        return f
+
+    patched = []
+    for mod in (dist, c10d, dm):
+        for name in ("new_group", "split_group"):
+            if hasattr(mod, name):
+                real = getattr(mod, name)
+                patched.append((mod, name, real))
+                setattr(mod, name, wrap(real, name))
+    dist.init_process_group("fake", store=FakeStore(), rank=0,
+                            world_size=cfg["world"])
+    try:
+        dims = pd.ParallelDims(
+            dp_replicate=cfg["dp_rep"], dp_shard=cfg["dp"] // cfg["dp_rep"],
+            cp=cfg["cp"], tp=cfg["tp"], pp=cfg["pp"], ep=cfg["ep"],
+            world_size=cfg["world"], spmd_backend=backend)
+        dims.build_mesh()
+        sizes = {k: m.size() for k, m in dims._single_axis_meshes.items()}
+        return dict(cfg, backend=backend, mesh_sizes=sizes), rec
+    finally:
+        dist.destroy_process_group()
+        for mod, name, real in patched:
+            setattr(mod, name, real)
+
+
+def write_titan_ep(titan, out, src):
+    pd = load_parallel_dims(titan)
+    n = bad = 0
+    with gzip.open(os.path.join(out, "titan-ep-groups.jsonl.gz"), "wt") as f:
+        f.write(json.dumps({"source": src}) + "\n")
+        for cfg in titan_ep_configs():
+            for backend in ("partial_dtensor", "spmd_types"):
+                try:
+                    c, groups = titan_ep_groups(pd, cfg, backend)
+                except Exception as e:  # a layout torchtitan refuses
+                    bad += 1
+                    print("titan refused", cfg, backend, repr(e)[:300],
+                          file=sys.stderr)
+                    continue
+                c["groups"] = groups
+                f.write(json.dumps(c, separators=(",", ":")) + "\n")
+                n += 1
+    print(f"titan ep: {n} configurations, {bad} refused")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--megatron", required=True)
+    ap.add_argument("--megatron")
+    ap.add_argument("--titan-ep", help="a torchtitan checkout: write "
+                    "titan-ep-groups.jsonl.gz alone")
     ap.add_argument("--out", required=True)
     ap.add_argument("--etp-only", action="store_true",
                     help="write megatron-etp-groups.jsonl.gz alone")
@@ -245,6 +381,16 @@ def main():
     import torch
 
     os.makedirs(a.out, exist_ok=True)
+    if a.titan_ep:
+        commit = ""
+        if os.path.exists(os.path.join(a.titan_ep, "COMMIT")):
+            commit = open(os.path.join(a.titan_ep, "COMMIT")).read().strip()
+        write_titan_ep(a.titan_ep, a.out, {"torchtitan_commit": commit or
+                                           "unknown",
+                                           "torch": torch.__version__})
+        return
+    if not a.megatron:
+        ap.error("--megatron or --titan-ep is needed")
     # An exported tree (no .git of its own) names its commit in COMMIT;
     # git would answer for whatever repository encloses it.
     commit = ""

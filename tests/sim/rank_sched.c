@@ -80,7 +80,7 @@ void rank_tp_out(struct rank_ctx *x)
  * skipped only when its count is 0; the tokens a rank routes to its own
  * experts are seldom none).
  */
-static void rank_moe_a2a(struct rank_ctx *x)
+void rank_moe_a2a(struct rank_ctx *x)
 {
     size_t per = x->cfg->tp_bytes / 2 / (size_t)x->cfg->ep;
     struct rank_op ops[16];

@@ -31,6 +31,21 @@
  *        the reduced shard all-reduced (fp32, AVG) across the R replicas
  *        (_fsdp_collectives.py foreach_reduce: all_reduce on the
  *        replicate group after the reduce-scatter).
+ *   MoE (--ep > 1; every layer, as the simulator's Megatron): the sparse
+ *        mesh (pp, dp_replicate, efsdp, ep), ep fastest, EP borrowing
+ *        from dp_shard x cp x tp (parallel_dims.py build_mesh).  Per
+ *        layer forward, the token counts exchanged by an equal-split
+ *        all_to_all_single (ncclAlltoAll: PyTorch uses it from NCCL
+ *        2.28, pytorch/pytorch#164265), then the dispatch and the combine,
+ *        unequal splits, each a group of a send and a receive per EP rank
+ *        (rank_moe_a2a); backward the two again (autograd of
+ *        all_to_all_single) (models/common/token_dispatcher.py
+ *        AllToAllTokenDispatcher).  The experts are fully_shard'ed on the
+ *        efsdp mesh (with HSDP on (dp_replicate, efsdp)) apart from their
+ *        block (qwen3/parallelize.py, apply_fsdp_to_decoder): their own
+ *        all-gather and reduce-scatter, like the block's.  At the step's
+ *        end the expert gradients' norm is a DTensor all-reduce on efsdp
+ *        and ep (distributed/utils.py _clip_grad_norm_with_ep).
  * Mesh dims of size 1 do not exist, so nothing is issued on them.
  */
 #include "rank.h"
@@ -84,6 +99,57 @@ static void rank_titan_reduce(struct rank_ctx *x, int mb)
                  ncclAvg, -1);
 }
 
+/* The experts' FSDP group (efsdp) has 2+ ranks. */
+static int rank_titan_efsdp(const struct rank_ctx *x)
+{
+    int mem[SIM_MAX_RANKS];
+
+    return x->cfg->ep > 1 && sim_members(x->cfg, SG_EPDP, x->rank, mem) > 1;
+}
+
+static size_t rank_titan_eshard(const struct rank_ctx *x, size_t width)
+{
+    int mem[SIM_MAX_RANKS];
+    size_t n = x->cfg->dp_bytes / 4 / width /
+               (size_t)sim_members(x->cfg, SG_EPDP, x->rank, mem);
+
+    return n ? n : 1;
+}
+
+/* The experts' FSDP: their parameters before forward (and backward
+ * without PP), their gradients after backward, as the block's. */
+static void rank_titan_expert_fsdp(struct rank_ctx *x, int kind, int mb,
+                                   int after)
+{
+    int pp = x->pp > 1;
+
+    if (!rank_titan_efsdp(x))
+        return;
+    if (!after && !(pp && (kind != SB_FWD || mb != 0)))
+        rank_one(x, SG_EPDP, SK_ALLGATHER, rank_titan_eshard(x, 2),
+                 ncclBfloat16, ncclSum, -1);
+    if (after && kind == SB_BWD && !(pp && mb != x->cfg->m - 1)) {
+        rank_one(x, SG_EPDP, SK_REDUCESCATTER, rank_titan_eshard(x, 4),
+                 ncclFloat32, ncclAvg, -1);
+        if (x->cfg->dp_rep > 1)
+            rank_one(x, SG_DPREP, SK_ALLREDUCE, rank_titan_eshard(x, 4),
+                     ncclFloat32, ncclAvg, -1);
+    }
+}
+
+/* A MoE layer's part after attention. */
+static void rank_titan_moe(struct rank_ctx *x, int kind, int mb, double ms)
+{
+    rank_titan_expert_fsdp(x, kind, mb, 0);
+    if (kind == SB_FWD)
+        rank_one(x, SG_EP, SK_ALLTOALL, (size_t)x->cfg->ep, ncclInt64,
+                 ncclSum, -1);                  /* token counts */
+    rank_moe_a2a(x);                             /* dispatch */
+    rank_compute(x, kind, mb, ms);
+    rank_moe_a2a(x);                             /* combine */
+    rank_titan_expert_fsdp(x, kind, mb, 1);
+}
+
 static void rank_titan_kv_gather(struct rank_ctx *x)
 {
     rank_one(x, SG_CP, SK_ALLGATHER, x->cfg->cp_bytes / 2, ncclBfloat16,
@@ -92,8 +158,10 @@ static void rank_titan_kv_gather(struct rank_ctx *x)
 
 void rank_titan_layer(struct rank_ctx *x, int kind, int mb, double ms)
 {
-    int cp = x->cfg->size[SA_CP];
+    int cp = x->cfg->size[SA_CP], moe = x->cfg->ep > 1;
 
+    if (moe)
+        ms /= 2;
     rank_titan_gather(x, kind, mb);
     rank_tp_in(x);
     if (cp > 1)
@@ -104,6 +172,8 @@ void rank_titan_layer(struct rank_ctx *x, int kind, int mb, double ms)
         rank_compute(x, kind, mb, ms / cp);
     }
     rank_tp_out(x);
+    if (moe)
+        rank_titan_moe(x, kind, mb, ms);
     if (kind == SB_BWD)
         rank_titan_reduce(x, mb);
 }
@@ -131,6 +201,10 @@ void rank_titan_step_end(struct rank_ctx *x)
 {
     rank_titan_small(x, ncclFloat32, ncclSum, rank_titan_fsdp_grp(x), 1,
                      1);                                /* grad norm */
+    if (rank_titan_efsdp(x))                            /* experts' */
+        rank_one(x, SG_EPDP, SK_ALLREDUCE, 1, ncclFloat32, ncclSum, -1);
+    if (x->cfg->ep > 1)
+        rank_one(x, SG_EP, SK_ALLREDUCE, 1, ncclFloat32, ncclSum, -1);
     rank_sync(x);                                       /* .item() */
     rank_compute(x, SB_OPT, 0, x->cfg->opt_ms);
     rank_titan_small(x, ncclInt32, ncclMin, SG_DP_CP, 0, 1); /* finite */

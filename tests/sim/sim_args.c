@@ -255,6 +255,28 @@ static int sim_check_ep(const struct sim_cfg *c)
     return 0;
 }
 
+/*
+ * torchtitan: EP borrows from dp_shard x cp x tp (parallel_dims.py
+ * _validate: ep divides it), and its experts have no tensor parallelism
+ * of their own (the sparse mesh is pp, dp_replicate, efsdp, ep:
+ * Megatron's expert grid with etp 1).  pytorch/torchtitan b5bcd76c.
+ */
+static int sim_check_titan_ep(struct sim_cfg *c)
+{
+    int rep = c->dp_rep > 1 ? c->dp_rep : 1;
+
+    if (c->framework != SIM_FW_TITAN || c->ep < 2)
+        return 0;
+    if (c->etp > 1 ||
+        (c->size[SA_DP] / rep * c->size[SA_CP] * c->size[SA_TP]) % c->ep) {
+        fprintf(stderr, "p3d-sim: error: torchtitan's --ep must divide "
+                "dp_shard * cp * tp (no --etp)\n");
+        return -1;
+    }
+    c->etp = 1;
+    return 0;
+}
+
 static int sim_check(struct sim_cfg *c)
 {
     c->world = 1;
@@ -263,7 +285,7 @@ static int sim_check(struct sim_cfg *c)
             return -1;
         c->world *= c->size[a];
     }
-    if (sim_check_ep(c) != 0)
+    if (sim_check_titan_ep(c) != 0 || sim_check_ep(c) != 0)
         return -1;
     if ((c->framework == SIM_FW_DDP || c->framework == SIM_FW_FSDP) &&
         (c->world != c->size[SA_DP] || c->ep > 1)) {

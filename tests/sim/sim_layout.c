@@ -167,6 +167,29 @@ static int sim_hsdp(const struct sim_cfg *c, int grp, int rank, int *out)
     return n;
 }
 
+/*
+ * torchtitan's expert FSDP group with HSDP: its sparse mesh is (pp,
+ * dp_replicate, efsdp, ep), ep fastest (parallel_dims.py build_mesh,
+ * pytorch/torchtitan b5bcd76c), so Megatron's expert DP coordinate e is
+ * replica e / efsdp, efsdp index e % efsdp; efsdp is one replica's part.
+ */
+static int sim_titan_efsdp(const struct sim_cfg *c, int rank, int *out)
+{
+    struct sim_cfg e;
+    int b[SA_COUNT], o[SA_COUNT], n = 0, f;
+
+    sim_expert_cfg(c, &e);
+    f = e.size[SA_DP] / c->dp_rep;
+    sim_coords(&e, rank, b);
+    for (int r = 0; r < c->world; r++) {
+        sim_coords(&e, r, o);
+        if (o[SA_EP] == b[SA_EP] && o[SA_PP] == b[SA_PP] &&
+            o[SA_DP] / f == b[SA_DP] / f)
+            out[n++] = r;
+    }
+    return n;
+}
+
 /* Members of rank's instance of grp, ascending; returns the count. */
 int sim_members(const struct sim_cfg *c, int grp, int rank, int *out)
 {
@@ -175,8 +198,11 @@ int sim_members(const struct sim_cfg *c, int grp, int rank, int *out)
     int n;
 
     switch (grp) {
-    case SG_EP:
     case SG_EPDP:
+        if (c->framework == SIM_FW_TITAN && c->dp_rep > 1)
+            return sim_titan_efsdp(c, rank, out);
+        /* fall through */
+    case SG_EP:
         sim_expert_cfg(c, &e);
         return sim_vary(&e, rank, 1u << (grp == SG_EP ? SA_EP : SA_DP), out);
     case SG_ETP:
