@@ -10,7 +10,7 @@
  * folding, an expert tensor-parallel size etp other than tp, only where
  * the traces show it (p3d_folds: an all-to-all communicator whose ranks
  * are etp apart, as the expert generator makes EP groups); and, in
- * the first order with ep = 1, torchtitan's HSDP: DP split into
+ * the first order, torchtitan's HSDP (with EP too: p3d_try_hsdp): DP split into
  * dp/dp_shard replicas of dp_shard shards (p3d_layout.c), an axis that
  * counts as unseen, like the others, unless a communicator is its shard
  * or replica group with the traffic of one.  Score =
@@ -77,15 +77,6 @@ static uint64_t p3d_max_cpm(const struct p3d_job *job)
     return m;
 }
 
-/* Ranks of an expert data-parallel group: world / (etp * ep * pp). */
-static int p3d_edp(const struct p3d_layout *l)
-{
-    int es[P3D_AX_N];
-
-    p3d_layout_expert_sizes(l, es);
-    return es[P3D_AX_DP];
-}
-
 /* Axes > 1 (tp, cp, pp, ep) none of whose groups is an observed
  * communicator with traffic of that group's kind under l; seen = the
  * label bits the communicators took that their usage supports. */
@@ -104,7 +95,8 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen,
     /* MoE's other group: expert gradients on EXPERT_DATA_PARALLEL_GROUP
      * (Megatron distributed/finalize_model_grads, the expert buffers),
      * where it has 2+ ranks */
-    n += l->ep > 1 && p3d_edp(l) > 1 && !(seen & (1u << P3D_LBL_EXPERT_DP));
+    n += l->ep > 1 && p3d_layout_efsdp(l) > 1 &&
+         !(seen & (1u << P3D_LBL_EXPERT_DP));
     /* a folded expert TP group of 2+ ranks gathers the tokens before the
      * experts and reduce-scatters after (token_dispatcher.py
      * MoEAlltoAllTokenDispatcher, tp_size > 1 on pg_collection.expt_tp) */
@@ -249,6 +241,28 @@ static void p3d_try_one(struct p3d_search *s, const struct p3d_layout *l)
     p3d_keep(s, l, sc);
 }
 
+/*
+ * l, and in the first order (torchtitan's mesh) its HSDP variants: DP as
+ * dp/sh replicas of sh shards, each sh dividing dp; with EP only where
+ * the replicas divide the experts' DP too (torchtitan's sparse mesh,
+ * p3d_layout_efsdp).
+ */
+static void p3d_try_hsdp(struct p3d_search *s, struct p3d_layout *l,
+                         int titan_order)
+{
+    int dp = l->size[P3D_AX_DP];
+
+    p3d_try_one(s, l);
+    for (int sh = 2; titan_order && sh < dp; sh++) {
+        if (dp % sh)
+            continue;
+        l->dp_shard = sh;
+        if (l->ep == 1 || p3d_layout_efsdp(l) > 0)
+            p3d_try_one(s, l);
+    }
+    l->dp_shard = 0;
+}
+
 /* Megatron's MoE parallel folding at (tp, cp, dp, pp): the (ep, etp)
  * pairs the traces show (p3d_folds) with etp other than tp. */
 static void p3d_try_folded(struct p3d_search *s, int tp, int cp, int dp,
@@ -264,7 +278,7 @@ static void p3d_try_folded(struct p3d_search *s, int tp, int cp, int dp,
                 continue; /* same groups as the default order */
             if (!p3d_layout_set_moe(&l, tp, cp, dp, pp, s->folds[f].ep,
                                     s->folds[f].etp, p3d_orders[o]))
-                p3d_try_one(s, &l);
+                p3d_try_hsdp(s, &l, o == 0);
         }
     }
 }
@@ -282,12 +296,7 @@ static void p3d_try(struct p3d_search *s, int tp, int cp, int dp, int pp)
                 continue;
             if (o == 1 && (pp == 1 || dp == 1))
                 continue; /* same groups as the default order */
-            p3d_try_one(s, &l);
-            for (int sh = 2; o == 0 && ep == 1 && sh < dp; sh++)
-                if (dp % sh == 0) {      /* torchtitan's HSDP */
-                    l.dp_shard = sh;
-                    p3d_try_one(s, &l);
-                }
+            p3d_try_hsdp(s, &l, o == 0);
         }
     }
 }

@@ -203,6 +203,44 @@ static unsigned p3d_pair_match(const struct p3d_layout *l, const int *m)
     return bits;
 }
 
+int p3d_layout_efsdp(const struct p3d_layout *l)
+{
+    int es[P3D_AX_N], rep;
+
+    p3d_layout_expert_sizes(l, es);
+    if (l->dp_shard <= 1)
+        return es[P3D_AX_DP];
+    rep = l->size[P3D_AX_DP] / l->dp_shard;
+    return es[P3D_AX_DP] % rep ? 0 : es[P3D_AX_DP] / rep;
+}
+
+/*
+ * torchtitan's HSDP with EP: its sparse mesh is (pp, dp_replicate, efsdp,
+ * ep), ep fastest (parallel_dims.py build_mesh, pytorch/torchtitan
+ * b5bcd76c): Megatron's expert grid at etp 1 whose expert DP coordinate
+ * e is replica e / efsdp, efsdp index e % efsdp.  The experts are
+ * sharded over efsdp within a replica (EXPERT-DP here), and their
+ * replica group has the dense replica group's ranks (DP-REPLICATE).
+ */
+static unsigned p3d_hsdp_expert_match(const struct p3d_layout *l,
+                                      const int es[P3D_AX_N], const int *m,
+                                      int n)
+{
+    int f = p3d_layout_efsdp(l), c0[P3D_AX_N], c[P3D_AX_N];
+
+    if (f < 1 || n != f) /* efsdp exists at size 1 too (_mesh_exist) */
+        return 0;
+    p3d_grid_coords(es, l->ord, m[0], c0);
+    for (int i = 1; i < n; i++) {
+        p3d_grid_coords(es, l->ord, m[i], c);
+        if (c[P3D_AX_TP] != c0[P3D_AX_TP] || c[P3D_AX_CP] != c0[P3D_AX_CP] ||
+            c[P3D_AX_PP] != c0[P3D_AX_PP] ||
+            c[P3D_AX_DP] / f != c0[P3D_AX_DP] / f)
+            return 0;
+    }
+    return B(P3D_LBL_EXPERT_DP);
+}
+
 static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
                                  int n)
 {
@@ -212,8 +250,8 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
     p3d_layout_expert_sizes(l, es);
     mask = p3d_vary_mask(es, l->ord, m, n);
     nt = p3d_nontrivial(es);
-    if (mask < 0)
-        return 0;
+    if (mask < 0) /* no whole group; with HSDP maybe one replica's part */
+        return l->dp_shard > 1 ? p3d_hsdp_expert_match(l, es, m, n) : 0;
     bits = ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
            ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0) |
            (((M_TP | M_CP) & nt) == (unsigned)mask ? B(P3D_LBL_TP_EP) : 0) |
@@ -221,6 +259,9 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
                 ? B(P3D_LBL_TP_EP_PP) : 0);
     if (l->etp && (M_TP & nt) && (M_TP & nt) == (unsigned)mask)
         bits |= B(P3D_LBL_EXPERT_TP); /* folded: not TP's ranks */
+    if (l->dp_shard > 1) /* HSDP: the experts' shard group instead */
+        bits = (bits & ~B(P3D_LBL_EXPERT_DP)) |
+               p3d_hsdp_expert_match(l, es, m, n);
     return bits;
 }
 

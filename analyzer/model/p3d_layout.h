@@ -83,6 +83,10 @@ int p3d_layout_etp(const struct p3d_layout *l);
 /* The expert generator's sizes as a grid in l's order: etp in tp's
  * place, ep in cp's, the expert DP world/(etp*ep*pp) in dp's, pp. */
 void p3d_layout_expert_sizes(const struct p3d_layout *l, int es[P3D_AX_N]);
+/* Ranks of the experts' data-parallel sharding group: the expert DP size,
+ * or with torchtitan's HSDP one replica's part of it (0: the replicas do
+ * not divide it). */
+int p3d_layout_efsdp(const struct p3d_layout *l);
 /* Coordinates of a global rank on a grid of `size` in order `ord`
  * (axes from fastest to slowest). */
 void p3d_grid_coords(const int size[P3D_AX_N], const int ord[P3D_AX_N],

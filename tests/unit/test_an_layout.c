@@ -373,6 +373,8 @@ static void build_titan_job(const struct p3d_layout *l)
     with_rsag(k, 60, DT_BF16, DT_BF16);
     if (l->size[P3D_AX_CP] > 1)
         add_family(l, B(P3D_AX_CP), 0, P3D_OP_ALLGATHER, 30, 1 << 18);
+    if (l->size[P3D_AX_PP] > 1)
+        add_family(l, B(P3D_AX_PP), 0, P3D_OP_SEND, 40, 1 << 19);
     k = job.n_comms;
     add_family(l, B(P3D_AX_DP) | B(P3D_AX_CP), 0, P3D_OP_ALLGATHER, 10,
                1 << 20);
@@ -387,8 +389,146 @@ static void build_titan_job(const struct p3d_layout *l)
     with_rsag(k, 10, DT_BF16, DT_F32);
 }
 
+/* ---- torchtitan's HSDP: groups by a predicate on two ranks ---- */
+
+static const struct p3d_layout *hl; /* the layout the predicates read */
+
+static void coords_dense(int r, int c[P3D_AX_N])
+{
+    p3d_layout_coords(hl, r, c);
+}
+
+static void coords_expert(int r, int c[P3D_AX_N])
+{
+    int es[P3D_AX_N];
+
+    p3d_layout_expert_sizes(hl, es);
+    p3d_grid_coords(es, hl->ord, r, c);
+}
+
+/* same replica, tp, pp: DP-SHARD (dp_shard x cp) */
+static int same_shard_group(int a, int b)
+{
+    int x[P3D_AX_N], y[P3D_AX_N], s = hl->dp_shard;
+
+    coords_dense(a, x);
+    coords_dense(b, y);
+    return x[P3D_AX_DP] / s == y[P3D_AX_DP] / s &&
+           x[P3D_AX_TP] == y[P3D_AX_TP] && x[P3D_AX_PP] == y[P3D_AX_PP];
+}
+
+/* same shard, cp, tp, pp: DP-REPLICATE */
+static int same_rep_group(int a, int b)
+{
+    int x[P3D_AX_N], y[P3D_AX_N], s = hl->dp_shard;
+
+    coords_dense(a, x);
+    coords_dense(b, y);
+    return x[P3D_AX_DP] % s == y[P3D_AX_DP] % s &&
+           x[P3D_AX_CP] == y[P3D_AX_CP] && x[P3D_AX_TP] == y[P3D_AX_TP] &&
+           x[P3D_AX_PP] == y[P3D_AX_PP];
+}
+
+/* the sparse mesh's efsdp: same ep, pp and replica */
+static int same_efsdp_group(int a, int b)
+{
+    int x[P3D_AX_N], y[P3D_AX_N], f = p3d_layout_efsdp(hl);
+
+    coords_expert(a, x);
+    coords_expert(b, y);
+    return x[P3D_AX_CP] == y[P3D_AX_CP] && x[P3D_AX_PP] == y[P3D_AX_PP] &&
+           x[P3D_AX_DP] / f == y[P3D_AX_DP] / f;
+}
+
+/* Every group of `same` (an equivalence on ranks), with op and calls. */
+static void add_groups(int (*same)(int, int), int w, int op, uint64_t calls,
+                       uint64_t bytes)
+{
+    char done[64] = {0};
+    int m[64];
+
+    for (int r = 0; r < w; r++) {
+        int n = 0;
+        if (done[r])
+            continue;
+        for (int t = 0; t < w; t++)
+            if (same(r, t)) {
+                done[t] = 1;
+                m[n++] = t;
+            }
+        add_comm(m, n, op, calls, bytes);
+    }
+}
+
+/* Averaging all-reduces of gradients on the comms since `from`. */
+static void averaging(int from)
+{
+    for (int i = from; i < job.n_comms; i++)
+        job.comms[i].use.ar_avg = job.comms[i].st[P3D_OP_ALLREDUCE].calls;
+}
+
+/* torchtitan's HSDP (dp_shard of l) with EP: FSDP on the shard groups,
+ * the shards averaged over the replicas, the experts the same on the
+ * efsdp groups (fsdp.py, _fsdp_collectives.py foreach_reduce). */
+static void build_titan_hsdp_job(const struct p3d_layout *l)
+{
+    struct p3d_layout e;
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3], k;
+
+    build_job(l);
+    for (int i = 0; i < job.n_comms; i++)
+        free(job.comms[i].members);
+    job.n_comms = 0;
+    hl = l;
+    if (l->size[P3D_AX_TP] > 1)
+        add_family(l, B(P3D_AX_TP), 0, P3D_OP_ALLGATHER, 60, 1 << 18);
+    with_rsag(0, 60, DT_BF16, DT_BF16);
+    k = job.n_comms;
+    add_groups(same_shard_group, w, P3D_OP_ALLGATHER, 10, 1 << 20);
+    with_rsag(k, 10, DT_BF16, DT_F32);
+    k = job.n_comms;
+    add_groups(same_rep_group, w, P3D_OP_ALLREDUCE, 20, 1 << 20);
+    averaging(k);
+    assert_int_equal(p3d_layout_set(&e, 1, l->ep, w / l->ep, 1, 1,
+                                    l->order), 0);
+    add_family(&e, B(P3D_AX_CP), 0, P3D_OP_ALLTOALL, 60, 1 << 17);
+    k = job.n_comms;
+    add_groups(same_efsdp_group, w, P3D_OP_ALLGATHER, 10, 1 << 20);
+    with_rsag(k, 10, DT_BF16, DT_F32);
+}
+
 /*
- * Weight gradients span CP (p3d_usage.c p3d_use_labels_in): with FSDP on
+ * torchtitan's HSDP with EP: DP as replicas of shards, the experts
+ * sharded within a replica (p3d_layout.c p3d_hsdp_expert_match).
+ */
+static void test_infer_titan_hsdp_ep(void **state)
+{
+    struct p3d_layout truth, got;
+    static const int want[][4] = {/* tp, dp, dp_shard, ep */
+                                  {2, 4, 2, 2}, {1, 8, 4, 4}, {2, 4, 2, 4},
+                                  {1, 8, 4, 2}};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const int *c = want[i];
+        assert_int_equal(p3d_layout_set_moe(&truth, c[0], 1, c[1], 1, c[3],
+                                            1, "tp-cp-ep-dp-pp"), 0);
+        truth.dp_shard = c[2];
+        build_titan_hsdp_job(&truth);
+        p3d_layout_infer(&job, NULL, 0, &got);
+        if (got.size[P3D_AX_TP] != c[0] || got.size[P3D_AX_DP] != c[1] ||
+            got.dp_shard != c[2] || got.ep != c[3] ||
+            got.explained != got.total)
+            fail_msg("titan hsdp tp%d dp%d dp_shard%d ep%d: got tp%d cp%d "
+                     "dp%d dp_shard%d ep%d (%s: %s)", c[0], c[1], c[2], c[3],
+                     got.size[P3D_AX_TP], got.size[P3D_AX_CP],
+                     got.size[P3D_AX_DP], got.dp_shard, got.ep,
+                     p3d_conf_name[got.confidence], got.conf_why);
+    }
+}
+
+/*
+ * Weight gradients span CP (p3d_usage.c p3d_use_is_grad): with FSDP on
  * 4 of 8 ranks, a pair with per-layer gathers is TP (the experts then
  * without TP: torchtitan's EP borrows from TP), not CP, which would put
  * the gradients on all 8.  And a true CP keeps its answer.
@@ -430,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_expert_folding),
         cmocka_unit_test(test_infer_folded),
         cmocka_unit_test(test_infer_titan_ep),
+        cmocka_unit_test(test_infer_titan_hsdp_ep),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
