@@ -316,13 +316,17 @@ def titan_ep_groups(pd, cfg, backend):
     def wrap(real, kind):
         def f(*a, **k):
             desc = k.get("group_desc")
+            be = k.get("backend")
+            be = str(be) if be is not None else None
             if kind == "new_group":
                 ranks = k.get("ranks", a[0] if a else None)
                 if ranks is not None:
-                    rec.append({"desc": desc, "ranks": sorted(ranks)})
+                    rec.append({"desc": desc, "ranks": sorted(ranks),
+                                "backend": be})
             else:
                 for ranks in k.get("split_ranks", a[1] if len(a) > 1 else []):
-                    rec.append({"desc": desc, "ranks": sorted(ranks)})
+                    rec.append({"desc": desc, "ranks": sorted(ranks),
+                                "backend": be})
             return real(*a, **k)
         return f
 

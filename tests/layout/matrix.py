@@ -16,6 +16,10 @@ Profiles (what issues which collectives, and how communicators appear):
                   --expert-tensor-parallel-size other than TP)
   titan           torchtitan: DeviceMesh groups, TP sequence parallel, CP
                   K/V all-gather, FSDP2 on dp_shard x cp (titan-groups)
+  titan-ep        torchtitan with expert parallelism: its sparse mesh
+                  (pp, dp_replicate, efsdp, ep), token all-to-alls on ep,
+                  the experts' FSDP on efsdp (titan-ep-groups, from
+                  torchtitan's own ParallelDims.build_mesh)
   ddp, fsdp       plain PyTorch DDP / FSDP2 on the world group (the
                   data-parallel-only configurations)
   deepspeed       Megatron-DeepSpeed: Megatron's TP, ZeRO-2 on DP (the
@@ -88,6 +92,11 @@ def runs(profiles):
     _, mg = load("megatron-groups.jsonl.gz")
     _, ti = load("titan-groups.jsonl.gz")
     _, et = load("megatron-etp-groups.jsonl.gz")
+    _, te = load("titan-ep-groups.jsonl.gz")
+    # the partial_dtensor backend's meshes (FSDP on the flattened fsdp
+    # mesh, which the simulator's titan issues on); spmd_types builds the
+    # same sparse mesh
+    te = [c for c in te if c.get("backend") == "partial_dtensor"]
     out = []
     for p in profiles:
         if p in ("megatron-lazy", "megatron-eager"):
@@ -96,6 +105,8 @@ def runs(profiles):
             cfgs = et
         elif p == "titan":
             cfgs = ti
+        elif p == "titan-ep":
+            cfgs = te
         elif p == "deepspeed":
             cfgs = [c for c in mg if c["pp"] == c["cp"] == c["ep"] == 1]
         else:  # data parallel only
@@ -125,11 +136,14 @@ def job_cmdline(p, c):
         if c["order"] == "tp-cp-ep-pp-dp":
             a.append("--use-tp-pp-dp-mapping")
         return [str(x) for x in a]
-    if p == "titan":
-        return ["-m", "torchtitan.train", "--job.config_file", "llama3.toml",
-                "--parallelism.tensor_parallel_degree=%d" % c["tp"],
-                "--parallelism.pipeline_parallel_degree=%d" % c["pp"],
-                "--parallelism.context_parallel_degree=%d" % c["cp"]]
+    if p.startswith("titan"):
+        a = ["-m", "torchtitan.train", "--job.config_file", "llama3.toml",
+             "--parallelism.tensor_parallel_degree=%d" % c["tp"],
+             "--parallelism.pipeline_parallel_degree=%d" % c["pp"],
+             "--parallelism.context_parallel_degree=%d" % c["cp"]]
+        if c["ep"] > 1:
+            a.append("--parallelism.expert_parallel_degree=%d" % c["ep"])
+        return a
     return ["train.py", "--batch-size", "32"]
 
 
@@ -145,6 +159,8 @@ def sim_args(p, c, groups_file):
         a += ["--eager-groups", groups_file]
     if p in ("titan", "ddp", "fsdp", "deepspeed"):
         a += ["--framework", p]
+    if p == "titan-ep":
+        a += ["--framework", "titan", "--ep", c["ep"]]
     if c.get("dp_rep", 1) > 1:
         a += ["--dp-replicate", str(c["dp_rep"])]
     return [str(x) for x in a]
