@@ -101,7 +101,7 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen,
      * experts and reduce-scatters after (token_dispatcher.py
      * MoEAlltoAllTokenDispatcher, tp_size > 1 on pg_collection.expt_tp) */
     n += l->etp > 1 && !(seen & (1u << P3D_LBL_EXPERT_TP));
-    n += l->dp_shard > 1 &&
+    n += l->dp_shard > 0 &&
          !(seen & ((1u << P3D_LBL_DP_SHARD) | (1u << P3D_LBL_DP_REP)));
     return n;
 }
@@ -243,7 +243,7 @@ static void p3d_try_one(struct p3d_search *s, const struct p3d_layout *l)
 
 /*
  * l, and in the first order (torchtitan's mesh) its HSDP variants: DP as
- * dp/sh replicas of sh shards, each sh dividing dp; with EP only where
+ * dp/sh replicas of sh shards, each sh < dp dividing dp; with EP only where
  * the replicas divide the experts' DP too (torchtitan's sparse mesh,
  * p3d_layout_efsdp).
  */
@@ -253,7 +253,10 @@ static void p3d_try_hsdp(struct p3d_search *s, struct p3d_layout *l,
     int dp = l->size[P3D_AX_DP];
 
     p3d_try_one(s, l);
-    for (int sh = 2; titan_order && sh < dp; sh++) {
+    /* sh = 1: torchtitan's dp_replicate alone still runs FSDP, on its
+     * fsdp mesh of dp_shard x cp = cp ranks (parallel_dims.py keeps the
+     * fsdp mesh at size 1; fully_shard on (dp_replicate, fsdp)) */
+    for (int sh = 1; titan_order && sh < dp; sh++) {
         if (dp % sh)
             continue;
         l->dp_shard = sh;

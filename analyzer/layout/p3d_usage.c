@@ -9,7 +9,13 @@
  * pytorch/torchtitan b5bcd76c, TransformerEngine d0067d0d):
  *   - Send/Recv: PP (Megatron p2p_communication.py, torch pipelining),
  *     or, when every batch both sends and receives, a CP ring (TE
- *     cp_comm_type "p2p", torch context_parallel) (P3D_USE_RING).
+ *     cp_comm_type "p2p", torch context_parallel) (P3D_USE_RING).  A
+ *     2-rank ring that also all-gathers is torch's context parallelism
+ *     (_attention.py: K/V all-gathered, then dK/dV rotated), never an
+ *     all-to-all: EP's communicator carries only all-to-alls (Megatron's
+ *     alltoall dispatcher; its allgather dispatcher gathers on the
+ *     tp x ep group, another communicator; torchtitan's
+ *     AllToAllTokenDispatcher), so it is P3D_USE_RING, not RING2.
  *   - All-to-all: EP (Megatron token dispatcher), or CP (TE "a2a").  Under
  *     PyTorch an all-to-all with split sizes, as Megatron's alltoall token
  *     dispatcher issues (tensor_parallel.all_to_all, all_to_all_single
@@ -207,9 +213,10 @@ enum p3d_use p3d_usage_class(const struct p3d_gcomm *g, uint64_t max_cpm)
     if (p2p * 2 >= total && g->use.p2p_a2a &&
         g->use.p2p_a2a * 2 >= g->use.p2p_batches)
         return P3D_USE_A2A;   /* an all-to-all through Send/Recv */
-    if (p2p * 2 >= total)
+    if (p2p * 2 >= total) /* a 2-rank ring with all-gathers is CP */
         return !p3d_ring(g) ? P3D_USE_P2P
-               : g->n_members == 2 ? P3D_USE_RING2 : P3D_USE_RING;
+               : g->n_members == 2 && !s[P3D_OP_ALLGATHER].calls
+                   ? P3D_USE_RING2 : P3D_USE_RING;
     if (a2a * 2 >= total)
         return P3D_USE_A2A;
     if (rsag * 2 >= total) /* per layer (CP, TP+SP, FSDP) or per step (DP) */

@@ -123,7 +123,8 @@ struct p3d_layout {
     int size[P3D_AX_N]; /* tp, cp, dp, pp */
     int ep, etp;        /* etp: --expert-tensor-parallel-size, 0 = tp */
     int dp_shard;       /* torchtitan HSDP: DP is dp/dp_shard replicas of
-                           dp_shard shards (shard fastest); 0 = plain DP */
+                           dp_shard shards (shard fastest); 1: replicas
+                           alone, FSDP on cp ranks; 0 = plain DP */
     int ord[P3D_AX_N];  /* axes from fastest (stride 1) to slowest */
     char order[32];     /* Megatron spelling, e.g. "tp-cp-ep-dp-pp" */
     const char *source; /* "inferred", "cmdline", "user" */

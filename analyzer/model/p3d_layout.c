@@ -208,7 +208,7 @@ int p3d_layout_efsdp(const struct p3d_layout *l)
     int es[P3D_AX_N], rep;
 
     p3d_layout_expert_sizes(l, es);
-    if (l->dp_shard <= 1)
+    if (l->dp_shard < 1)
         return es[P3D_AX_DP];
     rep = l->size[P3D_AX_DP] / l->dp_shard;
     return es[P3D_AX_DP] % rep ? 0 : es[P3D_AX_DP] / rep;
@@ -251,7 +251,7 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
     mask = p3d_vary_mask(es, l->ord, m, n);
     nt = p3d_nontrivial(es);
     if (mask < 0) /* no whole group; with HSDP maybe one replica's part */
-        return l->dp_shard > 1 ? p3d_hsdp_expert_match(l, es, m, n) : 0;
+        return l->dp_shard > 0 ? p3d_hsdp_expert_match(l, es, m, n) : 0;
     bits = ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
            ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0) |
            (((M_TP | M_CP) & nt) == (unsigned)mask ? B(P3D_LBL_TP_EP) : 0) |
@@ -259,7 +259,7 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
                 ? B(P3D_LBL_TP_EP_PP) : 0);
     if (l->etp && (M_TP & nt) && (M_TP & nt) == (unsigned)mask)
         bits |= B(P3D_LBL_EXPERT_TP); /* folded: not TP's ranks */
-    if (l->dp_shard > 1) /* HSDP: the experts' shard group instead */
+    if (l->dp_shard > 0) /* HSDP: the experts' shard group instead */
         bits = (bits & ~B(P3D_LBL_EXPERT_DP)) |
                p3d_hsdp_expert_match(l, es, m, n);
     return bits;
@@ -278,7 +278,7 @@ static unsigned p3d_hsdp_match(const struct p3d_layout *l, const int *m,
     int s = l->dp_shard, cp = l->size[P3D_AX_CP], c0[P3D_AX_N];
     int c[P3D_AX_N], same_rep = 1, same_shard = 1;
 
-    if (s <= 1 || s >= l->size[P3D_AX_DP])
+    if (s < 1 || s >= l->size[P3D_AX_DP])
         return 0;
     p3d_layout_coords(l, m[0], c0);
     for (int i = 1; i < n; i++) {
@@ -307,7 +307,7 @@ unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
         if ((p3d_dense_fam[i].mask & nt) == (unsigned)mask)
             bits |= B(p3d_dense_fam[i].label);
     bits |= p3d_expert_match(l, m, n);
-    if (l->dp_shard > 1 && n > 1)
+    if (l->dp_shard > 0) /* at dp_shard 1 (no cp) its shards are 1 rank */
         bits |= p3d_hsdp_match(l, m, n);
     if (n == w)
         bits |= B(P3D_LBL_WORLD);
@@ -331,7 +331,7 @@ void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n)
 
     if (l->etp && k > 0 && (size_t)k < n)
         k += snprintf(buf + k, n - (size_t)k, " etp=%d", l->etp);
-    if (l->dp_shard > 1 && k > 0 && (size_t)k < n)
+    if (l->dp_shard > 0 && k > 0 && (size_t)k < n)
         snprintf(buf + k, n - (size_t)k, " dp_shard=%d", l->dp_shard);
 }
 

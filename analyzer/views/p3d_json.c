@@ -101,7 +101,7 @@ static void p3d_json_layout(FILE *f, const struct p3d_job *job)
             l->size[P3D_AX_TP], l->size[P3D_AX_PP], l->size[P3D_AX_DP],
             l->size[P3D_AX_CP], l->ep, p3d_layout_etp(l));
     p3d_js(f, l->order);
-    fprintf(f, ", \"dp_shard\": %d", l->dp_shard > 1 ? l->dp_shard : 0);
+    fprintf(f, ", \"dp_shard\": %d", l->dp_shard > 0 ? l->dp_shard : 0);
     fputs(", \"source\": ", f);
     p3d_js(f, l->source);
     fprintf(f, ", \"explained\": %d, \"total\": %d, \"contradicted\": %s",

@@ -153,6 +153,23 @@ static void test_self_send_is_all_to_all(void **state)
     assert_false(p3d_usage_batch_a2a(&u));
 }
 
+/* A 2-rank ring is a CP ring or an EP all-to-all whose own share was
+ * empty (RING2); with all-gathers beside it, it is torch's context
+ * parallelism (K/V gathered, dK/dV rotated): a ring, never EP. */
+static void test_ring_with_gathers_is_cp(void **state)
+{
+    struct p3d_gcomm g = comm(P3D_OP_SEND, 2 * 20, 1 << 16, 2);
+
+    (void)state;
+    g.st[P3D_OP_RECV].calls = 2 * 20;
+    g.use.p2p_batches = g.use.p2p_both = 2 * 20;
+    assert_int_equal(p3d_usage_class(&g, 40), P3D_USE_RING2);
+    assert_true(p3d_use_labels(P3D_USE_RING2) & (1u << P3D_LBL_EP));
+    g.st[P3D_OP_ALLGATHER].calls = 2 * 20;
+    assert_int_equal(p3d_usage_class(&g, 60), P3D_USE_RING);
+    assert_false(p3d_use_labels(P3D_USE_RING) & (1u << P3D_LBL_EP));
+}
+
 /* An all-to-all through Send/Recv is one collective of the group, not
  * the 2 x members calls PyTorch issues for it: a group's frequency
  * (calls per member) counts its batches. */
@@ -264,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_ring_vs_pipeline),
         cmocka_unit_test(test_self_send_is_all_to_all),
         cmocka_unit_test(test_a2a_counts_once),
+        cmocka_unit_test(test_ring_with_gathers_is_cp),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
         cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
