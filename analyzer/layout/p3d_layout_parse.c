@@ -20,16 +20,17 @@ static int p3d_pos_int(const char *s, int *out)
     return 0;
 }
 
-static int p3d_spec_item(const char *key, const char *val, int sz[6],
+static int p3d_spec_item(const char *key, const char *val, int sz[7],
                          char *order, size_t order_n)
 {
-    static const char *const keys[] = {"tp", "cp", "dp", "pp", "ep", "etp"};
+    static const char *const keys[] = {"tp", "cp", "dp", "pp", "ep", "etp",
+                                       "dp_shard"};
 
     if (!strcmp(key, "order")) {
         snprintf(order, order_n, "%s", val);
         return 0;
     }
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (!strcmp(key, keys[i]))
             return p3d_pos_int(val, &sz[i]);
     return -1;
@@ -38,7 +39,7 @@ static int p3d_spec_item(const char *key, const char *val, int sz[6],
 int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w)
 {
     char buf[256], order[64] = "tp-cp-ep-dp-pp", *save = NULL, *tok;
-    int sz[6] = {1, 1, 0, 1, 1, 0}; /* etp 0: tp's */
+    int sz[7] = {1, 1, 0, 1, 1, 0, 0}; /* etp 0: tp's; dp_shard 0: none */
 
     if (strlen(spec) >= sizeof(buf))
         return p3d_error("layout '%s' too long", spec);
@@ -66,6 +67,13 @@ int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w)
                          "expert groups need etp x ep x pp to divide the "
                          "world and an order ending in pp unless the "
                          "expert and dense DP sizes agree)", spec);
+    if (sz[6] && (sz[6] >= sz[2] || sz[2] % sz[6] ||
+                  (l->ep > 1 && w > 0 &&
+                   (l->dp_shard = sz[6], p3d_layout_efsdp(l) < 1))))
+        return p3d_error("bad layout '%s' (dp_shard, torchtitan's HSDP: "
+                         "it must divide dp, be smaller, and with ep the "
+                         "replicas must divide the experts' DP)", spec);
+    l->dp_shard = sz[6];
     l->source = "user";
     return 0;
 }

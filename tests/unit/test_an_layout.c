@@ -86,6 +86,14 @@ static void test_parse(void **state)
     assert_int_equal(p3d_layout_etp(&l), 1);
     assert_int_equal(p3d_layout_parse(&l, "tp=2,ep=4,etp=1", 0), 0);
     assert_int_equal(p3d_layout_parse(&l, "tp=2,ep=4,etp=3", 8), -1);
+    /* torchtitan's HSDP: dp_shard divides dp and is smaller */
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,dp_shard=2", 8), 0);
+    assert_int_equal(l.dp_shard, 2);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,dp_shard=3", 8), -1);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,dp_shard=4", 8), -1);
+    assert_int_equal(p3d_layout_parse(&l, "tp=2,ep=2,etp=1,dp_shard=2", 8),
+                     0);
+    assert_int_equal(p3d_layout_efsdp(&l), 2);
     assert_int_equal(p3d_layout_from_cmdline(&l, argv, sizeof(argv), 16), 1);
     assert_int_equal(l.size[P3D_AX_TP], 4);
     assert_int_equal(l.size[P3D_AX_PP], 2);
