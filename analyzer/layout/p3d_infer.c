@@ -20,9 +20,9 @@
  * communicator is a group of: a dimension with no traffic of its own is
  * no evidence that it exists), ties broken towards the default order,
  * then smaller ep (a 2-rank all-to-all is a 2-rank ring step, and only
- * MoE jobs have EP), etp = tp (Megatron's default), larger dp (DP takes
- * the ranks the other axes leave), smaller cp, pp: axes nothing observed
- * needs are not invented.
+ * MoE jobs have EP), larger dp (DP takes the ranks the other axes
+ * leave), smaller cp, etp = tp (Megatron's default), pp: axes nothing
+ * observed needs are not invented.
  *
  * Confidence (what the report and JSON layout.confidence say):
  *   certain    the Megatron command line or --layout states it, the traces
@@ -184,12 +184,15 @@ static int p3d_better(const struct p3d_layout *a, struct p3d_score sa,
         return oa - ob;
     if (a->ep != b->ep) /* MoE only on evidence a CP ring cannot give */
         return b->ep - a->ep;
-    if (!a->etp != !b->etp) /* Megatron's default: experts split as TP */
-        return !a->etp - !b->etp;
     if (a->size[P3D_AX_DP] != b->size[P3D_AX_DP])
         return a->size[P3D_AX_DP] - b->size[P3D_AX_DP];
     if (a->size[P3D_AX_CP] != b->size[P3D_AX_CP])
         return b->size[P3D_AX_CP] - a->size[P3D_AX_CP];
+    /* Megatron's default: experts split as TP; after CP, so that a pair
+     * with TP's per-layer gathers is TP with unsplit experts (MoE
+     * parallel folding; torchtitan's experts have no TP) before it is CP */
+    if (!a->etp != !b->etp)
+        return !a->etp - !b->etp;
     return b->size[P3D_AX_PP] - a->size[P3D_AX_PP];
 }
 
@@ -427,7 +430,7 @@ static void p3d_why_not(const struct p3d_job *job, const struct p3d_layout *b,
     else if (p3d_labels_differ(job, b, c))
         snprintf(buf, n, "fits the traces exactly as well, with other "
                  "labels; chosen by prior: the default order, then smaller "
-                 "EP, expert TP = TP, larger DP, smaller CP, PP");
+                 "EP, larger DP, smaller CP, expert TP = TP, PP");
     else
         snprintf(buf, n, "fits as well and labels every communicator the "
                  "same (it differs only where no traffic shows); chosen by "

@@ -104,6 +104,14 @@ int p3d_label_pick(unsigned bits, enum p3d_use use, const struct p3d_gcomm *g,
     if (use == P3D_USE_P2P && dup_label == P3D_LBL_PP &&
         (bits & B(P3D_LBL_P2P)))
         return P3D_LBL_P2P;
+    /* torchtitan's HSDP with EP, the dense and the experts' FSDP on the
+     * same ranks: the dense one comes first (build_mesh unflattens the
+     * dense mesh before the sparse one; a block gathers its own
+     * parameters before its experts' in forward) */
+    if ((bits & B(P3D_LBL_DP_SHARD)) && (bits & B(P3D_LBL_EXPERT_DP)) &&
+        (use == P3D_USE_GRAD || use == P3D_USE_RSAG))
+        return dup_label == P3D_LBL_DP_SHARD ? P3D_LBL_EXPERT_DP
+                                             : P3D_LBL_DP_SHARD;
     if (use < sizeof(p3d_pref) / sizeof(p3d_pref[0]))
         for (int i = 0; i < 4 && p3d_pref[use][i] >= 0; i++)
             if (bits & B(p3d_pref[use][i]))

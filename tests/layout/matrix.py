@@ -67,9 +67,14 @@ LABEL = {
     "mesh_tp": "TP", "mesh_pp": "PP", "mesh_cp": "CP", "mesh_dp_shard": "DP",
     "mesh_dp_shard_cp": "DP-CP", "mesh_dp_cp": "DP-CP",
     "mesh_dp_replicate": "DP-REPLICATE",
+    # torchtitan's build_mesh (titan-ep-groups): FSDP's flattened dp_shard
+    # x cp, the loss mesh, the sparse mesh's ep and efsdp
+    "mesh_fsdp": "DP-CP", "mesh_loss_mesh": "DP-CP", "mesh_batch": "DP",
+    "mesh_dp": "DP", "mesh_ep": "EP", "mesh_efsdp": "EXPERT-DP",
 }
 # torchtitan's HSDP: FSDP's mesh is the shard group.
-HSDP_LABEL = {"mesh_dp_shard": "DP-SHARD", "mesh_dp_shard_cp": "DP-SHARD"}
+HSDP_LABEL = {"mesh_dp_shard": "DP-SHARD", "mesh_dp_shard_cp": "DP-SHARD",
+              "mesh_fsdp": "DP-SHARD"}
 # Labels that name the same use where the member sets coincide (DP with or
 # without CP when CP = 1, the expert DP group when EP = 1; the grad-norm
 # world group and MP when MP is the world).
@@ -96,7 +101,10 @@ def runs(profiles):
     # the partial_dtensor backend's meshes (FSDP on the flattened fsdp
     # mesh, which the simulator's titan issues on); spmd_types builds the
     # same sparse mesh
-    te = [c for c in te if c.get("backend") == "partial_dtensor"]
+    # (groups on torch's "fake" backend are no NCCL communicators: left out)
+    te = [dict(c, groups=[g for g in c["groups"] if g.get("backend") !=
+                          "fake"])
+          for c in te if c.get("backend") == "partial_dtensor"]
     out = []
     for p in profiles:
         if p in ("megatron-lazy", "megatron-eager"):
@@ -214,6 +222,16 @@ def check_groups(p, c, truth):
                     "DP-CP": "mesh_dp_cp", "DP-REPLICATE": "mesh_dp_replicate",
                     "DP-SHARD": "mesh_dp_shard_cp" if c["cp"] > 1
                     else "mesh_dp_shard"}.get(role)
+            if desc is None or len(m) == c["world"] or len(m) < 2:
+                continue
+        elif p == "titan-ep":
+            hsdp = c.get("dp_rep", 1) > 1
+            desc = {"TP": "mesh_tp", "PP": "mesh_pp", "CP": "mesh_cp",
+                    "EP": "mesh_ep", "EXPERT-DP": "mesh_efsdp",
+                    "DP-REPLICATE": "mesh_dp_replicate",
+                    "DP-SHARD": "mesh_fsdp",
+                    "DP-CP": "mesh_loss_mesh" if hsdp else "mesh_fsdp",
+                    }.get(role)
             if desc is None or len(m) == c["world"] or len(m) < 2:
                 continue
         elif p == "titan":
@@ -353,7 +371,7 @@ def run_one(build, tmp, p, c, cmd, verbose):
 # make test's share of each profile in a sample of 40.
 SHARE = {"megatron-lazy": 12, "megatron-eager": 11, "titan": 8, "ddp": 3,
          "fsdp": 3, "deepspeed": 3, "megatron-etp-lazy": 2,
-         "megatron-etp-eager": 2}
+         "megatron-etp-eager": 2, "titan-ep": 2}
 
 
 def sample(all_runs, n):
@@ -382,7 +400,7 @@ def main():
     a = ap.parse_args()
     profiles = a.profile or ["megatron-lazy", "megatron-eager", "titan",
                              "ddp", "fsdp", "deepspeed", "megatron-etp-lazy",
-                             "megatron-etp-eager"]
+                             "megatron-etp-eager", "titan-ep"]
     todo = runs(profiles)
     if a.ep:
         todo = [r for r in todo if r[1]["ep"] == a.ep]

@@ -170,6 +170,21 @@ static void test_ring_with_gathers_is_cp(void **state)
     assert_false(p3d_use_labels(P3D_USE_RING) & (1u << P3D_LBL_EP));
 }
 
+/* torchtitan's HSDP with EP: the dense FSDP and the experts' on the same
+ * ranks; the first communicator is the dense one's, the second the
+ * experts'. */
+static void test_hsdp_dense_then_experts(void **state)
+{
+    struct p3d_gcomm g = comm(P3D_OP_REDUCESCATTER, 20, 1 << 20, 2);
+    unsigned bits = (1u << P3D_LBL_DP_SHARD) | (1u << P3D_LBL_EXPERT_DP);
+
+    (void)state;
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_GRAD, &g, -1),
+                     P3D_LBL_DP_SHARD);
+    assert_int_equal(p3d_label_pick(bits, P3D_USE_GRAD, &g,
+                                    P3D_LBL_DP_SHARD), P3D_LBL_EXPERT_DP);
+}
+
 /* An all-to-all through Send/Recv is one collective of the group, not
  * the 2 x members calls PyTorch issues for it: a group's frequency
  * (calls per member) counts its batches. */
@@ -282,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_self_send_is_all_to_all),
         cmocka_unit_test(test_a2a_counts_once),
         cmocka_unit_test(test_ring_with_gathers_is_cp),
+        cmocka_unit_test(test_hsdp_dense_then_experts),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
         cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
