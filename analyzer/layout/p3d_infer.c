@@ -60,6 +60,7 @@ struct p3d_score {
     int unseen; /* axes > 1 with no observed group (lower is better) */
     int grads, grads_cp; /* communicators with gradient traffic, and of
                             them those that are a group spanning CP */
+    int grads_flat; /* of them, those only a whole DP (or DP x CP) group */
 };
 
 /* Candidates kept for the confidence and the alternatives. */
@@ -88,6 +89,11 @@ static int p3d_unseen(const struct p3d_layout *l, unsigned seen,
     /* weight gradients are reduced across CP (p3d_use_is_grad): where
      * the traces show gradients, one communicator of them spans it */
     n += l->size[P3D_AX_CP] > 1 && s->grads && !s->grads_cp;
+    /* torchtitan's HSDP reduces gradients on its shard and replica
+     * groups (fully_shard on (dp_replicate, fsdp), _fsdp_collectives.py
+     * foreach_reduce), never on the whole DP group: gradients there
+     * leave the HSDP axis unexplained */
+    n += l->dp_shard > 0 && s->grads_flat;
     n += l->size[P3D_AX_TP] > 1 && !(seen & (1u << P3D_LBL_TP));
     n += l->size[P3D_AX_CP] > 1 && !(seen & (1u << P3D_LBL_CP));
     n += l->size[P3D_AX_PP] > 1 && !(seen & (1u << P3D_LBL_PP));
@@ -126,8 +132,9 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
                                   const enum p3d_use *use)
 {
-    struct p3d_score s = {0, 0, 0, 0, 0, 0, 0, 0};
+    struct p3d_score s = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     const unsigned cp_wide = (1u << P3D_LBL_DP_CP) | (1u << P3D_LBL_DP_SHARD);
+    const unsigned flat = (1u << P3D_LBL_DP) | (1u << P3D_LBL_DP_CP);
     unsigned seen = 0;
 
     for (int i = 0; i < job->n_comms; i++) {
@@ -150,6 +157,7 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
         if (p3d_use_is_grad(use[i]) && (bits & want)) {
             s.grads++;
             s.grads_cp += (bits & want & cp_wide) != 0;
+            s.grads_flat += !(bits & want & ~flat);
         }
     }
     s.unseen = p3d_unseen(l, seen, &s);

@@ -46,6 +46,12 @@ for l in "2 2 2 1 1" "1 4 2 1 1" "2 1 4 1 1" "2 2 1 2 1" "4 2 1 1 1" \
         check $l $ord --no-cmdline
     done
 done
+# Megatron's MoE gradients run on the whole DP group: torchtitan's HSDP
+# with EP (its shard and replica groups) does not fit as well
+"$G" --tp 2 --dp 4 --ep 2 --gpu "$T/e" > /dev/null || { echo "gen failed"; exit 1; }
+"$A" -q --layout infer "$T/e" | grep -q "confidence: likely" ||
+    { echo "FAIL: MoE read as ambiguous with HSDP: $("$A" -q --layout infer "$T/e" | grep confidence)"
+      fails=$((fails+1)); }
 # ... and says so when it is stated
 "$G" --tp 2 --pp 2 --dp 2 "$T/m" > /dev/null || { echo "gen failed"; exit 1; }
 "$A" -q --layout tp=2,pp=2,ep=2,order=tp-cp-ep-pp-dp "$T/m" 2> "$T/m.err"

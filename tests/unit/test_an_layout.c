@@ -179,10 +179,27 @@ static void add_ep(const struct p3d_layout *l)
         add_family(&e, B(P3D_AX_TP), 0, P3D_OP_ALLGATHER, 60, 1 << 17);
 }
 
+enum { DT_F32 = 7, DT_BF16 = 9 }; /* ncclFloat32, ncclBfloat16 */
+
+/* Give the communicators added since `from` a second op kind, with the
+ * dtypes (ncclDataType_t) of both: an all-gather in `ag_dt` and a
+ * reduce-scatter in `rs_dt`, `calls` of each per member. */
+static void with_rsag(int from, uint64_t calls, int ag_dt, int rs_dt)
+{
+    for (int i = from; i < job.n_comms; i++) {
+        struct p3d_gcomm *g = &job.comms[i];
+        uint64_t n = (uint64_t)g->n_members;
+        g->st[P3D_OP_ALLGATHER].calls = calls * n;
+        g->st[P3D_OP_REDUCESCATTER].calls = calls * n;
+        g->use.dtypes[P3D_OP_ALLGATHER] = (uint16_t)(1u << ag_dt);
+        g->use.dtypes[P3D_OP_REDUCESCATTER] = (uint16_t)(1u << rs_dt);
+    }
+}
+
 static void build_job(const struct p3d_layout *l)
 {
     int w = l->size[0] * l->size[1] * l->size[2] * l->size[3];
-    int all[64];
+    int all[64], k;
 
     for (int i = 0; i < job.n_comms; i++)
         free(job.comms[i].members);
@@ -197,8 +214,11 @@ static void build_job(const struct p3d_layout *l)
         add_family(l, B(P3D_AX_PP), 0, P3D_OP_SEND, 40, 1 << 19);
         add_family(l, B(P3D_AX_PP), 1, P3D_OP_ALLREDUCE, 1, 1 << 24);
     }
+    k = job.n_comms; /* Megatron's distributed optimizer: fp32 gradients
+                        reduce-scattered, bf16 parameters all-gathered */
     add_family(l, B(P3D_AX_DP) | B(P3D_AX_CP), 0, P3D_OP_REDUCESCATTER, 3,
                1 << 23);
+    with_rsag(k, 3, DT_BF16, DT_F32);
     add_family(l, B(P3D_AX_TP) | B(P3D_AX_PP), 0, P3D_OP_ALLREDUCE, 3, 4);
     add_comm(all, w, P3D_OP_ALLREDUCE, 3, 4);             /* grad norm */
     if (l->size[P3D_AX_CP] > 1)
@@ -229,6 +249,16 @@ static void check_infer_etp(int tp, int pp, int dp, int cp, int ep,
         assert_string_equal(got.source, hint ? "cmdline" : "inferred");
         assert_int_equal(got.explained, got.total);
         assert_int_equal(got.contradicted, 0);
+        /* MoE: Megatron's gradients on the whole DP x CP group rule out
+         * torchtitan's HSDP with EP: none of its layouts ties
+         * (p3d_unseen; this job's TP groups, without Megatron's int64
+         * batch broadcasts, tie with DP ones anyway at ep 1) */
+        for (int a = 0; ep > 1 && a < got.n_alts; a++)
+            if (strstr(got.alts[a].text, "dp_shard") &&
+                !strncmp(got.alts[a].why, "fits", 4))
+                fail_msg("tp%d pp%d dp%d cp%d ep%d: HSDP alternative %s: "
+                         "%s", tp, pp, dp, cp, ep, got.alts[a].text,
+                         got.alts[a].why);
     }
     /* a wrong hint is contradicted and not used */
     if (tp * 2 <= 8 && (dp % 2 == 0)) {
@@ -339,23 +369,6 @@ static void test_infer_folded(void **state)
     assert_int_equal(p3d_layout_from_cmdline(&l, cmd, sizeof(cmd), 8), 1);
     assert_int_equal(l.ep, 4);
     assert_int_equal(p3d_layout_etp(&l), 1);
-}
-
-enum { DT_F32 = 7, DT_BF16 = 9 }; /* ncclFloat32, ncclBfloat16 */
-
-/* Give the communicators added since `from` a second op kind, with the
- * dtypes (ncclDataType_t) of both: an all-gather in `ag_dt` and a
- * reduce-scatter in `rs_dt`, `calls` of each per member. */
-static void with_rsag(int from, uint64_t calls, int ag_dt, int rs_dt)
-{
-    for (int i = from; i < job.n_comms; i++) {
-        struct p3d_gcomm *g = &job.comms[i];
-        uint64_t n = (uint64_t)g->n_members;
-        g->st[P3D_OP_ALLGATHER].calls = calls * n;
-        g->st[P3D_OP_REDUCESCATTER].calls = calls * n;
-        g->use.dtypes[P3D_OP_ALLGATHER] = (uint16_t)(1u << ag_dt);
-        g->use.dtypes[P3D_OP_REDUCESCATTER] = (uint16_t)(1u << rs_dt);
-    }
 }
 
 /*
