@@ -172,6 +172,43 @@ def megatron_groups(megatron, cfg):
     return rec
 
 
+def record_groups(mods, rec, with_backend):
+    """Wrap new_group and split_group in each module of mods so that every
+    group they create is appended to rec ({"desc", "ranks"}, and the
+    backend asked for with with_backend); returns what unrecord_groups
+    puts back."""
+    def wrap(real, kind):
+        def f(*a, **k):
+            desc = k.get("group_desc")
+            be = k.get("backend")
+            if kind == "new_group":
+                ranks = k.get("ranks", a[0] if a else None)
+                found = [ranks] if ranks is not None else []
+            else:
+                found = k.get("split_ranks", a[1] if len(a) > 1 else [])
+            for ranks in found:
+                g = {"desc": desc, "ranks": sorted(ranks)}
+                if with_backend:
+                    g["backend"] = str(be) if be is not None else None
+                rec.append(g)
+            return real(*a, **k)
+        return f
+
+    patched = []
+    for mod in mods:
+        for name in ("new_group", "split_group"):
+            if hasattr(mod, name):
+                real = getattr(mod, name)
+                patched.append((mod, name, real))
+                setattr(mod, name, wrap(real, name))
+    return patched
+
+
+def unrecord_groups(patched):
+    for mod, name, real in patched:
+        setattr(mod, name, real)
+
+
 def titan_configs():
     """torchtitan's dims, every (tp, pp, cp) of each world size, each at
     most 8: dp_replicate = 1 (dp_shard = dp: FSDP), and HSDP with
@@ -197,26 +234,7 @@ def titan_groups(cfg):
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     rec = []
-
-    def wrap(real, kind):
-        def f(*a, **k):
-            desc = k.get("group_desc")
-            if kind == "new_group":
-                ranks = k.get("ranks", a[0] if a else None)
-                rec.append({"desc": desc, "ranks": sorted(ranks)})
-            else:
-                for ranks in k.get("split_ranks", a[1] if len(a) > 1 else []):
-                    rec.append({"desc": desc, "ranks": sorted(ranks)})
-            return real(*a, **k)
-        return f
-
-    patched = []
-    for mod in (dist, c10d, dm):
-        for name in ("new_group", "split_group"):
-            if hasattr(mod, name):
-                real = getattr(mod, name)
-                patched.append((mod, name, real))
-                setattr(mod, name, wrap(real, name))
+    patched = record_groups((dist, c10d, dm), rec, False)
     dist.init_process_group("fake", store=FakeStore(), rank=0,
                             world_size=cfg["world"])
     try:
@@ -241,8 +259,7 @@ def titan_groups(cfg):
         return cfg, rec
     finally:
         dist.destroy_process_group()
-        for mod, name, real in patched:
-            setattr(mod, name, real)
+        unrecord_groups(patched)
 
 
 # torchtitan with EP: worlds, and EP degrees (EP borrows from
@@ -312,31 +329,7 @@ def titan_ep_groups(pd, cfg, backend):
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     rec = []
-
-    def wrap(real, kind):
-        def f(*a, **k):
-            desc = k.get("group_desc")
-            be = k.get("backend")
-            be = str(be) if be is not None else None
-            if kind == "new_group":
-                ranks = k.get("ranks", a[0] if a else None)
-                if ranks is not None:
-                    rec.append({"desc": desc, "ranks": sorted(ranks),
-                                "backend": be})
-            else:
-                for ranks in k.get("split_ranks", a[1] if len(a) > 1 else []):
-                    rec.append({"desc": desc, "ranks": sorted(ranks),
-                                "backend": be})
-            return real(*a, **k)
-        return f
-
-    patched = []
-    for mod in (dist, c10d, dm):
-        for name in ("new_group", "split_group"):
-            if hasattr(mod, name):
-                real = getattr(mod, name)
-                patched.append((mod, name, real))
-                setattr(mod, name, wrap(real, name))
+    patched = record_groups((dist, c10d, dm), rec, True)
     dist.init_process_group("fake", store=FakeStore(), rank=0,
                             world_size=cfg["world"])
     try:
@@ -349,8 +342,7 @@ def titan_ep_groups(pd, cfg, backend):
         return dict(cfg, backend=backend, mesh_sizes=sizes), rec
     finally:
         dist.destroy_process_group()
-        for mod, name, real in patched:
-            setattr(mod, name, real)
+        unrecord_groups(patched)
 
 
 def write_titan_ep(titan, out, src):
