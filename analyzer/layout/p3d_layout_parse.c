@@ -67,13 +67,12 @@ int p3d_layout_parse(struct p3d_layout *l, const char *spec, int w)
                          "expert groups need etp x ep x pp to divide the "
                          "world and an order ending in pp unless the "
                          "expert and dense DP sizes agree)", spec);
+    l->dp_shard = sz[6];
     if (sz[6] && (sz[6] >= sz[2] || sz[2] % sz[6] ||
-                  (l->ep > 1 && w > 0 &&
-                   (l->dp_shard = sz[6], p3d_layout_efsdp(l) < 1))))
+                  (l->ep > 1 && w > 0 && p3d_layout_efsdp(l) < 1)))
         return p3d_error("bad layout '%s' (dp_shard, torchtitan's HSDP: "
                          "it must divide dp, be smaller, and with ep the "
                          "replicas must divide the experts' DP)", spec);
-    l->dp_shard = sz[6];
     l->source = "user";
     return 0;
 }
