@@ -43,22 +43,6 @@ static int p3d_hg_grid_of(const struct p3d_job *job, int k,
     return 1;
 }
 
-static int p3d_hg_grid_coord(const struct p3d_hg_grid *gr, int r, int ax)
-{
-    int c[P3D_AX_N];
-
-    p3d_grid_coords(gr->size, gr->ord, r, c);
-    return c[ax];
-}
-
-/* Coordinate of rank r on dense axis ax under the layout, -1 unknown. */
-int p3d_hg_coord(const struct p3d_job *job, int r, int ax)
-{
-    struct p3d_hg_grid gr;
-
-    return p3d_hg_grid_of(job, 0, &gr) ? p3d_hg_grid_coord(&gr, r, ax) : -1;
-}
-
 /* The k-th communicator rank h created (creation order), or NULL. */
 static const struct p3d_rcomm *p3d_hg_created(const struct p3d_hrank *h,
                                               int k)
@@ -85,24 +69,24 @@ static int p3d_hg_like_on(const struct p3d_job *job,
                           const struct p3d_gcomm *m, int a, int *out)
 {
     uint64_t vals[P3D_AX_N] = {0};
-    int n = 0, fixed[P3D_AX_N], has_a = 0;
+    int n = 0, fixed[P3D_AX_N], has_a = 0, c[P3D_AX_N], ca[P3D_AX_N];
 
-    for (int ax = 0; ax < P3D_AX_N; ax++) {
-        for (int i = 0; i < m->n_members; i++) {
-            int c = p3d_hg_grid_coord(gr, m->members[i], ax);
-            if (c < 0 || c >= 64)
+    for (int i = 0; i < m->n_members; i++) {
+        p3d_grid_coords(gr->size, gr->ord, m->members[i], c);
+        for (int ax = 0; ax < P3D_AX_N; ax++) {
+            if (c[ax] < 0 || c[ax] >= 64)
                 return 0;
-            vals[ax] |= 1ull << c;
+            vals[ax] |= 1ull << c[ax];
         }
-        fixed[ax] = __builtin_popcountll(vals[ax]) == 1;
     }
+    for (int ax = 0; ax < P3D_AX_N; ax++)
+        fixed[ax] = __builtin_popcountll(vals[ax]) == 1;
+    p3d_grid_coords(gr->size, gr->ord, a, ca);
     for (int w = 0; w < job->world_size; w++) {
         int ok = 1;
-        for (int ax = 0; ax < P3D_AX_N && ok; ax++) {
-            int c = p3d_hg_grid_coord(gr, w, ax);
-            ok = fixed[ax] ? c == p3d_hg_grid_coord(gr, a, ax)
-                           : !!(vals[ax] & (1ull << c));
-        }
+        p3d_grid_coords(gr->size, gr->ord, w, c);
+        for (int ax = 0; ax < P3D_AX_N && ok; ax++)
+            ok = fixed[ax] ? c[ax] == ca[ax] : !!(vals[ax] & (1ull << c[ax]));
         if (ok) {
             out[n++] = w;
             has_a |= w == a;
@@ -213,24 +197,6 @@ void p3d_hg_infer(struct p3d_hg *g, int a)
     free(mem);
 }
 
-/* Set of a's group on grid gr varying the axes in `mask`; its size. */
-static int p3d_hg_axes_group(const struct p3d_job *job,
-                             const struct p3d_hg_grid *gr, int a,
-                             unsigned mask, int *out)
-{
-    int n = 0;
-
-    for (int w = 0; w < job->world_size; w++) {
-        int ok = 1;
-        for (int ax = 0; ax < P3D_AX_N && ok; ax++)
-            ok = (mask & (1u << ax)) || p3d_hg_grid_coord(gr, w, ax) ==
-                                            p3d_hg_grid_coord(gr, a, ax);
-        if (ok)
-            out[n++] = w;
-    }
-    return n;
-}
-
 /*
  * Members of an init nobody finished, from the layout: the one group of
  * a (some axes varied, on the dense grid or with EP on the expert one)
@@ -246,7 +212,8 @@ static int p3d_hg_guess(const struct p3d_hg *g, uint64_t hash,
 
     for (int grid = 0; p3d_hg_grid_of(g->job, grid, &gr); grid++)
     for (unsigned mask = 1; mask < (1u << P3D_AX_N); mask++) {
-        int k = p3d_hg_axes_group(g->job, &gr, a, mask, cand), ok = 1;
+        int k = p3d_grid_group(gr.size, gr.ord, g->job->world_size, a,
+                               mask, cand), ok = 1;
         if ((uint64_t)k != nranks)
             continue;
         for (int b = 0; b < g->hj->world && ok; b++) {

@@ -133,7 +133,6 @@ int p3d_hg_odd(const struct p3d_hg *g, const struct p3d_mismatch *x);
 /* p3d_hang_prove.c: returned ops a member they need never matched. */
 void p3d_hg_prove(struct p3d_hg *g);
 /* p3d_hang_init.c */
-int p3d_hg_coord(const struct p3d_job *job, int r, int ax);
 int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
                         int *mem, int *label);
 int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash, uint64_t t0);

@@ -338,12 +338,18 @@ void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n)
 int p3d_layout_group(const struct p3d_layout *l, int w, int r,
                      unsigned mask, int *out)
 {
+    return p3d_grid_group(l->size, l->ord, w, r, mask, out);
+}
+
+int p3d_grid_group(const int size[P3D_AX_N], const int ord[P3D_AX_N], int w,
+                   int r, unsigned mask, int *out)
+{
     int c0[P3D_AX_N], c[P3D_AX_N], n = 0;
 
-    p3d_layout_coords(l, r, c0);
+    p3d_grid_coords(size, ord, r, c0);
     for (int s = 0; s < w; s++) {
         int same = 1;
-        p3d_layout_coords(l, s, c);
+        p3d_grid_coords(size, ord, s, c);
         for (int a = 0; a < P3D_AX_N; a++)
             same &= (mask >> a & 1u) || c[a] == c0[a];
         if (same)

@@ -98,6 +98,9 @@ void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N]);
  * how many. */
 int p3d_layout_group(const struct p3d_layout *l, int w, int r,
                      unsigned mask, int *out);
+/* The same on a grid of `size` in order `ord` (the expert grid, say). */
+int p3d_grid_group(const int size[P3D_AX_N], const int ord[P3D_AX_N], int w,
+                   int r, unsigned mask, int *out);
 /* Bitmask of P3D_LBL_* that the member set matches under l. */
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
                           int n);

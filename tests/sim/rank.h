@@ -66,6 +66,7 @@ void rank_tp_in(struct rank_ctx *x);
 void rank_tp_out(struct rank_ctx *x);
 void rank_cp_step(struct rank_ctx *x);
 void rank_moe_a2a(struct rank_ctx *x);
+int rank_edp(const struct sim_cfg *c); /* expert DP ranks */
 void rank_titan_layer(struct rank_ctx *x, int kind, int mb, double ms);
 void rank_titan_step_start(struct rank_ctx *x);
 void rank_titan_step_end(struct rank_ctx *x);

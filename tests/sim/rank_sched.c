@@ -101,7 +101,7 @@ void rank_moe_a2a(struct rank_ctx *x)
 }
 
 /* Ranks of an expert-DP group: world / (etp * ep * pp). */
-static int rank_edp(const struct sim_cfg *c)
+int rank_edp(const struct sim_cfg *c)
 {
     return c->world / (sim_etp(c) * c->ep * c->size[SA_PP]);
 }

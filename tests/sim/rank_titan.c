@@ -99,19 +99,23 @@ static void rank_titan_reduce(struct rank_ctx *x, int mb)
                  ncclAvg, -1);
 }
 
+/* Ranks of the experts' FSDP group (efsdp): the expert DP ranks, with
+ * HSDP one replica's part of them (sim_members' SG_EPDP). */
+static int rank_titan_efsdp_n(const struct sim_cfg *c)
+{
+    return rank_edp(c) / (c->dp_rep > 1 ? c->dp_rep : 1);
+}
+
 /* The experts' FSDP group (efsdp) has 2+ ranks. */
 static int rank_titan_efsdp(const struct rank_ctx *x)
 {
-    int mem[SIM_MAX_RANKS];
-
-    return x->cfg->ep > 1 && sim_members(x->cfg, SG_EPDP, x->rank, mem) > 1;
+    return x->cfg->ep > 1 && rank_titan_efsdp_n(x->cfg) > 1;
 }
 
 static size_t rank_titan_eshard(const struct rank_ctx *x, size_t width)
 {
-    int mem[SIM_MAX_RANKS];
     size_t n = x->cfg->dp_bytes / 4 / width /
-               (size_t)sim_members(x->cfg, SG_EPDP, x->rank, mem);
+               (size_t)rank_titan_efsdp_n(x->cfg);
 
     return n ? n : 1;
 }
