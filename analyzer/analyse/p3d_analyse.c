@@ -23,7 +23,9 @@
  * its result in the job (p3d_job_keep), which frees it.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "p3d_analyse.h"
 #include "p3d_dist_fetch.h"
@@ -189,6 +191,29 @@ static const struct {
 };
 #define P3D_N_PASSES ((int)(sizeof(p3d_passes) / sizeof(p3d_passes[0])))
 
+/*
+ * P3D_DEBUG_PASSES=1: each pass's wall time on stderr, for bench/ (where
+ * the analyzer's time goes, without a profiler or a throwaway build).
+ */
+static double p3d_pass_clock(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static void p3d_pass_timed(const char *name, double t0)
+{
+    static int on = -1;
+
+    if (on < 0)
+        on = getenv("P3D_DEBUG_PASSES") != NULL;
+    if (on)
+        fprintf(stderr, "p3d-analyze: %-24s %8.1f ms\n", name,
+                p3d_pass_clock() - t0);
+}
+
 static int p3d_pass_applies(int k)
 {
     return !p3d_passes[k].dist_only || p3d_dist_active;
@@ -206,11 +231,13 @@ int p3d_analyse_job(struct p3d_job *job, const struct p3d_analyse_opts *o)
     for (int k = 0; k < P3D_N_PASSES && !ret; k++) {
         if (!p3d_pass_applies(k))
             continue;
+        double t0 = p3d_pass_clock();
         p3d_progress_pass(run.progress, shown++, p3d_passes[k].name);
         if (p3d_passes[k].run)
             ret = p3d_passes[k].run(&run);
         else
             p3d_passes[k].job(job);
+        p3d_pass_timed(p3d_passes[k].name, t0);
     }
     p3d_progress_stop(run.progress);
     if (run.m)
