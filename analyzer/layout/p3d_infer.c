@@ -61,6 +61,7 @@ struct p3d_score {
     int grads, grads_cp; /* communicators with gradient traffic, and of
                             them those that are a group spanning CP */
     int grads_flat; /* of them, those only a whole DP (or DP x CP) group */
+    int cut; /* scoring stopped: it cannot reach the floor asked for */
 };
 
 /* Candidates kept for the confidence and the alternatives. */
@@ -128,11 +129,20 @@ static unsigned p3d_one_label(unsigned fit, unsigned primary,
     return pick & (~pick + 1u); /* lowest bit: most specific label */
 }
 
+/*
+ * tab: NULL, or filled for l (the search's).  floor: stop (s.cut) once l
+ * can no longer explain that many communicators of 2+ members, of which
+ * the job has n_multi: the search asks for what its worst kept candidate
+ * explains, and explaining more comes first in every comparison
+ * (p3d_better_evidence), so a candidate cut there would not be kept.
+ */
 static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
-                                  const enum p3d_use *use)
+                                  const struct p3d_layout_tab *tab,
+                                  const enum p3d_use *use, int floor,
+                                  int n_multi)
 {
-    struct p3d_score s = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct p3d_score s = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     const unsigned cp_wide = (1u << P3D_LBL_DP_CP) | (1u << P3D_LBL_DP_SHARD);
     const unsigned flat = (1u << P3D_LBL_DP) | (1u << P3D_LBL_DP_CP);
     unsigned seen = 0;
@@ -143,11 +153,15 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
 
         if (!g->n_members || g->n_missing)
             continue;
-        bits = p3d_layout_match(l, g->members, g->n_members);
+        bits = p3d_layout_match_tab(l, tab, g->members, g->n_members);
         seen |= p3d_one_label(bits & want, p3d_use_primary(use[i]), seen);
         if (g->n_members >= 2) {
             s.total++;
             s.explained += bits != 0;
+            if (s.explained + (n_multi - s.total) < floor) {
+                s.cut = 1;
+                return s;
+            }
         }
         if (want) {
             s.usage += (bits & want) != 0;
@@ -219,6 +233,8 @@ struct p3d_search {
     int n_folds;
     struct p3d_cand top[P3D_TOP]; /* the best candidates, best first: */
     int n_top;                    /* top[0] is the best (zeroed if none) */
+    struct p3d_layout_tab tab;    /* the candidate's coordinates */
+    int n_multi; /* communicators of 2+ members, all present */
 };
 
 /* Keep candidate (l, sc) among the P3D_TOP best. */
@@ -240,16 +256,22 @@ static void p3d_keep(struct p3d_search *s, const struct p3d_layout *l,
 
 static void p3d_try_one(struct p3d_search *s, const struct p3d_layout *l)
 {
-    struct p3d_score sc = p3d_score(s->job, l, s->use);
+    struct p3d_score sc;
+    int floor = s->n_top == P3D_TOP ? s->top[P3D_TOP - 1].s.explained : -1;
+
+    p3d_layout_tab_fill(&s->tab, l);
+    sc = p3d_score(s->job, l, &s->tab, s->use, floor, s->n_multi);
 
     if (getenv("P3D_DEBUG_LAYOUT"))
         fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d etp%d dps%d %s: "
-                "explained %d usage %d primary %d unseen %d\n",
+                "explained %d usage %d primary %d unseen %d%s\n",
                 l->size[P3D_AX_TP], l->size[P3D_AX_CP], l->size[P3D_AX_DP],
                 l->size[P3D_AX_PP], l->ep, l->etp, l->dp_shard, l->order,
                 sc.explained, sc.usage,
-                sc.primary, sc.unseen);
-    p3d_keep(s, l, sc);
+                sc.primary, sc.unseen,
+                sc.cut ? " (cut: cannot be among the best)" : "");
+    if (!sc.cut)
+        p3d_keep(s, l, sc);
 }
 
 /*
@@ -573,11 +595,13 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
     memset(out, 0, sizeof(*out));
     s.job = job;
     s.use = p3d_classify_all(job);
+    for (int i = 0; i < job->n_comms; i++)
+        s.n_multi += job->comms[i].n_members >= 2 && !job->comms[i].n_missing;
     if (w > 0)
         p3d_search(&s, w);
     best = &s.top[0];
     if (hint && hint->valid) {
-        struct p3d_score hs = p3d_score(job, hint, s.use);
+        struct p3d_score hs = p3d_score(job, hint, NULL, s.use, -1, 0);
         int fits = hs.explained >= best->s.explained &&
                    hs.usage >= best->s.usage &&
                    hs.primary >= best->s.primary;
@@ -597,8 +621,9 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
 
         p3d_confidence(&s, stated, out);
         if (out->confidence != P3D_CONF_NONE) /* else nothing to compare */
-            p3d_alternatives(&s, out, stated ? p3d_score(job, out, s.use)
+            p3d_alternatives(&s, out, stated ? p3d_score(job, out, NULL, s.use, -1, 0)
                                              : best->s, out);
     }
+    p3d_layout_tab_free(&s.tab);
     free((void *)s.use);
 }

@@ -145,23 +145,62 @@ void p3d_layout_coords(const struct p3d_layout *l, int rank, int c[P3D_AX_N])
     p3d_grid_coords(l->size, l->ord, rank, c);
 }
 
+/*
+ * One grid (the dense one or the expert one) as the matchers read it:
+ * its sizes and order, and where a layout table was filled
+ * (p3d_layout_tab_fill) every rank's coordinates packed in one word, so
+ * the layout search reads a member's coordinates instead of dividing
+ * its rank by every size again for every candidate.
+ */
+struct p3d_gview {
+    const int *size, *ord;
+    const struct p3d_grid_pack *pk; /* NULL: compute */
+};
+
+static void p3d_gv_coords(const struct p3d_gview *g, int r, int c[P3D_AX_N])
+{
+    if (!g->pk) {
+        p3d_grid_coords(g->size, g->ord, r, c);
+        return;
+    }
+    for (int a = 0; a < P3D_AX_N; a++)
+        c[a] = (int)((g->pk->v[r] >> g->pk->shift[a]) & g->pk->field[a]);
+}
+
+/* The axes (bits) whose packed fields are not all zero in x. */
+static unsigned p3d_pk_axes(const struct p3d_grid_pack *pk, uint64_t x)
+{
+    unsigned mask = 0;
+
+    for (int a = 0; a < P3D_AX_N; a++)
+        if ((x >> pk->shift[a]) & pk->field[a])
+            mask |= B(a);
+    return mask;
+}
+
 /* Axes that differ among members, or -1 if they are not a whole group. */
-static int p3d_vary_mask(const int size[P3D_AX_N], const int ord[P3D_AX_N],
-                         const int *m, int n)
+static int p3d_vary_mask(const struct p3d_gview *g, const int *m, int n)
 {
     int c0[P3D_AX_N], c[P3D_AX_N], prod = 1;
     unsigned mask = 0;
 
-    p3d_grid_coords(size, ord, m[0], c0);
-    for (int i = 1; i < n; i++) {
-        p3d_grid_coords(size, ord, m[i], c);
-        for (int a = 0; a < P3D_AX_N; a++)
-            if (c[a] != c0[a])
-                mask |= B(a);
+    if (g->pk) { /* a coordinate differs where the packed words do */
+        uint64_t v0 = g->pk->v[m[0]], x = 0;
+        for (int i = 1; i < n; i++)
+            x |= g->pk->v[m[i]] ^ v0;
+        mask = p3d_pk_axes(g->pk, x);
+    } else {
+        p3d_grid_coords(g->size, g->ord, m[0], c0);
+        for (int i = 1; i < n; i++) {
+            p3d_grid_coords(g->size, g->ord, m[i], c);
+            for (int a = 0; a < P3D_AX_N; a++)
+                if (c[a] != c0[a])
+                    mask |= B(a);
+        }
     }
     for (int a = 0; a < P3D_AX_N; a++)
         if (mask & B(a))
-            prod *= size[a];
+            prod *= g->size[a];
     return prod == n ? (int)mask : -1;
 }
 
@@ -176,14 +215,15 @@ static unsigned p3d_nontrivial(const int size[P3D_AX_N])
 }
 
 /* Pairs of one PP (or CP) group: EMB and P2P shapes. */
-static unsigned p3d_pair_match(const struct p3d_layout *l, const int *m)
+static unsigned p3d_pair_match(const struct p3d_layout *l,
+                               const struct p3d_gview *d, const int *m)
 {
     int a[P3D_AX_N], b[P3D_AX_N], pp = l->size[P3D_AX_PP];
     int cp = l->size[P3D_AX_CP];
     unsigned bits = 0, diff = 0;
 
-    p3d_layout_coords(l, m[0], a);
-    p3d_layout_coords(l, m[1], b);
+    p3d_gv_coords(d, m[0], a);
+    p3d_gv_coords(d, m[1], b);
     for (int x = 0; x < P3D_AX_N; x++)
         if (a[x] != b[x])
             diff |= B(x);
@@ -196,8 +236,8 @@ static unsigned p3d_pair_match(const struct p3d_layout *l, const int *m)
             bits |= B(P3D_LBL_P2P);
     }
     if (diff == M_CP) {
-        int d = abs(a[P3D_AX_CP] - b[P3D_AX_CP]);
-        if (d == 1 || d == cp - 1)
+        int gap = abs(a[P3D_AX_CP] - b[P3D_AX_CP]);
+        if (gap == 1 || gap == cp - 1)
             bits |= B(P3D_LBL_P2P);
     }
     return bits;
@@ -223,16 +263,16 @@ int p3d_layout_efsdp(const struct p3d_layout *l)
  * replica group has the dense replica group's ranks (DP-REPLICATE).
  */
 static unsigned p3d_hsdp_expert_match(const struct p3d_layout *l,
-                                      const int es[P3D_AX_N], const int *m,
-                                      int n)
+                                      const struct p3d_gview *e,
+                                      const int *m, int n)
 {
     int f = p3d_layout_efsdp(l), c0[P3D_AX_N], c[P3D_AX_N];
 
     if (f < 1 || n != f) /* efsdp exists at size 1 too (_mesh_exist) */
         return 0;
-    p3d_grid_coords(es, l->ord, m[0], c0);
+    p3d_gv_coords(e, m[0], c0);
     for (int i = 1; i < n; i++) {
-        p3d_grid_coords(es, l->ord, m[i], c);
+        p3d_gv_coords(e, m[i], c);
         if (c[P3D_AX_TP] != c0[P3D_AX_TP] || c[P3D_AX_CP] != c0[P3D_AX_CP] ||
             c[P3D_AX_PP] != c0[P3D_AX_PP] ||
             c[P3D_AX_DP] / f != c0[P3D_AX_DP] / f)
@@ -241,17 +281,15 @@ static unsigned p3d_hsdp_expert_match(const struct p3d_layout *l,
     return B(P3D_LBL_EXPERT_DP);
 }
 
-static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
+static unsigned p3d_expert_match(const struct p3d_layout *l,
+                                 const struct p3d_gview *e, const int *m,
                                  int n)
 {
-    int es[P3D_AX_N], mask;
-    unsigned nt, bits;
+    int mask = p3d_vary_mask(e, m, n);
+    unsigned nt = p3d_nontrivial(e->size), bits;
 
-    p3d_layout_expert_sizes(l, es);
-    mask = p3d_vary_mask(es, l->ord, m, n);
-    nt = p3d_nontrivial(es);
     if (mask < 0) /* no whole group; with HSDP maybe one replica's part */
-        return l->dp_shard > 0 ? p3d_hsdp_expert_match(l, es, m, n) : 0;
+        return l->dp_shard > 0 ? p3d_hsdp_expert_match(l, e, m, n) : 0;
     bits = ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
            ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0) |
            (((M_TP | M_CP) & nt) == (unsigned)mask ? B(P3D_LBL_TP_EP) : 0) |
@@ -261,7 +299,7 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
         bits |= B(P3D_LBL_EXPERT_TP); /* folded: not TP's ranks */
     if (l->dp_shard > 0) /* HSDP: the experts' shard group instead */
         bits = (bits & ~B(P3D_LBL_EXPERT_DP)) |
-               p3d_hsdp_expert_match(l, es, m, n);
+               p3d_hsdp_expert_match(l, e, m, n);
     return bits;
 }
 
@@ -272,17 +310,17 @@ static unsigned p3d_expert_match(const struct p3d_layout *l, const int *m,
  * every shard and cp position of one replica, DP-REPLICATE one shard and
  * cp position of every replica.
  */
-static unsigned p3d_hsdp_match(const struct p3d_layout *l, const int *m,
-                               int n)
+static unsigned p3d_hsdp_match(const struct p3d_layout *l,
+                               const struct p3d_gview *d, const int *m, int n)
 {
     int s = l->dp_shard, cp = l->size[P3D_AX_CP], c0[P3D_AX_N];
     int c[P3D_AX_N], same_rep = 1, same_shard = 1;
 
     if (s < 1 || s >= l->size[P3D_AX_DP])
         return 0;
-    p3d_layout_coords(l, m[0], c0);
+    p3d_gv_coords(d, m[0], c0);
     for (int i = 1; i < n; i++) {
-        p3d_layout_coords(l, m[i], c);
+        p3d_gv_coords(d, m[i], c);
         if (c[P3D_AX_TP] != c0[P3D_AX_TP] || c[P3D_AX_PP] != c0[P3D_AX_PP])
             return 0; /* only DP and CP may vary */
         same_rep &= c[P3D_AX_DP] / s == c0[P3D_AX_DP] / s;
@@ -294,33 +332,126 @@ static unsigned p3d_hsdp_match(const struct p3d_layout *l, const int *m,
                                                       : 0);
 }
 
-unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
+unsigned p3d_layout_match_tab(const struct p3d_layout *l,
+                              const struct p3d_layout_tab *t, const int *m,
+                              int n)
 {
     unsigned bits = 0, nt = p3d_nontrivial(l->size);
-    int w = p3d_world(l), mask, c[P3D_AX_N];
+    int w = p3d_world(l), mask, c[P3D_AX_N], es[P3D_AX_N];
+    int packed = t && t->ok && t->w == w;
+    struct p3d_gview d = {l->size, l->ord, packed ? &t->dense : NULL};
+    struct p3d_gview e = {es, l->ord, packed ? &t->expert : NULL};
 
     if (n < 1 || !l->valid || m[n - 1] >= w || m[0] < 0)
         return 0;
-    mask = p3d_vary_mask(l->size, l->ord, m, n);
+    if (packed)
+        e.size = t->expert.size;
+    else
+        p3d_layout_expert_sizes(l, es);
+    mask = p3d_vary_mask(&d, m, n);
     for (size_t i = 0; mask >= 0 && i < sizeof(p3d_dense_fam) /
                                         sizeof(p3d_dense_fam[0]); i++)
         if ((p3d_dense_fam[i].mask & nt) == (unsigned)mask)
             bits |= B(p3d_dense_fam[i].label);
-    bits |= p3d_expert_match(l, m, n);
+    bits |= p3d_expert_match(l, &e, m, n);
     if (l->dp_shard > 0) /* at dp_shard 1 (no cp) its shards are 1 rank */
-        bits |= p3d_hsdp_match(l, m, n);
+        bits |= p3d_hsdp_match(l, &d, m, n);
     if (n == w)
         bits |= B(P3D_LBL_WORLD);
     if (n == 2)
-        bits |= p3d_pair_match(l, m);
+        bits |= p3d_pair_match(l, &d, m);
     if (n == 1) {
-        p3d_layout_coords(l, m[0], c);
+        p3d_gv_coords(&d, m[0], c);
         if (c[P3D_AX_PP] == 0)
             bits |= B(P3D_LBL_POS_EMB);
         if (l->size[P3D_AX_PP] == 1)
             bits |= B(P3D_LBL_EMB);
     }
     return bits;
+}
+
+unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
+{
+    return p3d_layout_match_tab(l, NULL, m, n);
+}
+
+/* Bits a coordinate below size takes (0 for size 1). */
+static int p3d_bits_for(int size)
+{
+    int b = 0;
+
+    while (b < 31 && (1 << b) < size)
+        b++;
+    return b;
+}
+
+/* Pack every rank's coordinates on the grid (size, ord); 0 if they do
+ * not fit in a word.  Ranks count up in the order's mixed radix, so no
+ * rank is divided. */
+static int p3d_grid_pack(struct p3d_grid_pack *pk, const int size[P3D_AX_N],
+                         const int ord[P3D_AX_N], int w)
+{
+    int c[P3D_AX_N] = {0}, at = 0;
+    uint64_t v = 0;
+
+    if (pk->w == w && !memcmp(pk->size, size, sizeof(pk->size)) &&
+        !memcmp(pk->ord, ord, sizeof(pk->ord)))
+        return pk->ok; /* the same grid (HSDP's variants of a layout) */
+    pk->w = w;
+    pk->ok = 0;
+    memcpy(pk->size, size, sizeof(pk->size));
+    memcpy(pk->ord, ord, sizeof(pk->ord));
+
+    for (int i = 0; i < P3D_AX_N; i++) {
+        int a = ord[i], b = p3d_bits_for(size[a]);
+        pk->shift[a] = at;
+        pk->field[a] = b ? ((uint64_t)1 << b) - 1 : 0;
+        at += b;
+    }
+    if (at > 64)
+        return 0;
+    pk->ok = 1;
+    for (int r = 0; r < w; r++) {
+        pk->v[r] = v;
+        for (int i = 0; i < P3D_AX_N; i++) {
+            int a = ord[i];
+            if (++c[a] < size[a]) {
+                v += (uint64_t)1 << pk->shift[a];
+                break;
+            }
+            v -= (uint64_t)(c[a] - 1) << pk->shift[a];
+            c[a] = 0;
+        }
+    }
+    return 1;
+}
+
+void p3d_layout_tab_fill(struct p3d_layout_tab *t, const struct p3d_layout *l)
+{
+    int es[P3D_AX_N], w = p3d_world(l);
+
+    t->ok = 0;
+    t->w = w;
+    if (!l->valid || w < 1)
+        return;
+    if ((size_t)w > t->cap) {
+        free(t->dense.v);
+        free(t->expert.v);
+        t->cap = (size_t)w;
+        t->dense.v = p3d_xmalloc(t->cap * sizeof(*t->dense.v));
+        t->expert.v = p3d_xmalloc(t->cap * sizeof(*t->expert.v));
+        t->dense.w = t->expert.w = 0; /* nothing packed in these */
+    }
+    p3d_layout_expert_sizes(l, es);
+    t->ok = p3d_grid_pack(&t->dense, l->size, l->ord, w) &&
+            p3d_grid_pack(&t->expert, es, l->ord, w);
+}
+
+void p3d_layout_tab_free(struct p3d_layout_tab *t)
+{
+    free(t->dense.v);
+    free(t->expert.v);
+    memset(t, 0, sizeof(*t));
 }
 
 void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n)

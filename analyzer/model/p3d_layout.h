@@ -105,6 +105,35 @@ int p3d_grid_group(const int size[P3D_AX_N], const int ord[P3D_AX_N], int w,
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *members,
                           int n);
 
+/* Every rank's coordinates on one grid, packed one word a rank. */
+struct p3d_grid_pack {
+    uint64_t *v; /* [w] */
+    int shift[P3D_AX_N];
+    uint64_t field[P3D_AX_N];
+    int w, ok, size[P3D_AX_N], ord[P3D_AX_N]; /* the grid packed in v */
+};
+
+/*
+ * A layout's dense and expert grids packed, for matching many member
+ * sets against one layout (the layout search tries thousands of layouts
+ * against every communicator: at 4,096 ranks, dividing each member's
+ * rank again for each took seconds).  Fill it for a layout, match with
+ * it, fill it again for the next; its arrays are reused.
+ */
+struct p3d_layout_tab {
+    int w, ok; /* ok: filled, and the coordinates fit a word */
+    size_t cap;
+    struct p3d_grid_pack dense, expert;
+};
+
+void p3d_layout_tab_fill(struct p3d_layout_tab *t, const struct p3d_layout *l);
+void p3d_layout_tab_free(struct p3d_layout_tab *t);
+/* p3d_layout_match with t filled for l (t NULL or for another world:
+ * computed as p3d_layout_match does; the same answer either way). */
+unsigned p3d_layout_match_tab(const struct p3d_layout *l,
+                              const struct p3d_layout_tab *t,
+                              const int *members, int n);
+
 /* Write "tp=2 cp=1 ep=1 dp=2 pp=2 order=tp-cp-ep-dp-pp". */
 void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n);
 

@@ -580,11 +580,80 @@ static void test_infer_titan_ep(void **state)
     }
 }
 
+/* Check the packed path against the computed one on every group of
+ * every mask (both grids) and on pseudo-random member sets. */
+static void check_tab_same(struct p3d_layout_tab *t, const struct p3d_layout *l,
+                           unsigned *seed)
+{
+    int w = l->size[0] * l->size[1] * l->size[2] * l->size[3], es[4];
+    int *m = malloc((size_t)w * sizeof(*m)), n;
+
+    p3d_layout_tab_fill(t, l);
+    assert_true(t->ok);
+    p3d_layout_expert_sizes(l, es);
+    for (int r = 0; r < w; r++)
+        for (unsigned mask = 0; mask < 16; mask++) {
+            n = p3d_layout_group(l, w, r, mask, m);
+            assert_int_equal(p3d_layout_match_tab(l, t, m, n),
+                             p3d_layout_match(l, m, n));
+            n = p3d_grid_group(es, l->ord, w, r, mask, m);
+            assert_int_equal(p3d_layout_match_tab(l, t, m, n),
+                             p3d_layout_match(l, m, n));
+        }
+    for (int k = 0; k < 400; k++) { /* ascending, as communicators are */
+        n = 0;
+        for (int r = 0; r < w; r++)
+            if ((*seed = *seed * 1103515245u + 12345u) >> 16 & 1)
+                m[n++] = r;
+        if (n)
+            assert_int_equal(p3d_layout_match_tab(l, t, m, n),
+                             p3d_layout_match(l, m, n));
+    }
+    free(m);
+}
+
+/* p3d_layout_match_tab (the search's packed coordinates) answers as
+ * p3d_layout_match does, with one table refilled from layout to layout:
+ * the same grid with another dp_shard, another order, an expert grid. */
+static void test_match_tab_same(void **state)
+{
+    static const struct {
+        int tp, cp, dp, pp, ep, etp, dp_shard;
+        const char *order;
+    } c[] = {
+        {2, 1, 2, 2, 1, 2, 0, "tp-cp-ep-dp-pp"},
+        {2, 1, 2, 2, 1, 2, 0, "tp-cp-ep-pp-dp"},
+        {2, 2, 4, 2, 1, 2, 0, "tp-cp-ep-dp-pp"},
+        {2, 2, 4, 2, 1, 2, 2, "tp-cp-ep-dp-pp"},
+        {2, 2, 4, 2, 1, 2, 1, "tp-cp-ep-dp-pp"},
+        {2, 1, 4, 2, 4, 2, 0, "tp-cp-ep-dp-pp"},
+        {2, 1, 4, 2, 4, 1, 0, "tp-cp-ep-dp-pp"},
+        {1, 1, 8, 2, 4, 1, 2, "tp-cp-ep-dp-pp"},
+        {4, 1, 4, 2, 4, 1, 0, "tp-cp-ep-pp-dp"},
+        {1, 3, 5, 1, 1, 1, 0, "tp-cp-ep-dp-pp"},
+        {2, 1, 4, 2, 2, 2, 0, "pp-dp-cp-tp"},
+    };
+    struct p3d_layout_tab t = {0};
+    unsigned seed = 7;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct p3d_layout l;
+        assert_int_equal(p3d_layout_set_moe(&l, c[i].tp, c[i].cp, c[i].dp,
+                                            c[i].pp, c[i].ep, c[i].etp,
+                                            c[i].order), 0);
+        l.dp_shard = c[i].dp_shard;
+        check_tab_same(&t, &l, &seed);
+    }
+    p3d_layout_tab_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example),
         cmocka_unit_test(test_hsdp),
+        cmocka_unit_test(test_match_tab_same),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_infer_issue3_layouts),
         cmocka_unit_test(test_infer_ep_and_more),
