@@ -129,10 +129,60 @@ static int p3d_same_members(const struct p3d_gcomm *a,
                    (size_t)a->n_members * sizeof(int));
 }
 
-/* Whether a communicator before i with i's members is labelled lbl. */
-static int p3d_dup_has(const struct p3d_job *job, int i, int lbl)
+/*
+ * Communicators with the same members, found through a hash of the
+ * member set instead of comparing every pair (quadratic: half a second
+ * at 16k ranks).  Labelling goes in comm order and may complete a comm's
+ * members (p3d_complete), so there are two indexes: `done` has the comms
+ * already labelled, with their final members (what "a communicator
+ * before i" compares with), `init` every comm with the members it had at
+ * the start (what a later one still has).  Each chain runs from the
+ * latest comm of a hash to the earliest.
+ */
+struct p3d_twins {
+    struct p3d_map done, init; /* member-set hash -> latest comm */
+    int *done_prev, *init_prev;
+};
+
+static uint64_t p3d_set_hash(const struct p3d_gcomm *g)
 {
-    for (int k = 0; k < i; k++)
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)g->n_members;
+
+    for (int i = 0; i < g->n_members; i++)
+        h = (h ^ (uint64_t)(uint32_t)g->members[i]) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+static void p3d_twins_put(struct p3d_map *m, int *prev, uint64_t h, int i)
+{
+    prev[i] = p3d_map_get(m, h);
+    p3d_map_put(m, h, i);
+}
+
+static void p3d_twins_init(struct p3d_twins *t, const struct p3d_job *job)
+{
+    memset(t, 0, sizeof(*t));
+    t->done_prev = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(int));
+    t->init_prev = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(int));
+    for (int i = 0; i < job->n_comms; i++)
+        p3d_twins_put(&t->init, t->init_prev,
+                      p3d_set_hash(&job->comms[i]), i);
+}
+
+static void p3d_twins_free(struct p3d_twins *t)
+{
+    p3d_map_free(&t->done);
+    p3d_map_free(&t->init);
+    free(t->done_prev);
+    free(t->init_prev);
+}
+
+/* Whether a communicator before i with i's members is labelled lbl. */
+static int p3d_dup_has(const struct p3d_job *job,
+                       const struct p3d_twins *t, int i, int lbl)
+{
+    for (int k = p3d_map_get(&t->done, p3d_set_hash(&job->comms[i]));
+         k >= 0; k = t->done_prev[k])
         if (job->comms[k].label == lbl &&
             p3d_same_members(&job->comms[k], &job->comms[i]))
             return 1;
@@ -142,13 +192,14 @@ static int p3d_dup_has(const struct p3d_job *job, int i, int lbl)
 /* A 2-rank ring is a CP ring or a 2-rank all-to-all (EP) whose sends to
  * itself were empty or not known (p3d_usage_batch_a2a): of two such
  * communicators on the same ranks, the second is the other group. */
-static int p3d_ring2_other(const struct p3d_job *job, int i, int label)
+static int p3d_ring2_other(const struct p3d_job *job,
+                           const struct p3d_twins *t, int i, int label)
 {
     unsigned b = job->comms[i].labels;
 
     if ((label == P3D_LBL_CP || label == P3D_LBL_EP) &&
         (b & B(P3D_LBL_CP)) && (b & B(P3D_LBL_EP)) &&
-        p3d_dup_has(job, i, label))
+        p3d_dup_has(job, t, i, label))
         return label == P3D_LBL_CP ? P3D_LBL_EP : P3D_LBL_CP;
     return label;
 }
@@ -161,32 +212,48 @@ static int p3d_ring2_other(const struct p3d_job *job, int i, int label)
  * traffic is not of that kind (a CP ring, TP's all-reduces): two
  * communicators are two groups.
  */
-static int p3d_expert_tp_twin(const struct p3d_job *job, int i,
+/* Whether communicator k (not g) has g's members and traffic not of
+ * the expert TP group's kind. */
+static int p3d_not_expert_tp_twin(const struct p3d_job *job, int k,
+                                  const struct p3d_gcomm *g, uint64_t max_cpm)
+{
+    const struct p3d_gcomm *o = &job->comms[k];
+
+    return o != g && p3d_same_members(o, g) &&
+           !(p3d_use_labels(p3d_usage_class(o, max_cpm)) &
+             B(P3D_LBL_EXPERT_TP));
+}
+
+static int p3d_expert_tp_twin(const struct p3d_job *job,
+                              const struct p3d_twins *t, int i,
                               enum p3d_use use, uint64_t max_cpm)
 {
     const struct p3d_gcomm *g = &job->comms[i];
+    uint64_t h = p3d_set_hash(g);
 
     if (!(g->labels & B(P3D_LBL_EXPERT_TP)) ||
         !(p3d_use_labels(use) & B(P3D_LBL_EXPERT_TP)))
         return 0;
-    for (int k = 0; k < job->n_comms; k++) {
-        const struct p3d_gcomm *o = &job->comms[k];
-        if (k == i || !p3d_same_members(o, g))
-            continue;
-        if (!(p3d_use_labels(p3d_usage_class(o, max_cpm)) &
-              B(P3D_LBL_EXPERT_TP)))
-            return 1;
-    }
+    for (int k = p3d_map_get(&t->done, h); k >= 0; k = t->done_prev[k])
+        if (p3d_not_expert_tp_twin(job, k, g, max_cpm))
+            return 1; /* before i: as labelled */
+    for (int k = p3d_map_get(&t->init, h); k > i; k = t->init_prev[k])
+        if (p3d_not_expert_tp_twin(job, k, g, max_cpm))
+            return 1; /* after i: as they are still */
     return 0;
 }
 
-/* Label of the earliest communicator with g's members, or -1. */
-static int p3d_dup_label(const struct p3d_job *job, int i)
+/* Label of the earliest communicator before i with its members, or -1. */
+static int p3d_dup_label(const struct p3d_job *job,
+                         const struct p3d_twins *t, int i)
 {
-    for (int k = 0; k < i; k++)
+    int first = -1;
+
+    for (int k = p3d_map_get(&t->done, p3d_set_hash(&job->comms[i]));
+         k >= 0; k = t->done_prev[k])
         if (p3d_same_members(&job->comms[k], &job->comms[i]))
-            return job->comms[k].label;
-    return -1;
+            first = k;
+    return first >= 0 ? job->comms[first].label : -1;
 }
 
 static const char *p3d_role(const struct p3d_gcomm *g, int dup_label,
@@ -293,16 +360,18 @@ static void p3d_complete(const struct p3d_layout *l, struct p3d_gcomm *g,
 void p3d_label_all(struct p3d_job *job)
 {
     uint64_t max_cpm = 1;
+    struct p3d_twins t;
 
     for (int i = 0; i < job->n_comms; i++) {
         uint64_t c = p3d_calls_per_member(&job->comms[i]);
         if (c > max_cpm)
             max_cpm = c;
     }
+    p3d_twins_init(&t, job);
     for (int i = 0; i < job->n_comms; i++) {
         struct p3d_gcomm *g = &job->comms[i];
         enum p3d_use use = p3d_usage_class(g, max_cpm);
-        int dup = p3d_dup_label(job, i);
+        int dup = p3d_dup_label(job, &t, i);
 
         if (g->n_missing && job->layout.valid)
             p3d_complete(&job->layout, g, use);
@@ -315,8 +384,8 @@ void p3d_label_all(struct p3d_job *job)
                            B(P3D_LBL_EXPERT_TP));
         g->label = p3d_label_pick(g->labels, use, g, dup);
         if (use == P3D_USE_RING2)
-            g->label = p3d_ring2_other(job, i, g->label);
-        if (p3d_expert_tp_twin(job, i, use, max_cpm))
+            g->label = p3d_ring2_other(job, &t, i, g->label);
+        if (p3d_expert_tp_twin(job, &t, i, use, max_cpm))
             g->label = P3D_LBL_EXPERT_TP;
         if (g->label != P3D_LBL_P2P) /* a P2P comm is one made for it */
             g->labels &= ~B(P3D_LBL_P2P);
@@ -324,5 +393,7 @@ void p3d_label_all(struct p3d_job *job)
             g->labels = B(P3D_LBL_OTHER);
         g->label_first = p3d_first(g->labels);
         g->role = p3d_role(g, dup, use);
+        p3d_twins_put(&t.done, t.done_prev, p3d_set_hash(g), i);
     }
+    p3d_twins_free(&t);
 }

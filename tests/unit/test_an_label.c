@@ -287,6 +287,41 @@ static void test_label_is_member_set_used_as_is_usage(void **state)
     assert_int_equal(g[1].label, P3D_LBL_EMB);
 }
 
+/*
+ * Three communicators on the PP pair's ranks, in creation order: the
+ * pipeline's Send/Recv comm (PP), the embedding's (EMB) and a second
+ * Send/Recv comm, which is a P2P comm because the earliest comm on its
+ * ranks (not the latest) is PP's.  Through p3d_label_all: its index of
+ * the comms with the same members must find the earlier ones.
+ */
+static void test_same_members_earliest_counts(void **state)
+{
+    struct p3d_gcomm g[3];
+    int members[3][2] = {{0, 1}, {0, 1}, {0, 1}};
+    int slots[3][2] = {{0, 1}, {0, 1}, {0, 1}};
+    struct p3d_job job;
+
+    (void)state;
+    memset(&job, 0, sizeof(job));
+    assert_int_equal(p3d_layout_parse(&job.layout, "tp=1,pp=2,cp=1", 2), 0);
+    job.world_size = 2;
+    g[0] = comm(P3D_OP_SEND, 48, 1 << 19, 2);
+    g[0].st[P3D_OP_RECV] = g[0].st[P3D_OP_SEND];
+    g[1] = comm(P3D_OP_ALLREDUCE, 6, 1 << 25, 2);
+    g[2] = g[0];
+    for (int i = 0; i < 3; i++) {
+        g[i].members = members[i];
+        g[i].slot = slots[i];
+        g[i].order = (uint32_t)i + 1;
+    }
+    job.comms = g;
+    job.n_comms = 3;
+    p3d_label_all(&job);
+    assert_int_equal(g[0].label, P3D_LBL_PP);
+    assert_int_equal(g[1].label, P3D_LBL_EMB);
+    assert_int_equal(g[2].label, P3D_LBL_P2P);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_a2a_counts_once),
         cmocka_unit_test(test_ring_with_gathers_is_cp),
         cmocka_unit_test(test_hsdp_dense_then_experts),
+        cmocka_unit_test(test_same_members_earliest_counts),
         cmocka_unit_test(test_tp_vs_mp_at_pp1),
         cmocka_unit_test(test_dp_cp),
         cmocka_unit_test(test_label_is_member_set_used_as_is_usage),
