@@ -89,8 +89,11 @@ static int64_t p3d_hg_min_pending(const struct p3d_hrank *h, uint64_t comm,
 /* Is any hard wait on `comm` waiting for rank b? */
 static int p3d_hg_waited_on(const struct p3d_hg *g, uint64_t comm, int b)
 {
-    for (size_t i = 0; i < g->n; i++)
-        if (g->e[i].hard && g->e[i].to == b && g->e[i].comm == comm)
+    int n;
+    const int *in = p3d_hg_in_edges(g, b, &n);
+
+    for (int i = 0; i < n; i++)
+        if (g->e[in[i]].hard && g->e[in[i]].comm == comm)
             return 1;
     return 0;
 }

@@ -14,23 +14,6 @@
 #include "p3d_util.h"
 
 
-void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
-                        const struct p3d_rec_op *o)
-{
-    struct p3d_hedge e = {.from = from, .to = to, .hard = hard, .o = o,
-                          .op = -1, .label = -1};
-
-    for (size_t i = 0; i < g->n; i++)
-        if (g->e[i].from == from && g->e[i].to == to && g->e[i].o == o)
-            return;
-    if (o != NULL) {
-        e.comm = o->comm_hash, e.seq = o->seq, e.t = o->t_enter;
-        e.op = o->op, e.label = p3d_hang_label(g->job, o->comm_hash);
-    }
-    g->cap = p3d_grow((void **)&g->e, g->cap, g->n, sizeof(*g->e));
-    g->e[g->n++] = e;
-}
-
 int p3d_hg_has_file(const struct p3d_hg *g, int b)
 {
     return b >= 0 && b < g->hj->world && g->hj->hr[b].r != NULL &&
@@ -89,15 +72,20 @@ static void p3d_hg_soft(struct p3d_hg *g, int a)
     const struct p3d_hrank *h = &g->hj->hr[a];
 
     for (size_t i = 0; i < h->n_kept; i++) {
-        int gi;
+        int gi, kept = 0;
         if (!h->pend[i] || p3d_op_to_self(h->ops[i]))
             continue;
         gi = p3d_map_get(&g->job->comm_idx, h->ops[i]->comm_hash);
         for (int j = 0; gi >= 0 && j < g->job->comms[gi].size; j++) {
             int b = g->job->comms[gi].slot[j];
-            if (b >= 0 && b != a && b < g->hj->world &&
-                g->hj->hr[b].state == P3D_HS_WAITING)
-                p3d_hg_edge(g, a, b, 0, h->ops[i]);
+            if (b == a || !p3d_hg_kind_target(g, P3D_HG_SOFT, b))
+                continue;
+            if (kept == P3D_HANG_WAITFOR) { /* p3d_hang_edges.c: why */
+                p3d_hg_cut(g, a, gi, P3D_HG_SOFT);
+                break;
+            }
+            p3d_hg_edge(g, a, b, 0, h->ops[i]);
+            kept++;
         }
     }
 }
@@ -128,21 +116,24 @@ static void p3d_hg_unknown(struct p3d_hg *g, int a)
 
     for (size_t i = 0; i < h->n_kept; i++) {
         const struct p3d_rec_op *o = h->ops[i];
-        int gi;
+        int gi, kept = 0;
         if (!h->pend[i])
             continue;
         gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
         for (int j = 0; gi >= 0 && j < g->job->comms[gi].size; j++) {
             int b = g->job->comms[gi].slot[j];
-            if (b < 0 || b == a || b >= g->hj->world ||
-                (P3D_OP_IS_P2P(o->op) && j != o->peer) ||
-                !p3d_hg_has_file(g, b) || g->hj->hr[b].have_gpu ||
-                g->hj->hr[b].state == P3D_HS_WAITING)
-                continue;
             size_t n0 = g->n;
+            if (b == a || (P3D_OP_IS_P2P(o->op) && j != o->peer) ||
+                !p3d_hg_kind_target(g, P3D_HG_UNKNOWN, b))
+                continue;
+            if (kept == P3D_HANG_WAITFOR) { /* p3d_hang_edges.c: why */
+                p3d_hg_cut(g, a, gi, P3D_HG_UNKNOWN);
+                break;
+            }
             p3d_hg_edge(g, a, b, 0, o);
             if (g->n > n0) /* not already there as another kind */
                 g->e[n0].unknown = 1;
+            kept++;
         }
     }
 }
@@ -178,14 +169,39 @@ static void p3d_hg_edges(struct p3d_hg *g)
     for (int a = 0; a < g->hj->world; a++)
         if (g->hj->hr[a].state == P3D_HS_NOT_IN_NCCL)
             p3d_hg_infer(g, a);
+    p3d_hg_index(g);
 }
 
 static int p3d_hg_out(const struct p3d_hg *g, int a)
 {
-    for (size_t i = 0; i < g->n; i++)
-        if (g->e[i].from == a)
-            return 1;
-    return 0;
+    int n;
+
+    p3d_hg_out_edges(g, a, &n);
+    return n > 0;
+}
+
+/* Ranks reachable from those marked in reach (a walk along the edges,
+ * not along "unknown": its end proved nothing). */
+static void p3d_hg_reach(const struct p3d_hg *g, char *reach)
+{
+    int w = g->hj->world, head = 0, tail = 0;
+    int *q = p3d_xcalloc((size_t)w + 1, sizeof(*q));
+
+    for (int a = 0; a < w; a++)
+        if (reach[a])
+            q[tail++] = a;
+    while (head < tail) {
+        int n;
+        const int *out = p3d_hg_out_edges(g, q[head++], &n);
+        for (int i = 0; i < n; i++) {
+            int b = g->e[out[i]].to;
+            if (!g->e[out[i]].unknown && b >= 0 && b < w && !reach[b]) {
+                reach[b] = 1;
+                q[tail++] = b;
+            }
+        }
+    }
+    free(q);
 }
 
 /*
@@ -217,19 +233,13 @@ static int p3d_hg_cycle_roots(struct p3d_hg *g, const char *reach,
 /* Ranks reachable from any waiting rank; roots = those waiting for none. */
 static int p3d_hg_roots(struct p3d_hg *g, int *root)
 {
-    int w = g->hj->world, n = 0, changed = 1;
+    int w = g->hj->world, n = 0;
     char *reach = p3d_xcalloc((size_t)w, 1);
 
     for (int a = 0; a < w; a++)
         reach[a] = g->hj->hr[a].state == P3D_HS_WAITING ||
                    g->hj->hr[a].inferred;
-    while (changed) { /* not along "unknown": its end proved nothing */
-        changed = 0;
-        for (size_t i = 0; i < g->n; i++)
-            if (reach[g->e[i].from] && !reach[g->e[i].to] &&
-                !g->e[i].unknown)
-                reach[g->e[i].to] = 1, changed = 1;
-    }
+    p3d_hg_reach(g, reach);
     for (int a = 0; a < w; a++)
         if (reach[a] && !p3d_hg_out(g, a) && !g->hj->hr[a].init_unknown)
             root[n++] = a;
@@ -316,25 +326,26 @@ static int p3d_hg_same_wait(const struct p3d_hedge *a,
 static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
 {
     const struct p3d_hedge *best = NULL;
+    int n;
+    const int *out = p3d_hg_out_edges(g, a, &n);
 
     memset(w, 0, sizeof(*w));
     w->rank = a;
     w->peer = -1;
     w->label = -1;
-    for (size_t i = 0; i < g->n; i++) {
-        const struct p3d_hedge *e = &g->e[i];
-        if (e->from == a && (best == NULL || (e->hard > best->hard) ||
-                             (e->hard == best->hard && e->t < best->t)))
+    for (int i = 0; i < n; i++) {
+        const struct p3d_hedge *e = &g->e[out[i]];
+        if (best == NULL || (e->hard > best->hard) ||
+            (e->hard == best->hard && e->t < best->t))
             best = e;
     }
-    for (size_t i = 0; best && i < g->n; i++)
-        if (g->e[i].from == a && p3d_hg_same_wait(&g->e[i], best))
-            p3d_hg_for(w, g->e[i].to);
+    for (int i = 0; best && i < n; i++)
+        if (p3d_hg_same_wait(&g->e[out[i]], best))
+            p3d_hg_for(w, g->e[out[i]].to);
     w->unknown = best && best->unknown;
     w->n_for_op = w->n_for;
-    for (size_t i = 0; i < g->n; i++)
-        if (g->e[i].from == a)
-            p3d_hg_for(w, g->e[i].to);
+    for (int i = 0; i < n; i++)
+        p3d_hg_for(w, g->e[out[i]].to);
     if (best == NULL) {
         p3d_hg_wait_plain(g, a, w);
     } else if (best->o == NULL) {               /* an init */
@@ -342,29 +353,6 @@ static void p3d_hg_wait(struct p3d_hg *g, int a, struct p3d_hang_wait *w)
         w->t_enter = best->t, w->label = best->label;
     } else {
         p3d_hg_wait_op(g, best->o, w);
-    }
-}
-
-/* Distance of each rank to a root along wait edges (BFS backwards). */
-static void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root,
-                         int *depth)
-{
-    int w = g->hj->world, changed = 1;
-
-    for (int a = 0; a < w; a++)
-        depth[a] = -1;
-    for (int i = 0; i < n_root; i++)
-        depth[root[i]] = 0;
-    while (changed) {
-        changed = 0;
-        for (size_t i = 0; i < g->n; i++) {
-            int d = depth[g->e[i].to];
-            if (d >= 0 && (depth[g->e[i].from] < 0 ||
-                           depth[g->e[i].from] > d + 1)) {
-                depth[g->e[i].from] = d + 1;
-                changed = 1;
-            }
-        }
     }
 }
 
@@ -410,7 +398,7 @@ static void p3d_hg_waits(struct p3d_hg *g, struct p3d_hang_res *res,
 void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
                     struct p3d_hang_res *res)
 {
-    struct p3d_hg g = {job, hj, NULL, 0, 0};
+    struct p3d_hg g = {.job = job, .hj = hj};
     int *root = p3d_xcalloc((size_t)hj->world, sizeof(int));
     int *depth = p3d_xcalloc((size_t)hj->world, sizeof(int));
     int n_root = 0;
@@ -450,7 +438,7 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
         for (int a = 0; a < hj->world; a++) /* not a root's state */
             res->state[a] = hj->hr[a].state;
     }
-    free(g.e);
+    p3d_hg_free(&g);
     free(root);
     free(depth);
 }

@@ -107,16 +107,46 @@ struct p3d_hedge {
     int op, label;
 };
 
-/* The wait graph being built. */
+/* A wait whose edges stopped at P3D_HANG_WAITFOR (p3d_hang_edges.c): rank
+ * `rank` waits on every member of communicator gi that `kind` admits. */
+struct p3d_hg_cut {
+    int rank, gi, kind;
+};
+
+enum { P3D_HG_SOFT, P3D_HG_UNKNOWN }; /* kinds of waits that are cut */
+
+/* The wait graph being built (p3d_hang_edges.c keeps its edges). */
 struct p3d_hg {
     struct p3d_job *job;
     struct p3d_hjob *hj;
     struct p3d_hedge *e;
     size_t n, cap;
+    struct p3d_map seen; /* hash of (from, to, op) -> latest such edge */
+    int *seen_prev;      /* [n]: the edge before it with that hash */
+    size_t cap_prev;
+    int *out_at, *out_e, *in_at, *in_e; /* p3d_hg_index */
+    struct p3d_hg_cut *cut;
+    size_t n_cut, cap_cut;
 };
 
+/* Add the edge from -> to of op o (NULL: an init) unless it is there. */
 void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
                  const struct p3d_rec_op *o);
+/* Whether member b is waited on by a wait of this kind (P3D_HG_SOFT: b
+ * waits too; P3D_HG_UNKNOWN: b has a file, no GPU times, and does not
+ * wait); the waiting rank itself excepted by the caller. */
+int p3d_hg_kind_target(const struct p3d_hg *g, int kind, int b);
+/* Rank a's wait of this kind on communicator gi has more targets than
+ * the P3D_HANG_WAITFOR edges it kept. */
+void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind);
+/* Index the edges by rank, once all are in; then the lists below hold
+ * each rank's edges out and in (indexes into g->e, in the order added). */
+void p3d_hg_index(struct p3d_hg *g);
+const int *p3d_hg_out_edges(const struct p3d_hg *g, int a, int *n);
+const int *p3d_hg_in_edges(const struct p3d_hg *g, int b, int *n);
+/* Distance of each rank to a root along the waits, -1 for none. */
+void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth);
+void p3d_hg_free(struct p3d_hg *g);
 int p3d_hg_has_file(const struct p3d_hg *g, int b);
 /* Whether rank b's trace lost records (the header's P3D_F_DROPPED): what
  * it lacks is no evidence that b did not issue it. */

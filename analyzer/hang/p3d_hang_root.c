@@ -85,12 +85,13 @@ static void p3d_hg_owed(const struct p3d_hg *g, struct p3d_hang_root *rt)
 {
     const struct p3d_rec_op *nx = p3d_hg_twin_next(g, rt->rank);
     const struct p3d_hedge *best = NULL;
-    int lbl = nx ? p3d_hang_label(g->job, nx->comm_hash) : -1, how = 0;
+    int lbl = nx ? p3d_hang_label(g->job, nx->comm_hash) : -1, how = 0, n;
+    const int *in = p3d_hg_in_edges(g, rt->rank, &n);
 
-    for (size_t i = 0; i < g->n; i++) {
-        const struct p3d_hedge *e = &g->e[i];
+    for (int i = 0; i < n; i++) {
+        const struct p3d_hedge *e = &g->e[in[i]];
         int eh;
-        if (e->to != rt->rank || !e->hard)
+        if (!e->hard)
             continue;
         rt->n_waiters++;
         eh = nx && e->label == lbl ? (e->op == nx->op ? 3 : 2) : 0;
@@ -143,15 +144,18 @@ static int p3d_hg_reported_for(const struct p3d_hrank *a,
 static int p3d_hg_watchdog_silent(const struct p3d_hg *g, int r)
 {
     const struct p3d_hrank *h = &g->hj->hr[r];
+    int n;
+    const int *in = p3d_hg_in_edges(g, r, &n);
 
     if (!h->term || !h->wd_known || h->wd_timeout_ns == 0 || h->n_hang > 0 ||
         h->wd_untracked > 0)
         return 0;
-    for (size_t i = 0; i < g->n; i++)
-        if (g->e[i].to == r && g->e[i].hard && g->e[i].from != r &&
-            p3d_hg_reported_for(&g->hj->hr[g->e[i].from], &g->e[i],
-                                h->wd_timeout_ns))
+    for (int i = 0; i < n; i++) {
+        const struct p3d_hedge *e = &g->e[in[i]];
+        if (e->hard && e->from != r &&
+            p3d_hg_reported_for(&g->hj->hr[e->from], e, h->wd_timeout_ns))
             return 1;
+    }
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "p3d_hang_int.h"
+#include "p3d_util.h"
 
 #define WORLD 2
 #define S 1000000000ull
@@ -26,7 +27,8 @@ static struct p3d_hjob hj = {hr, WORLD};
 static struct p3d_rec_op wait_op;
 static struct p3d_rec_hang report;
 static struct p3d_hedge edge;
-static struct p3d_hg g = {&job, &hj, &edge, 1, 1};
+static struct p3d_hg g = {.job = &job, .hj = &hj, .e = &edge, .n = 1,
+                          .cap = 1};
 static struct p3d_hang_root rt;
 
 /* Rank 0 waits in all-reduce seq 7 of comm 0xC for rank 1, and its
@@ -65,6 +67,14 @@ static int setup(void **state)
     edge.from = 0, edge.to = 1, edge.hard = 1, edge.o = &wait_op;
     edge.comm = 0xC, edge.seq = 7, edge.op = P3D_OP_ALLREDUCE;
     edge.label = -1;
+    p3d_hg_index(&g); /* the root reads the waits on it from the index */
+    return 0;
+}
+
+static int free_index(void **state)
+{
+    (void)state;
+    P3D_FREE_ALL(g.out_at, g.out_e, g.in_at, g.in_e);
     return 0;
 }
 
@@ -159,5 +169,5 @@ int main(void)
         cmocka_unit_test_setup(test_waiter_reported_another_op, setup),
         cmocka_unit_test_setup(test_trace_complete, setup),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_index);
 }

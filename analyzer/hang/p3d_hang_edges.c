@@ -1,0 +1,282 @@
+/*
+ * p3d_hang_edges.c - the wait graph's edges (p3d_hang_int.h): each added
+ * once, found again through a hash of (from, to, op) instead of a scan
+ * of every edge before it; indexed by the rank they leave and the rank
+ * they reach once all are in (p3d_hg_index); and the distance of every
+ * rank to a root along them (p3d_hg_depth).
+ *
+ * A stalled collective of N ranks (every member arrived, none completed:
+ * an NCCL or network stall) has each member wait on every other: N^2
+ * soft edges, 268M at 16k ranks, and checking each new edge against all
+ * before it kept 1,024 ranks busy for many minutes.  So a wait on
+ * members that wait too (soft) or that have no GPU times (unknown) keeps
+ * its first P3D_HANG_WAITFOR edges only (the caller stops there and
+ * records the cut, p3d_hg_cut).  Nothing else changes with it:
+ *   - a wait lists at most P3D_HANG_WAITFOR ranks (waiting_for), the
+ *     first ones in edge order, and a cut wait alone fills the list
+ *     before its dropped edges would come;
+ *   - a rank with a wait is not a root whether it has one edge or many;
+ *   - reachability: a soft edge ends at a waiting rank, reachable
+ *     already, and an unknown edge is not followed;
+ *   - the distance to a root is the one figure that needs every edge:
+ *     p3d_hg_depth goes over a cut wait's whole group of members.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3d_hang_int.h"
+#include "p3d_label.h"
+#include "p3d_util.h"
+
+static uint64_t p3d_hg_key(int from, int to, const struct p3d_rec_op *o)
+{
+    uint64_t h = ((uint64_t)(uint32_t)from << 32) ^ (uint32_t)to;
+
+    h ^= (uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
+                 const struct p3d_rec_op *o)
+{
+    struct p3d_hedge e = {.from = from, .to = to, .hard = hard, .o = o,
+                          .op = -1, .label = -1};
+    uint64_t key = p3d_hg_key(from, to, o);
+
+    for (int k = p3d_map_get(&g->seen, key); k >= 0; k = g->seen_prev[k])
+        if (g->e[k].from == from && g->e[k].to == to && g->e[k].o == o)
+            return;
+    if (o != NULL) {
+        e.comm = o->comm_hash, e.seq = o->seq, e.t = o->t_enter;
+        e.op = o->op, e.label = p3d_hang_label(g->job, o->comm_hash);
+    }
+    g->cap_prev = p3d_grow((void **)&g->seen_prev, g->cap_prev, g->n,
+                           sizeof(*g->seen_prev));
+    g->seen_prev[g->n] = p3d_map_get(&g->seen, key);
+    p3d_map_put(&g->seen, key, (int)g->n);
+    g->cap = p3d_grow((void **)&g->e, g->cap, g->n, sizeof(*g->e));
+    g->e[g->n++] = e;
+}
+
+int p3d_hg_kind_target(const struct p3d_hg *g, int kind, int b)
+{
+    const struct p3d_hrank *h;
+
+    if (b < 0 || b >= g->hj->world)
+        return 0;
+    h = &g->hj->hr[b];
+    if (kind == P3D_HG_SOFT)
+        return h->state == P3D_HS_WAITING;
+    return p3d_hg_has_file(g, b) && !h->have_gpu &&
+           h->state != P3D_HS_WAITING;
+}
+
+void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind)
+{
+    g->cap_cut = p3d_grow((void **)&g->cut, g->cap_cut, g->n_cut,
+                          sizeof(*g->cut));
+    g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, kind};
+}
+
+/* at[world + 1], idx: the edges of each rank (by from or to), in edge
+ * order. */
+static void p3d_hg_csr(const struct p3d_hg *g, int by_to, int **at,
+                       int **idx)
+{
+    int w = g->hj->world, *pos;
+
+    *at = p3d_xcalloc((size_t)w + 2, sizeof(**at));
+    *idx = p3d_xcalloc(g->n + 1, sizeof(**idx));
+    for (size_t i = 0; i < g->n; i++) {
+        int r = by_to ? g->e[i].to : g->e[i].from;
+        if (r >= 0 && r < w)
+            (*at)[r + 1]++;
+    }
+    for (int r = 0; r < w; r++)
+        (*at)[r + 1] += (*at)[r];
+    pos = p3d_xcalloc((size_t)w + 1, sizeof(*pos));
+    memcpy(pos, *at, (size_t)w * sizeof(*pos));
+    for (size_t i = 0; i < g->n; i++) {
+        int r = by_to ? g->e[i].to : g->e[i].from;
+        if (r >= 0 && r < w)
+            (*idx)[pos[r]++] = (int)i;
+    }
+    free(pos);
+}
+
+void p3d_hg_index(struct p3d_hg *g)
+{
+    free(g->out_at), free(g->out_e), free(g->in_at), free(g->in_e);
+    p3d_hg_csr(g, 0, &g->out_at, &g->out_e);
+    p3d_hg_csr(g, 1, &g->in_at, &g->in_e);
+}
+
+static const int *p3d_hg_list(const int *at, const int *idx, int w, int r,
+                              int *n)
+{
+    if (!at || r < 0 || r >= w) {
+        *n = 0;
+        return NULL;
+    }
+    *n = at[r + 1] - at[r];
+    return idx + at[r];
+}
+
+const int *p3d_hg_out_edges(const struct p3d_hg *g, int a, int *n)
+{
+    return p3d_hg_list(g->out_at, g->out_e, g->hj->world, a, n);
+}
+
+const int *p3d_hg_in_edges(const struct p3d_hg *g, int b, int *n)
+{
+    return p3d_hg_list(g->in_at, g->in_e, g->hj->world, b, n);
+}
+
+/*
+ * The cut waits as groups: one per (communicator, kind), with the ranks
+ * whose wait was cut (src) and the members it waits on (per member, the
+ * groups it is in: at/grp).  A cut wait of rank a waits on every target
+ * of its group but a.
+ */
+struct p3d_hg_groups {
+    int n;
+    int *src_at, *src;    /* [n + 1], sources of group k */
+    int *at, *grp;        /* [world + 1], groups of each member */
+    char *done;           /* [n]: expanded by p3d_hg_depth */
+};
+
+static int p3d_cut_cmp(const void *x, const void *y)
+{
+    const struct p3d_hg_cut *a = x, *b = y;
+
+    if (a->gi != b->gi)
+        return P3D_CMP(a->gi, b->gi);
+    if (a->kind != b->kind)
+        return P3D_CMP(a->kind, b->kind);
+    return P3D_CMP(a->rank, b->rank);
+}
+
+/* Members of group k's communicator that its kind waits on, as
+ * (member, group) pairs counted (out NULL) or written. */
+static int p3d_hg_group_targets(const struct p3d_hg *g,
+                                const struct p3d_hg_cut *c, int *count,
+                                int *pos, int *grp, int k)
+{
+    const struct p3d_gcomm *cm = &g->job->comms[c->gi];
+    int n = 0;
+
+    for (int j = 0; j < cm->size; j++) {
+        int b = cm->slot[j];
+        if (!p3d_hg_kind_target(g, c->kind, b))
+            continue;
+        n++;
+        if (count)
+            count[b + 1]++;
+        else
+            grp[pos[b]++] = k;
+    }
+    return n;
+}
+
+static void p3d_hg_groups(struct p3d_hg *g, struct p3d_hg_groups *gr)
+{
+    int w = g->hj->world, *first, *pos;
+
+    memset(gr, 0, sizeof(*gr));
+    if (g->n_cut > 1)
+        qsort(g->cut, g->n_cut, sizeof(*g->cut), p3d_cut_cmp);
+    first = p3d_xcalloc(g->n_cut + 1, sizeof(*first)); /* cut of group */
+    gr->src_at = p3d_xcalloc(g->n_cut + 2, sizeof(*gr->src_at));
+    gr->src = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->src));
+    for (size_t i = 0; i < g->n_cut; i++) {
+        if (i == 0 || g->cut[i].gi != g->cut[i - 1].gi ||
+            g->cut[i].kind != g->cut[i - 1].kind)
+            first[gr->n++] = (int)i;
+        gr->src[i] = g->cut[i].rank;
+        gr->src_at[gr->n] = (int)i + 1;
+    }
+    gr->at = p3d_xcalloc((size_t)w + 2, sizeof(*gr->at));
+    for (int k = 0; k < gr->n; k++)
+        p3d_hg_group_targets(g, &g->cut[first[k]], gr->at, NULL, NULL, k);
+    for (int r = 0; r < w; r++)
+        gr->at[r + 1] += gr->at[r];
+    gr->grp = p3d_xcalloc((size_t)gr->at[w] + 1, sizeof(*gr->grp));
+    pos = p3d_xcalloc((size_t)w + 1, sizeof(*pos));
+    memcpy(pos, gr->at, (size_t)w * sizeof(*pos));
+    for (int k = 0; k < gr->n; k++)
+        p3d_hg_group_targets(g, &g->cut[first[k]], NULL, pos, gr->grp, k);
+    gr->done = p3d_xcalloc((size_t)gr->n + 1, 1);
+    free(pos);
+    free(first);
+}
+
+static void p3d_hg_groups_free(struct p3d_hg_groups *gr)
+{
+    P3D_FREE_ALL(gr->src_at, gr->src, gr->at, gr->grp, gr->done);
+}
+
+/* Ranks that reach b (depth d) in one step: along an edge into b, or by
+ * a cut wait b is a target of (each group once: the first member to be
+ * reached is the nearest). */
+static void p3d_hg_reach_from(const struct p3d_hg *g,
+                              struct p3d_hg_groups *gr, int b, int *depth,
+                              int *q, int *tail)
+{
+    int n, d = depth[b];
+    const int *in = p3d_hg_in_edges(g, b, &n);
+
+    for (int i = 0; i < n; i++) {
+        int x = g->e[in[i]].from;
+        if (x >= 0 && x < g->hj->world && depth[x] < 0) {
+            depth[x] = d + 1;
+            q[(*tail)++] = x;
+        }
+    }
+    for (int i = gr->at[b]; i < gr->at[b + 1]; i++) {
+        int k = gr->grp[i];
+        if (gr->done[k])
+            continue;
+        gr->done[k] = 1;
+        for (int s = gr->src_at[k]; s < gr->src_at[k + 1]; s++) {
+            int a = gr->src[s]; /* b itself has its depth */
+            if (depth[a] < 0) {
+                depth[a] = d + 1;
+                q[(*tail)++] = a;
+            }
+        }
+    }
+}
+
+/*
+ * Distance of each rank to a root along wait edges, -1 if none: a
+ * breadth-first walk back from the roots (the shortest distance, as
+ * relaxing every edge until nothing changes gave), over the edges kept
+ * and the cut waits' groups.
+ */
+void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth)
+{
+    int w = g->hj->world, head = 0, tail = 0;
+    int *q = p3d_xcalloc((size_t)w + 1, sizeof(*q));
+    struct p3d_hg_groups gr;
+
+    p3d_hg_groups(g, &gr);
+    for (int a = 0; a < w; a++)
+        depth[a] = -1;
+    for (int i = 0; i < n_root; i++)
+        if (depth[root[i]] < 0) {
+            depth[root[i]] = 0;
+            q[tail++] = root[i];
+        }
+    while (head < tail)
+        p3d_hg_reach_from(g, &gr, q[head++], depth, q, &tail);
+    p3d_hg_groups_free(&gr);
+    free(q);
+}
+
+void p3d_hg_free(struct p3d_hg *g)
+{
+    p3d_map_free(&g->seen);
+    P3D_FREE_ALL(g->e, g->seen_prev, g->out_at, g->out_e, g->in_at, g->in_e,
+                 g->cut);
+}
