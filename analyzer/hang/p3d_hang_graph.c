@@ -41,24 +41,59 @@ int p3d_hg_arrived(const struct p3d_hg *g, int b, const struct p3d_rec_op *o)
     return p3d_hang_count(h, o->comm_hash, P3D_HK_COLL, -1) > o->seq;
 }
 
+/*
+ * The members (in slot order) of communicator gi that have not issued
+ * collective o's seq.  Every waiter of one instance asks the same, so it
+ * is worked out once: a stalled collective of N ranks asked N^2 times.
+ */
+static const struct p3d_hg_absent *p3d_hg_absent(struct p3d_hg *g, int gi,
+                                                 const struct p3d_rec_op *o)
+{
+    const struct p3d_gcomm *c = &g->job->comms[gi];
+    uint64_t key = (o->comm_hash ^ (o->seq * 0x9e3779b97f4a7c15ull)) *
+                   0xff51afd7ed558ccdull;
+    struct p3d_hg_absent *x;
+
+    for (int k = p3d_map_get(&g->absent_idx, key); k >= 0;
+         k = g->absent[k].prev)
+        if (g->absent[k].comm == o->comm_hash && g->absent[k].seq == o->seq)
+            return &g->absent[k];
+    g->cap_absent = p3d_grow((void **)&g->absent, g->cap_absent,
+                             g->n_absent, sizeof(*g->absent));
+    x = &g->absent[g->n_absent];
+    *x = (struct p3d_hg_absent){o->comm_hash, o->seq, NULL, 0,
+                                p3d_map_get(&g->absent_idx, key)};
+    p3d_map_put(&g->absent_idx, key, (int)g->n_absent++);
+    x->b = p3d_xcalloc((size_t)c->size + 1, sizeof(*x->b));
+    for (int j = 0; j < c->size; j++)
+        if (c->slot[j] >= 0 && !p3d_hg_arrived(g, c->slot[j], o))
+            x->b[x->n++] = c->slot[j];
+    return x;
+}
+
 /* Hard edges of rank a's pending op o: members that have not arrived. */
 static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
 {
     int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash), n = 0;
     const struct p3d_gcomm *c;
+    const struct p3d_hg_absent *x;
 
     if (gi < 0 || o->seq == UINT64_MAX)
         return 0;
     c = &g->job->comms[gi];
-    for (int j = 0; j < c->size; j++) {
-        int b = c->slot[j];
-        if (b < 0 || b == a || (P3D_OP_IS_P2P(o->op) && j != o->peer))
-            continue;
-        if (!p3d_hg_arrived(g, b, o)) {
-            p3d_hg_edge(g, a, b, 1, o);
+    if (P3D_OP_IS_P2P(o->op)) { /* only the peer */
+        int b = o->peer >= 0 && o->peer < c->size ? c->slot[o->peer] : -1;
+        if (b < 0 || b == a || p3d_hg_arrived(g, b, o))
+            return 0;
+        p3d_hg_edge(g, a, b, 1, o);
+        return 1;
+    }
+    x = p3d_hg_absent(g, gi, o);
+    for (int i = 0; i < x->n; i++)
+        if (x->b[i] != a) {
+            p3d_hg_edge(g, a, x->b[i], 1, o);
             n++;
         }
-    }
     return n;
 }
 
@@ -438,6 +473,10 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
         for (int a = 0; a < hj->world; a++) /* not a root's state */
             res->state[a] = hj->hr[a].state;
     }
+    for (size_t i = 0; i < g.n_absent; i++)
+        free(g.absent[i].b);
+    free(g.absent);
+    p3d_map_free(&g.absent_idx);
     p3d_hg_free(&g);
     free(root);
     free(depth);

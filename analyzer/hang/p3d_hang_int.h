@@ -115,6 +115,13 @@ struct p3d_hg_cut {
 
 enum { P3D_HG_SOFT, P3D_HG_UNKNOWN }; /* kinds of waits that are cut */
 
+/* Members that have not issued a collective instance (p3d_hang_graph.c). */
+struct p3d_hg_absent {
+    uint64_t comm, seq;
+    int *b, n;
+    int prev; /* the entry before it with the same key, -1 none */
+};
+
 /* The wait graph being built (p3d_hang_edges.c keeps its edges). */
 struct p3d_hg {
     struct p3d_job *job;
@@ -127,6 +134,9 @@ struct p3d_hg {
     int *out_at, *out_e, *in_at, *in_e; /* p3d_hg_index */
     struct p3d_hg_cut *cut;
     size_t n_cut, cap_cut;
+    struct p3d_map absent_idx; /* (comm, seq) -> entry of absent */
+    struct p3d_hg_absent *absent;
+    size_t n_absent, cap_absent;
 };
 
 /* Add the edge from -> to of op o (NULL: an init) unless it is there. */
