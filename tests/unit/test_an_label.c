@@ -257,27 +257,40 @@ static void test_dp_cp(void **state)
  * specific label, as DP for the DP-CP comm at CP = 1); "used_as" tells
  * them apart.
  */
-static void test_label_is_member_set_used_as_is_usage(void **state)
+/*
+ * Label n comms on the ranks of the PP pair of a tp=1 pp=2 job: g[0] the
+ * pipeline's Send/Recv comm, g[1] the embedding's big all-reduces, the
+ * rest as the caller set them (before the call: g[k] = g[0] for another
+ * Send/Recv comm); each comm's members and slots are {0, 1}.
+ */
+static void label_pp_pair(struct p3d_gcomm *g, int n)
 {
-    struct p3d_gcomm g[2];
-    int members[2][2] = {{0, 1}, {0, 1}}, slots[2][2] = {{0, 1}, {0, 1}};
+    static int pair[2] = {0, 1};
     struct p3d_job job;
 
-    (void)state;
     memset(&job, 0, sizeof(job));
     assert_int_equal(p3d_layout_parse(&job.layout, "tp=1,pp=2,cp=1", 2), 0);
     job.world_size = 2;
     g[0] = comm(P3D_OP_SEND, 48, 1 << 19, 2);
     g[0].st[P3D_OP_RECV] = g[0].st[P3D_OP_SEND];
     g[1] = comm(P3D_OP_ALLREDUCE, 6, 1 << 25, 2);
-    for (int i = 0; i < 2; i++) {
-        g[i].members = members[i];
-        g[i].slot = slots[i];
+    for (int i = 2; i < n; i++)
+        g[i] = g[0];
+    for (int i = 0; i < n; i++) {
+        g[i].members = g[i].slot = pair;
         g[i].order = (uint32_t)i + 1;
     }
     job.comms = g;
-    job.n_comms = 2;
+    job.n_comms = n;
     p3d_label_all(&job);
+}
+
+static void test_label_is_member_set_used_as_is_usage(void **state)
+{
+    struct p3d_gcomm g[2];
+
+    (void)state;
+    label_pp_pair(g, 2);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(g[i].label_first, P3D_LBL_PP);
         assert_true(g[i].labels & B(P3D_LBL_EMB));
@@ -297,26 +310,9 @@ static void test_label_is_member_set_used_as_is_usage(void **state)
 static void test_same_members_earliest_counts(void **state)
 {
     struct p3d_gcomm g[3];
-    int members[3][2] = {{0, 1}, {0, 1}, {0, 1}};
-    int slots[3][2] = {{0, 1}, {0, 1}, {0, 1}};
-    struct p3d_job job;
 
     (void)state;
-    memset(&job, 0, sizeof(job));
-    assert_int_equal(p3d_layout_parse(&job.layout, "tp=1,pp=2,cp=1", 2), 0);
-    job.world_size = 2;
-    g[0] = comm(P3D_OP_SEND, 48, 1 << 19, 2);
-    g[0].st[P3D_OP_RECV] = g[0].st[P3D_OP_SEND];
-    g[1] = comm(P3D_OP_ALLREDUCE, 6, 1 << 25, 2);
-    g[2] = g[0];
-    for (int i = 0; i < 3; i++) {
-        g[i].members = members[i];
-        g[i].slot = slots[i];
-        g[i].order = (uint32_t)i + 1;
-    }
-    job.comms = g;
-    job.n_comms = 3;
-    p3d_label_all(&job);
+    label_pp_pair(g, 3);
     assert_int_equal(g[0].label, P3D_LBL_PP);
     assert_int_equal(g[1].label, P3D_LBL_EMB);
     assert_int_equal(g[2].label, P3D_LBL_P2P);
