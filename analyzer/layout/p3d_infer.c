@@ -138,7 +138,7 @@ static unsigned p3d_one_label(unsigned fit, unsigned primary,
  */
 static struct p3d_score p3d_score(const struct p3d_job *job,
                                   const struct p3d_layout *l,
-                                  const struct p3d_layout_tab *tab,
+                                  struct p3d_layout_tab *tab,
                                   const enum p3d_use *use, int floor,
                                   int n_multi)
 {
@@ -153,7 +153,9 @@ static struct p3d_score p3d_score(const struct p3d_job *job,
 
         if (!g->n_members || g->n_missing)
             continue;
-        bits = p3d_layout_match_tab(l, tab, g->members, g->n_members);
+        bits = tab ? p3d_layout_match_comm(l, tab, i, g->members,
+                                           g->n_members)
+                   : p3d_layout_match(l, g->members, g->n_members);
         seen |= p3d_one_label(bits & want, p3d_use_primary(use[i]), seen);
         if (g->n_members >= 2) {
             s.total++;

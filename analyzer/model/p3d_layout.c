@@ -281,6 +281,8 @@ static unsigned p3d_hsdp_expert_match(const struct p3d_layout *l,
     return B(P3D_LBL_EXPERT_DP);
 }
 
+/* The expert grid's groups the members are (torchtitan's HSDP aside:
+ * p3d_hsdp_bits). */
 static unsigned p3d_expert_match(const struct p3d_layout *l,
                                  const struct p3d_gview *e, const int *m,
                                  int n)
@@ -288,8 +290,8 @@ static unsigned p3d_expert_match(const struct p3d_layout *l,
     int mask = p3d_vary_mask(e, m, n);
     unsigned nt = p3d_nontrivial(e->size), bits;
 
-    if (mask < 0) /* no whole group; with HSDP maybe one replica's part */
-        return l->dp_shard > 0 ? p3d_hsdp_expert_match(l, e, m, n) : 0;
+    if (mask < 0)
+        return 0;
     bits = ((M_CP & nt) == (unsigned)mask ? B(P3D_LBL_EP) : 0) |
            ((M_DP & nt) == (unsigned)mask ? B(P3D_LBL_EXPERT_DP) : 0) |
            (((M_TP | M_CP) & nt) == (unsigned)mask ? B(P3D_LBL_TP_EP) : 0) |
@@ -297,9 +299,6 @@ static unsigned p3d_expert_match(const struct p3d_layout *l,
                 ? B(P3D_LBL_TP_EP_PP) : 0);
     if (l->etp && (M_TP & nt) && (M_TP & nt) == (unsigned)mask)
         bits |= B(P3D_LBL_EXPERT_TP); /* folded: not TP's ranks */
-    if (l->dp_shard > 0) /* HSDP: the experts' shard group instead */
-        bits = (bits & ~B(P3D_LBL_EXPERT_DP)) |
-               p3d_hsdp_expert_match(l, e, m, n);
     return bits;
 }
 
@@ -332,42 +331,109 @@ static unsigned p3d_hsdp_match(const struct p3d_layout *l,
                                                       : 0);
 }
 
-unsigned p3d_layout_match_tab(const struct p3d_layout *l,
-                              const struct p3d_layout_tab *t, const int *m,
+/*
+ * The groups the members are that depend on the grids alone, not on
+ * dp_shard: a layout's HSDP variants share them (p3d_layout_match_comm
+ * keeps them).  No other part gives EXPERT-DP.
+ */
+static unsigned p3d_grid_bits(const struct p3d_layout *l,
+                              const struct p3d_gview *d,
+                              const struct p3d_gview *e, const int *m,
                               int n)
 {
     unsigned bits = 0, nt = p3d_nontrivial(l->size);
-    int w = p3d_world(l), mask, c[P3D_AX_N], es[P3D_AX_N];
-    int packed = t && t->ok && t->w == w;
-    struct p3d_gview d = {l->size, l->ord, packed ? &t->dense : NULL};
-    struct p3d_gview e = {es, l->ord, packed ? &t->expert : NULL};
+    int mask = p3d_vary_mask(d, m, n), c[P3D_AX_N];
 
-    if (n < 1 || !l->valid || m[n - 1] >= w || m[0] < 0)
-        return 0;
-    if (packed)
-        e.size = t->expert.size;
-    else
-        p3d_layout_expert_sizes(l, es);
-    mask = p3d_vary_mask(&d, m, n);
     for (size_t i = 0; mask >= 0 && i < sizeof(p3d_dense_fam) /
                                         sizeof(p3d_dense_fam[0]); i++)
         if ((p3d_dense_fam[i].mask & nt) == (unsigned)mask)
             bits |= B(p3d_dense_fam[i].label);
-    bits |= p3d_expert_match(l, &e, m, n);
-    if (l->dp_shard > 0) /* at dp_shard 1 (no cp) its shards are 1 rank */
-        bits |= p3d_hsdp_match(l, &d, m, n);
-    if (n == w)
+    bits |= p3d_expert_match(l, e, m, n);
+    if (n == p3d_world(l))
         bits |= B(P3D_LBL_WORLD);
     if (n == 2)
-        bits |= p3d_pair_match(l, &d, m);
+        bits |= p3d_pair_match(l, d, m);
     if (n == 1) {
-        p3d_gv_coords(&d, m[0], c);
+        p3d_gv_coords(d, m[0], c);
         if (c[P3D_AX_PP] == 0)
             bits |= B(P3D_LBL_POS_EMB);
         if (l->size[P3D_AX_PP] == 1)
             bits |= B(P3D_LBL_EMB);
     }
     return bits;
+}
+
+/* What torchtitan's HSDP changes of the grid bits g: the experts' shard
+ * group instead of their DP group, and the dense shard and replica
+ * groups (at dp_shard 1, no cp, its shards are 1 rank). */
+static unsigned p3d_hsdp_bits(const struct p3d_layout *l,
+                              const struct p3d_gview *d,
+                              const struct p3d_gview *e, const int *m, int n,
+                              unsigned g)
+{
+    if (l->dp_shard <= 0)
+        return g;
+    return (g & ~B(P3D_LBL_EXPERT_DP)) | p3d_hsdp_expert_match(l, e, m, n) |
+           p3d_hsdp_match(l, d, m, n);
+}
+
+/* The two grids' views: packed from t where it was filled for l. */
+static int p3d_views(const struct p3d_layout *l,
+                     const struct p3d_layout_tab *t, int es[P3D_AX_N],
+                     struct p3d_gview *d, struct p3d_gview *e)
+{
+    int packed = t && t->ok && t->w == p3d_world(l);
+
+    *d = (struct p3d_gview){l->size, l->ord, packed ? &t->dense : NULL};
+    *e = (struct p3d_gview){es, l->ord, packed ? &t->expert : NULL};
+    if (packed)
+        e->size = t->expert.size;
+    else
+        p3d_layout_expert_sizes(l, es);
+    return packed;
+}
+
+static int p3d_members_fit(const struct p3d_layout *l, const int *m, int n)
+{
+    return n >= 1 && l->valid && m[n - 1] < p3d_world(l) && m[0] >= 0;
+}
+
+unsigned p3d_layout_match_tab(const struct p3d_layout *l,
+                              const struct p3d_layout_tab *t, const int *m,
+                              int n)
+{
+    int es[P3D_AX_N];
+    struct p3d_gview d, e;
+
+    if (!p3d_members_fit(l, m, n))
+        return 0;
+    p3d_views(l, t, es, &d, &e);
+    return p3d_hsdp_bits(l, &d, &e, m, n, p3d_grid_bits(l, &d, &e, m, n));
+}
+
+unsigned p3d_layout_match_comm(const struct p3d_layout *l,
+                               struct p3d_layout_tab *t, int ci,
+                               const int *m, int n)
+{
+    int es[P3D_AX_N];
+    struct p3d_gview d, e;
+
+    if (!p3d_members_fit(l, m, n))
+        return 0;
+    if (!p3d_views(l, t, es, &d, &e) || ci < 0)
+        return p3d_hsdp_bits(l, &d, &e, m, n,
+                             p3d_grid_bits(l, &d, &e, m, n));
+    if ((size_t)ci >= t->n_memo) {
+        size_t k = t->n_memo;
+        t->n_memo = (size_t)ci + 64;
+        t->memo = p3d_xrealloc(t->memo, t->n_memo, sizeof(*t->memo));
+        memset(t->memo + k, 0, (t->n_memo - k) * sizeof(*t->memo));
+    }
+    if (t->memo[ci].gen != t->gen) {
+        t->memo[ci].gen = t->gen;
+        t->memo[ci].bits = p3d_grid_bits(l, &d, &e, m, n);
+    }
+    return p3d_hsdp_bits(l, &d, &e, m, n, t->memo[ci].bits);
 }
 
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
@@ -389,7 +455,7 @@ static int p3d_bits_for(int size)
  * not fit in a word.  Ranks count up in the order's mixed radix, so no
  * rank is divided. */
 static int p3d_grid_pack(struct p3d_grid_pack *pk, const int size[P3D_AX_N],
-                         const int ord[P3D_AX_N], int w)
+                         const int ord[P3D_AX_N], int w, int *repacked)
 {
     int c[P3D_AX_N] = {0}, at = 0;
     uint64_t v = 0;
@@ -397,6 +463,7 @@ static int p3d_grid_pack(struct p3d_grid_pack *pk, const int size[P3D_AX_N],
     if (pk->w == w && !memcmp(pk->size, size, sizeof(pk->size)) &&
         !memcmp(pk->ord, ord, sizeof(pk->ord)))
         return pk->ok; /* the same grid (HSDP's variants of a layout) */
+    *repacked = 1;
     pk->w = w;
     pk->ok = 0;
     memcpy(pk->size, size, sizeof(pk->size));
@@ -428,7 +495,7 @@ static int p3d_grid_pack(struct p3d_grid_pack *pk, const int size[P3D_AX_N],
 
 void p3d_layout_tab_fill(struct p3d_layout_tab *t, const struct p3d_layout *l)
 {
-    int es[P3D_AX_N], w = p3d_world(l);
+    int es[P3D_AX_N], w = p3d_world(l), repacked = 0;
 
     t->ok = 0;
     t->w = w;
@@ -441,16 +508,19 @@ void p3d_layout_tab_fill(struct p3d_layout_tab *t, const struct p3d_layout *l)
         t->dense.v = p3d_xmalloc(t->cap * sizeof(*t->dense.v));
         t->expert.v = p3d_xmalloc(t->cap * sizeof(*t->expert.v));
         t->dense.w = t->expert.w = 0; /* nothing packed in these */
+        repacked = 1;
     }
     p3d_layout_expert_sizes(l, es);
-    t->ok = p3d_grid_pack(&t->dense, l->size, l->ord, w) &&
-            p3d_grid_pack(&t->expert, es, l->ord, w);
+    t->ok = p3d_grid_pack(&t->dense, l->size, l->ord, w, &repacked) &&
+            p3d_grid_pack(&t->expert, es, l->ord, w, &repacked);
+    t->gen += repacked; /* the memo's grid bits are of other grids */
 }
 
 void p3d_layout_tab_free(struct p3d_layout_tab *t)
 {
     free(t->dense.v);
     free(t->expert.v);
+    free(t->memo);
     memset(t, 0, sizeof(*t));
 }
 

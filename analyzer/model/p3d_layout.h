@@ -124,6 +124,9 @@ struct p3d_layout_tab {
     int w, ok; /* ok: filled, and the coordinates fit a word */
     size_t cap;
     struct p3d_grid_pack dense, expert;
+    unsigned gen; /* counts the grids packed: a memo entry's is current */
+    struct { unsigned gen, bits; } *memo; /* [n_memo]: a communicator's */
+    size_t n_memo;                        /* bits of the grids alone */
 };
 
 void p3d_layout_tab_fill(struct p3d_layout_tab *t, const struct p3d_layout *l);
@@ -133,6 +136,14 @@ void p3d_layout_tab_free(struct p3d_layout_tab *t);
 unsigned p3d_layout_match_tab(const struct p3d_layout *l,
                               const struct p3d_layout_tab *t,
                               const int *members, int n);
+/* The same for the job's communicator ci (members, n), remembering the
+ * bits that depend on the grids alone: a layout's HSDP variants
+ * (dp_shard) share its grids, and only what dp_shard changes is worked
+ * out again.  The memo assumes communicator ci's members do not change
+ * while t is in use. */
+unsigned p3d_layout_match_comm(const struct p3d_layout *l,
+                               struct p3d_layout_tab *t, int ci,
+                               const int *members, int n);
 
 /* Write "tp=2 cp=1 ep=1 dp=2 pp=2 order=tp-cp-ep-dp-pp". */
 void p3d_layout_str(const struct p3d_layout *l, char *buf, size_t n);

@@ -612,38 +612,94 @@ static void check_tab_same(struct p3d_layout_tab *t, const struct p3d_layout *l,
     free(m);
 }
 
+/* Layouts whose matches are checked packed and computed: the same grid
+ * with another dp_shard, another order, expert grids. */
+static const struct {
+    int tp, cp, dp, pp, ep, etp, dp_shard;
+    const char *order;
+} tab_cases[] = {
+    {2, 1, 2, 2, 1, 2, 0, "tp-cp-ep-dp-pp"},
+    {2, 1, 2, 2, 1, 2, 0, "tp-cp-ep-pp-dp"},
+    {2, 2, 4, 2, 1, 2, 0, "tp-cp-ep-dp-pp"},
+    {2, 2, 4, 2, 1, 2, 2, "tp-cp-ep-dp-pp"},
+    {2, 2, 4, 2, 1, 2, 1, "tp-cp-ep-dp-pp"},
+    {2, 1, 4, 2, 4, 2, 0, "tp-cp-ep-dp-pp"},
+    {2, 1, 4, 2, 4, 1, 0, "tp-cp-ep-dp-pp"},
+    {1, 1, 8, 2, 4, 1, 2, "tp-cp-ep-dp-pp"},
+    {4, 1, 4, 2, 4, 1, 0, "tp-cp-ep-pp-dp"},
+    {1, 3, 5, 1, 1, 1, 0, "tp-cp-ep-dp-pp"},
+    {2, 1, 4, 2, 2, 2, 0, "pp-dp-cp-tp"},
+};
+
 /* p3d_layout_match_tab (the search's packed coordinates) answers as
  * p3d_layout_match does, with one table refilled from layout to layout:
  * the same grid with another dp_shard, another order, an expert grid. */
 static void test_match_tab_same(void **state)
 {
-    static const struct {
-        int tp, cp, dp, pp, ep, etp, dp_shard;
-        const char *order;
-    } c[] = {
-        {2, 1, 2, 2, 1, 2, 0, "tp-cp-ep-dp-pp"},
-        {2, 1, 2, 2, 1, 2, 0, "tp-cp-ep-pp-dp"},
-        {2, 2, 4, 2, 1, 2, 0, "tp-cp-ep-dp-pp"},
-        {2, 2, 4, 2, 1, 2, 2, "tp-cp-ep-dp-pp"},
-        {2, 2, 4, 2, 1, 2, 1, "tp-cp-ep-dp-pp"},
-        {2, 1, 4, 2, 4, 2, 0, "tp-cp-ep-dp-pp"},
-        {2, 1, 4, 2, 4, 1, 0, "tp-cp-ep-dp-pp"},
-        {1, 1, 8, 2, 4, 1, 2, "tp-cp-ep-dp-pp"},
-        {4, 1, 4, 2, 4, 1, 0, "tp-cp-ep-pp-dp"},
-        {1, 3, 5, 1, 1, 1, 0, "tp-cp-ep-dp-pp"},
-        {2, 1, 4, 2, 2, 2, 0, "pp-dp-cp-tp"},
-    };
     struct p3d_layout_tab t = {0};
     unsigned seed = 7;
 
     (void)state;
-    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+    for (size_t i = 0; i < sizeof(tab_cases) / sizeof(tab_cases[0]); i++) {
+        const __typeof__(tab_cases[0]) *c = &tab_cases[i];
         struct p3d_layout l;
-        assert_int_equal(p3d_layout_set_moe(&l, c[i].tp, c[i].cp, c[i].dp,
-                                            c[i].pp, c[i].ep, c[i].etp,
-                                            c[i].order), 0);
-        l.dp_shard = c[i].dp_shard;
+        assert_int_equal(p3d_layout_set_moe(&l, c->tp, c->cp, c->dp, c->pp,
+                                            c->ep, c->etp, c->order), 0);
+        l.dp_shard = c->dp_shard;
         check_tab_same(&t, &l, &seed);
+    }
+    p3d_layout_tab_free(&t);
+}
+
+/* Member sets of a world of w ranks, the same for the same w: runs of
+ * every stride and length (most groups are such runs) and random sets. */
+static int world_sets(int w, int (*set)[64], int *len, int max)
+{
+    unsigned seed = (unsigned)w;
+    int k = 0;
+
+    for (int st = 1; st < w; st++)
+        for (int n = 2; n <= w / st && k < max; n *= 2)
+            for (int a = 0; a + (n - 1) * st < w && k < max; a += 3) {
+                for (int j = 0; j < n; j++)
+                    set[k][j] = a + j * st;
+                len[k++] = n;
+            }
+    while (k < max) {
+        len[k] = 0;
+        for (int r = 0; r < w && r < 64; r++)
+            if ((seed = seed * 1103515245u + 12345u) >> 16 & 1)
+                set[k][len[k]++] = r;
+        k += len[k] > 0;
+    }
+    return k;
+}
+
+/* p3d_layout_match_comm (the search's: bits of the grids remembered per
+ * communicator across a layout's HSDP variants) answers as
+ * p3d_layout_match does, over the layouts of test_match_tab_same in
+ * turn, with one table. */
+static void test_match_comm_memo(void **state)
+{
+    static int set[600][64], len[600];
+    struct p3d_layout_tab t = {0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(tab_cases) / sizeof(tab_cases[0]); i++) {
+        struct p3d_layout l;
+        int n = 0;
+        assert_int_equal(p3d_layout_set_moe(&l, tab_cases[i].tp,
+                                            tab_cases[i].cp, tab_cases[i].dp,
+                                            tab_cases[i].pp, tab_cases[i].ep,
+                                            tab_cases[i].etp,
+                                            tab_cases[i].order), 0);
+        l.dp_shard = tab_cases[i].dp_shard;
+        n = world_sets(l.size[0] * l.size[1] * l.size[2] * l.size[3], set,
+                       len, 600);
+        p3d_layout_tab_fill(&t, &l);
+        for (int k = 0; k < n; k++)
+            assert_int_equal(p3d_layout_match_comm(&l, &t, k, set[k], len[k]),
+                             p3d_layout_match(&l, set[k], len[k]));
     }
     p3d_layout_tab_free(&t);
 }
@@ -654,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_worked_example),
         cmocka_unit_test(test_hsdp),
         cmocka_unit_test(test_match_tab_same),
+        cmocka_unit_test(test_match_comm_memo),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_infer_issue3_layouts),
         cmocka_unit_test(test_infer_ep_and_more),
