@@ -236,6 +236,10 @@ struct p3d_search {
     struct p3d_cand top[P3D_TOP]; /* the best candidates, best first: */
     int n_top;                    /* top[0] is the best (zeroed if none) */
     struct p3d_layout_tab tab;    /* the candidate's coordinates */
+    int pack;    /* fill tab: the world is no larger than twice the
+                    members of all communicators (packing costs a walk
+                    over the world per candidate, scoring one over the
+                    members; a damaged file can claim a rank of 2^30) */
     int n_multi; /* communicators of 2+ members, all present */
 };
 
@@ -261,8 +265,10 @@ static void p3d_try_one(struct p3d_search *s, const struct p3d_layout *l)
     struct p3d_score sc;
     int floor = s->n_top == P3D_TOP ? s->top[P3D_TOP - 1].s.explained : -1;
 
-    p3d_layout_tab_fill(&s->tab, l);
-    sc = p3d_score(s->job, l, &s->tab, s->use, floor, s->n_multi);
+    if (s->pack)
+        p3d_layout_tab_fill(&s->tab, l);
+    sc = p3d_score(s->job, l, s->pack ? &s->tab : NULL, s->use, floor,
+                   s->n_multi);
 
     if (getenv("P3D_DEBUG_LAYOUT"))
         fprintf(stderr, "layout tp%d cp%d dp%d pp%d ep%d etp%d dps%d %s: "
@@ -592,13 +598,17 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
     const struct p3d_cand *best;
     struct p3d_search s;
     int w = p3d_job_world(job);
+    uint64_t members = 0;
 
     memset(&s, 0, sizeof(s));
     memset(out, 0, sizeof(*out));
     s.job = job;
     s.use = p3d_classify_all(job);
-    for (int i = 0; i < job->n_comms; i++)
+    for (int i = 0; i < job->n_comms; i++) {
         s.n_multi += job->comms[i].n_members >= 2 && !job->comms[i].n_missing;
+        members += job->comms[i].n_members;
+    }
+    s.pack = w > 0 && (uint64_t)w <= 2 * members;
     if (w > 0)
         p3d_search(&s, w);
     best = &s.top[0];
