@@ -151,7 +151,7 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
 static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
                         const struct p3d_hang_wait *w)
 {
-    char who[128], also[128];
+    char who[128], also[128], more[40] = "";
 
     p3d_fmt_ranks(who, sizeof(who), w->waiting_for, w->n_for_op);
     p3d_fmt_ranks(also, sizeof(also), w->waiting_for + w->n_for_op,
@@ -174,11 +174,15 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
         fprintf(f, " since %.3f s,", p3d_hang_waited_s(job, w));
     else
         fprintf(f, " since a time the trace does not place,");
-    fprintf(f, " for %s%s%s",
+    if (w->n_for_op == P3D_HANG_WAITFOR) /* a stalled collective: many */
+        snprintf(more, sizeof(more), " (the list stops at %d)",
+                 P3D_HANG_WAITFOR);
+    fprintf(f, " for %s%s%s%s",
             w->n_for_op ? "rank(s) " : "", w->n_for_op ? who
             : w->op == P3D_HANG_OP_INIT ? "members not known (no rank of "
               "its stage made this communicator)"
             : "no missing member (all arrived)",
+            more,
             w->proven ? " [its call returned, but it cannot have completed:"
                         " they never issued their part]"
             : w->unknown ? " [they issued their part, but have no GPU "

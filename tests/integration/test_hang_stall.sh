@@ -33,5 +33,21 @@ assert h["detected"] and h["stall"] and h["root_ranks"] == [], h
 seqs = {w["seq"] for w in h["chain"]}
 assert seqs == {2}, h["chain"]
 PY
+# 32 ranks: each waits on 31 others, and its wait lists 8 of them,
+# saying the list stops there (hang/p3d_hang_edges.c cuts such waits)
+"$G" --tp 2 --pp 2 --dp 8 --gpu --stall "$T/w" > /dev/null ||
+    fail "p3d-gen 32 ranks"
+"$A" --json "$T/w.json" "$T/w" > "$T/w.txt" 2>&1
+python3 - "$T/w.json" <<'PY' || fail "32 ranks: $(grep -m1 'waits in' "$T/w.txt")"
+import json, sys
+h = json.load(open(sys.argv[1]))["hang"]
+assert h["detected"] and h["stall"] and h["root_ranks"] == [], h
+assert len(h["chain"]) == 32, len(h["chain"])
+for w in h["chain"]:
+    want = [r for r in range(32) if r != w["rank"]][:8]
+    assert w["waiting_for"] == want, w
+PY
+grep -q "rank 9 waits in AllReduce #1 on comm .* for rank(s) 0-7 (the list stops at 8)" \
+    "$T/w.txt" || fail "32 ranks: $(grep -m1 'rank 9 waits' "$T/w.txt")"
 echo "stall: no root named, NCCL/network pointed at, with and without GPU records, and past a graph-captured op"
 
