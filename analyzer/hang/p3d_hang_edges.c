@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_bucket.h"
 #include "p3d_hang_int.h"
 #include "p3d_label.h"
 #include "p3d_util.h"
@@ -79,58 +80,33 @@ void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind)
     g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, kind};
 }
 
-/* at[world + 1], idx: the edges of each rank (by from or to), in edge
- * order. */
-static void p3d_hg_csr(const struct p3d_hg *g, int by_to, int **at,
-                       int **idx)
+/* Each rank's edges, out (by_to 0) or in, in edge order. */
+static void p3d_hg_by_rank(const struct p3d_hg *g, int by_to,
+                           struct p3d_bucket *b)
 {
-    int w = g->hj->world, *pos;
+    int *key = p3d_xcalloc(g->n + 1, sizeof(*key));
 
-    *at = p3d_xcalloc((size_t)w + 2, sizeof(**at));
-    *idx = p3d_xcalloc(g->n + 1, sizeof(**idx));
-    for (size_t i = 0; i < g->n; i++) {
-        int r = by_to ? g->e[i].to : g->e[i].from;
-        if (r >= 0 && r < w)
-            (*at)[r + 1]++;
-    }
-    for (int r = 0; r < w; r++)
-        (*at)[r + 1] += (*at)[r];
-    pos = p3d_xcalloc((size_t)w + 1, sizeof(*pos));
-    memcpy(pos, *at, (size_t)w * sizeof(*pos));
-    for (size_t i = 0; i < g->n; i++) {
-        int r = by_to ? g->e[i].to : g->e[i].from;
-        if (r >= 0 && r < w)
-            (*idx)[pos[r]++] = (int)i;
-    }
-    free(pos);
+    for (size_t i = 0; i < g->n; i++)
+        key[i] = by_to ? g->e[i].to : g->e[i].from;
+    p3d_bucket_free(b);
+    p3d_bucket_make(b, key, g->n, g->hj->world);
+    free(key);
 }
 
 void p3d_hg_index(struct p3d_hg *g)
 {
-    free(g->out_at), free(g->out_e), free(g->in_at), free(g->in_e);
-    p3d_hg_csr(g, 0, &g->out_at, &g->out_e);
-    p3d_hg_csr(g, 1, &g->in_at, &g->in_e);
-}
-
-static const int *p3d_hg_list(const int *at, const int *idx, int w, int r,
-                              int *n)
-{
-    if (!at || r < 0 || r >= w) {
-        *n = 0;
-        return NULL;
-    }
-    *n = at[r + 1] - at[r];
-    return idx + at[r];
+    p3d_hg_by_rank(g, 0, &g->out);
+    p3d_hg_by_rank(g, 1, &g->in);
 }
 
 const int *p3d_hg_out_edges(const struct p3d_hg *g, int a, int *n)
 {
-    return p3d_hg_list(g->out_at, g->out_e, g->hj->world, a, n);
+    return p3d_bucket_of(&g->out, a, n);
 }
 
 const int *p3d_hg_in_edges(const struct p3d_hg *g, int b, int *n)
 {
-    return p3d_hg_list(g->in_at, g->in_e, g->hj->world, b, n);
+    return p3d_bucket_of(&g->in, b, n);
 }
 
 /*
@@ -142,7 +118,8 @@ const int *p3d_hg_in_edges(const struct p3d_hg *g, int b, int *n)
 struct p3d_hg_groups {
     int n;
     int *src_at, *src;    /* [n + 1], sources of group k */
-    int *at, *grp;        /* [world + 1], groups of each member */
+    int *grp;             /* (member, group) pairs' groups, */
+    struct p3d_bucket of; /* indexed by member */
     char *done;           /* [n]: expanded by p3d_hg_depth */
 };
 
@@ -157,31 +134,33 @@ static int p3d_cut_cmp(const void *x, const void *y)
     return P3D_CMP(a->rank, b->rank);
 }
 
-/* Members of group k's communicator that its kind waits on, as
- * (member, group) pairs counted (out NULL) or written. */
-static int p3d_hg_group_targets(const struct p3d_hg *g,
-                                const struct p3d_hg_cut *c, int *count,
-                                int *pos, int *grp, int k)
+/* The members of cut c's communicator that its kind waits on, added
+ * as (member, group k) pairs. */
+static void p3d_hg_group_targets(const struct p3d_hg *g,
+                                 const struct p3d_hg_cut *c, int k,
+                                 int **mem, int **grp, size_t *n,
+                                 size_t *cap)
 {
     const struct p3d_gcomm *cm = &g->job->comms[c->gi];
-    int n = 0;
 
     for (int j = 0; j < cm->size; j++) {
         int b = cm->slot[j];
         if (!p3d_hg_kind_target(g, c->kind, b))
             continue;
-        n++;
-        if (count)
-            count[b + 1]++;
-        else
-            grp[pos[b]++] = k;
+        if (*n >= *cap) {
+            size_t old = *cap;
+            *cap = p3d_grow((void **)mem, old, *n, sizeof(**mem));
+            p3d_grow((void **)grp, old, *n, sizeof(**grp));
+        }
+        (*mem)[*n] = b;
+        (*grp)[(*n)++] = k;
     }
-    return n;
 }
 
 static void p3d_hg_groups(struct p3d_hg *g, struct p3d_hg_groups *gr)
 {
-    int w = g->hj->world, *first, *pos;
+    int *first, *mem = NULL;
+    size_t n = 0, cap = 0;
 
     memset(gr, 0, sizeof(*gr));
     if (g->n_cut > 1)
@@ -196,24 +175,19 @@ static void p3d_hg_groups(struct p3d_hg *g, struct p3d_hg_groups *gr)
         gr->src[i] = g->cut[i].rank;
         gr->src_at[gr->n] = (int)i + 1;
     }
-    gr->at = p3d_xcalloc((size_t)w + 2, sizeof(*gr->at));
     for (int k = 0; k < gr->n; k++)
-        p3d_hg_group_targets(g, &g->cut[first[k]], gr->at, NULL, NULL, k);
-    for (int r = 0; r < w; r++)
-        gr->at[r + 1] += gr->at[r];
-    gr->grp = p3d_xcalloc((size_t)gr->at[w] + 1, sizeof(*gr->grp));
-    pos = p3d_xcalloc((size_t)w + 1, sizeof(*pos));
-    memcpy(pos, gr->at, (size_t)w * sizeof(*pos));
-    for (int k = 0; k < gr->n; k++)
-        p3d_hg_group_targets(g, &g->cut[first[k]], NULL, pos, gr->grp, k);
+        p3d_hg_group_targets(g, &g->cut[first[k]], k, &mem, &gr->grp, &n,
+                             &cap);
+    p3d_bucket_make(&gr->of, mem, n, g->hj->world);
     gr->done = p3d_xcalloc((size_t)gr->n + 1, 1);
-    free(pos);
+    free(mem);
     free(first);
 }
 
 static void p3d_hg_groups_free(struct p3d_hg_groups *gr)
 {
-    P3D_FREE_ALL(gr->src_at, gr->src, gr->at, gr->grp, gr->done);
+    p3d_bucket_free(&gr->of);
+    P3D_FREE_ALL(gr->src_at, gr->src, gr->grp, gr->done);
 }
 
 /* Ranks that reach b (depth d) in one step: along an edge into b, or by
@@ -223,8 +197,9 @@ static void p3d_hg_reach_from(const struct p3d_hg *g,
                               struct p3d_hg_groups *gr, int b, int *depth,
                               int *q, int *tail)
 {
-    int n, d = depth[b];
+    int n, n_grp, d = depth[b];
     const int *in = p3d_hg_in_edges(g, b, &n);
+    const int *pair = p3d_bucket_of(&gr->of, b, &n_grp);
 
     for (int i = 0; i < n; i++) {
         int x = g->e[in[i]].from;
@@ -233,8 +208,8 @@ static void p3d_hg_reach_from(const struct p3d_hg *g,
             q[(*tail)++] = x;
         }
     }
-    for (int i = gr->at[b]; i < gr->at[b + 1]; i++) {
-        int k = gr->grp[i];
+    for (int i = 0; i < n_grp; i++) {
+        int k = gr->grp[pair[i]];
         if (gr->done[k])
             continue;
         gr->done[k] = 1;
@@ -277,6 +252,7 @@ void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth)
 void p3d_hg_free(struct p3d_hg *g)
 {
     p3d_map_free(&g->seen);
-    P3D_FREE_ALL(g->e, g->seen_prev, g->out_at, g->out_e, g->in_at, g->in_e,
-                 g->cut);
+    p3d_bucket_free(&g->out);
+    p3d_bucket_free(&g->in);
+    P3D_FREE_ALL(g->e, g->seen_prev, g->cut);
 }

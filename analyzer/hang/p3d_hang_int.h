@@ -10,6 +10,7 @@
 #ifndef P3D_HANG_INT_H
 #define P3D_HANG_INT_H
 
+#include "p3d_bucket.h"
 #include "p3d_hang.h"
 #include "p3d_reader.h"
 
@@ -131,7 +132,7 @@ struct p3d_hg {
     struct p3d_map seen; /* hash of (from, to, op) -> latest such edge */
     int *seen_prev;      /* [n]: the edge before it with that hash */
     size_t cap_prev;
-    int *out_at, *out_e, *in_at, *in_e; /* p3d_hg_index */
+    struct p3d_bucket out, in; /* each rank's edges (p3d_hg_index) */
     struct p3d_hg_cut *cut;
     size_t n_cut, cap_cut;
     struct p3d_map absent_idx; /* (comm, seq) -> entry of absent */

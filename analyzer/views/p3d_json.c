@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p3d_bucket.h"
 #include "p3d_bw.h"
 #include "p3d_hang.h"
 #include "p3d_findings.h"
@@ -154,60 +155,53 @@ static void p3d_json_gpu(FILE *f, const struct p3d_gcomm *g)
 }
 
 /*
- * Each communicator's entries of the ranks (rank index, comm index), in
- * rank then comm order: one walk over every rank's communicators instead
- * of one per communicator (at 16k ranks that walk took seconds).
+ * Every rank's communicators as (rank index, comm index) entries, indexed
+ * by the global communicator: one walk over them all instead of one per
+ * communicator (at 16k ranks that walk took seconds).
  */
 struct p3d_json_idx {
-    int *start; /* [n_comms + 1]: communicator gi's entries start here */
     int *rank, *comm;
+    struct p3d_bucket of; /* entries of each global communicator */
 };
 
 static void p3d_json_index(const struct p3d_job *job, struct p3d_json_idx *x)
 {
-    int *at, n = 0;
+    size_t n = 0;
+    int *gi;
 
-    x->start = p3d_xcalloc((size_t)job->n_comms + 2, sizeof(*x->start));
     for (int i = 0; i < job->n_ranks; i++)
-        for (int k = 0; k < job->ranks[i].n_comms; k++) {
-            int gi = job->ranks[i].comms[k].gcomm;
-            if (gi >= 0 && gi < job->n_comms)
-                x->start[gi + 1]++;
-        }
-    for (int gi = 0; gi < job->n_comms; gi++)
-        x->start[gi + 1] += x->start[gi];
-    n = x->start[job->n_comms];
-    x->rank = p3d_xcalloc((size_t)n + 1, sizeof(*x->rank));
-    x->comm = p3d_xcalloc((size_t)n + 1, sizeof(*x->comm));
-    at = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(*at));
-    memcpy(at, x->start, (size_t)job->n_comms * sizeof(*at));
+        n += (size_t)job->ranks[i].n_comms;
+    x->rank = p3d_xcalloc(n + 1, sizeof(*x->rank));
+    x->comm = p3d_xcalloc(n + 1, sizeof(*x->comm));
+    gi = p3d_xcalloc(n + 1, sizeof(*gi));
+    n = 0;
     for (int i = 0; i < job->n_ranks; i++)
-        for (int k = 0; k < job->ranks[i].n_comms; k++) {
-            int gi = job->ranks[i].comms[k].gcomm;
-            if (gi >= 0 && gi < job->n_comms) {
-                x->rank[at[gi]] = i;
-                x->comm[at[gi]++] = k;
-            }
+        for (int k = 0; k < job->ranks[i].n_comms; k++, n++) {
+            x->rank[n] = i;
+            x->comm[n] = k;
+            gi[n] = job->ranks[i].comms[k].gcomm;
         }
-    free(at);
+    p3d_bucket_make(&x->of, gi, n, job->n_comms);
+    free(gi);
 }
 
 static void p3d_json_per_rank(FILE *f, const struct p3d_job *job,
                               const struct p3d_json_idx *x, int gi)
 {
-    int n = 0;
+    int n_e;
+    const int *e = p3d_bucket_of(&x->of, gi, &n_e);
 
     fputs(", \"per_rank\": {", f);
-    for (int e = x->start[gi]; e < x->start[gi + 1]; e++) {
-        const struct p3d_rank *r = &job->ranks[x->rank[e]];
-        const struct p3d_rcomm *rc = &r->comms[x->comm[e]];
+    for (int i = 0; i < n_e; i++) {
+        const struct p3d_rank *r = &job->ranks[x->rank[e[i]]];
+        const struct p3d_rcomm *rc = &r->comms[x->comm[e[i]]];
         uint64_t calls = 0, bytes = 0;
         for (int o = 0; o < P3D_OP_COUNT; o++) {
             calls += rc->st[o].calls;
             bytes += rc->st[o].bytes;
         }
         fprintf(f, "%s\"%d\": {\"calls\": %" PRIu64 ", \"bytes\": %"
-                PRIu64 "}", n++ ? ", " : "", r->rank, calls, bytes);
+                PRIu64 "}", i ? ", " : "", r->rank, calls, bytes);
     }
     fputc('}', f);
 }
@@ -380,7 +374,8 @@ void p3d_json_write(FILE *f, const struct p3d_job *job)
     p3d_json_index(job, &x);
     for (int i = 0; i < job->n_comms; i++)
         p3d_json_comm(f, job, &x, i);
-    P3D_FREE_ALL(x.start, x.rank, x.comm);
+    p3d_bucket_free(&x.of);
+    P3D_FREE_ALL(x.rank, x.comm);
     fputs("  ],\n", f);
     p3d_json_ranks(f, job);
     p3d_json_match(f, job);

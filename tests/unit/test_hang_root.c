@@ -74,7 +74,8 @@ static int setup(void **state)
 static int free_index(void **state)
 {
     (void)state;
-    P3D_FREE_ALL(g.out_at, g.out_e, g.in_at, g.in_e);
+    p3d_bucket_free(&g.out);
+    p3d_bucket_free(&g.in);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "p3d_bucket.h"
 #include "p3d_bytes.h"
 #include "p3d_strbuf.h"
 #include "p3d_util.h"
@@ -203,10 +204,44 @@ static void test_bytes_pieces(void **state)
     p3d_bytes_free(&b);
 }
 
+/* Items grouped by key in item order; keys out of range left out; an
+ * index not made, or a key out of range, has none. */
+static void test_bucket(void **state)
+{
+    int key[] = {2, 0, 2, -1, 1, 7, 0, 2}, n;
+    struct p3d_bucket b = {0};
+    const int *it;
+
+    (void)state;
+    assert_null(p3d_bucket_of(&b, 0, &n));
+    assert_int_equal(n, 0);
+    p3d_bucket_make(&b, key, sizeof(key) / sizeof(key[0]), 3);
+    it = p3d_bucket_of(&b, 0, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(it[0], 1);
+    assert_int_equal(it[1], 6);
+    it = p3d_bucket_of(&b, 1, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(it[0], 4);
+    it = p3d_bucket_of(&b, 2, &n);
+    assert_int_equal(n, 3);
+    assert_int_equal(it[0], 0);
+    assert_int_equal(it[1], 2);
+    assert_int_equal(it[2], 7);
+    assert_null(p3d_bucket_of(&b, 3, &n));
+    assert_int_equal(n, 0);
+    assert_null(p3d_bucket_of(&b, -1, &n));
+    p3d_bucket_free(&b);
+    p3d_bucket_make(&b, NULL, 0, 0); /* nothing to group */
+    assert_null(p3d_bucket_of(&b, 0, &n));
+    p3d_bucket_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_le),
+        cmocka_unit_test(test_bucket),
         cmocka_unit_test(test_bytes_sums),
         cmocka_unit_test(test_bytes_pieces),
         cmocka_unit_test(test_cmp_chain),
