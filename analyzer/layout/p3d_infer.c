@@ -633,8 +633,9 @@ void p3d_layout_infer(struct p3d_job *job, const struct p3d_layout *hint,
 
         p3d_confidence(&s, stated, out);
         if (out->confidence != P3D_CONF_NONE) /* else nothing to compare */
-            p3d_alternatives(&s, out, stated ? p3d_score(job, out, NULL, s.use, -1, 0)
-                                             : best->s, out);
+            p3d_alternatives(&s, out,
+                             stated ? p3d_score(job, out, NULL, s.use, -1, 0)
+                                    : best->s, out);
     }
     p3d_layout_tab_free(&s.tab);
     free((void *)s.use);

@@ -177,12 +177,12 @@ static void p3d_twins_free(struct p3d_twins *t)
     free(t->init_prev);
 }
 
-/* Whether a communicator before i with i's members is labelled lbl. */
+/* Whether a communicator before i with i's members (of hash h) is
+ * labelled lbl. */
 static int p3d_dup_has(const struct p3d_job *job,
-                       const struct p3d_twins *t, int i, int lbl)
+                       const struct p3d_twins *t, int i, uint64_t h, int lbl)
 {
-    for (int k = p3d_map_get(&t->done, p3d_set_hash(&job->comms[i]));
-         k >= 0; k = t->done_prev[k])
+    for (int k = p3d_map_get(&t->done, h); k >= 0; k = t->done_prev[k])
         if (job->comms[k].label == lbl &&
             p3d_same_members(&job->comms[k], &job->comms[i]))
             return 1;
@@ -193,13 +193,14 @@ static int p3d_dup_has(const struct p3d_job *job,
  * itself were empty or not known (p3d_usage_batch_a2a): of two such
  * communicators on the same ranks, the second is the other group. */
 static int p3d_ring2_other(const struct p3d_job *job,
-                           const struct p3d_twins *t, int i, int label)
+                           const struct p3d_twins *t, int i, uint64_t h,
+                           int label)
 {
     unsigned b = job->comms[i].labels;
 
     if ((label == P3D_LBL_CP || label == P3D_LBL_EP) &&
         (b & B(P3D_LBL_CP)) && (b & B(P3D_LBL_EP)) &&
-        p3d_dup_has(job, t, i, label))
+        p3d_dup_has(job, t, i, h, label))
         return label == P3D_LBL_CP ? P3D_LBL_EP : P3D_LBL_CP;
     return label;
 }
@@ -225,11 +226,10 @@ static int p3d_not_expert_tp_twin(const struct p3d_job *job, int k,
 }
 
 static int p3d_expert_tp_twin(const struct p3d_job *job,
-                              const struct p3d_twins *t, int i,
+                              const struct p3d_twins *t, int i, uint64_t h,
                               enum p3d_use use, uint64_t max_cpm)
 {
     const struct p3d_gcomm *g = &job->comms[i];
-    uint64_t h = p3d_set_hash(g);
 
     if (!(g->labels & B(P3D_LBL_EXPERT_TP)) ||
         !(p3d_use_labels(use) & B(P3D_LBL_EXPERT_TP)))
@@ -371,10 +371,12 @@ void p3d_label_all(struct p3d_job *job)
     for (int i = 0; i < job->n_comms; i++) {
         struct p3d_gcomm *g = &job->comms[i];
         enum p3d_use use = p3d_usage_class(g, max_cpm);
-        int dup = p3d_dup_label(job, &t, i);
+        int dup = p3d_dup_label(job, &t, i); /* members as they came */
+        uint64_t h;
 
         if (g->n_missing && job->layout.valid)
             p3d_complete(&job->layout, g, use);
+        h = p3d_set_hash(g); /* its members from here on */
         g->labels = g->n_missing ? 0 :
             p3d_layout_match(&job->layout, g->members, g->n_members);
         if (use != P3D_USE_P2P) /* a pair is a P2P comm only if used so */
@@ -384,8 +386,8 @@ void p3d_label_all(struct p3d_job *job)
                            B(P3D_LBL_EXPERT_TP));
         g->label = p3d_label_pick(g->labels, use, g, dup);
         if (use == P3D_USE_RING2)
-            g->label = p3d_ring2_other(job, &t, i, g->label);
-        if (p3d_expert_tp_twin(job, &t, i, use, max_cpm))
+            g->label = p3d_ring2_other(job, &t, i, h, g->label);
+        if (p3d_expert_tp_twin(job, &t, i, h, use, max_cpm))
             g->label = P3D_LBL_EXPERT_TP;
         if (g->label != P3D_LBL_P2P) /* a P2P comm is one made for it */
             g->labels &= ~B(P3D_LBL_P2P);
@@ -393,7 +395,7 @@ void p3d_label_all(struct p3d_job *job)
             g->labels = B(P3D_LBL_OTHER);
         g->label_first = p3d_first(g->labels);
         g->role = p3d_role(g, dup, use);
-        p3d_twins_put(&t.done, t.done_prev, p3d_set_hash(g), i);
+        p3d_twins_put(&t.done, t.done_prev, h, i);
     }
     p3d_twins_free(&t);
 }

@@ -398,19 +398,6 @@ static int p3d_members_fit(const struct p3d_layout *l, const int *m, int n)
     return n >= 1 && l->valid && m[n - 1] < p3d_world(l) && m[0] >= 0;
 }
 
-unsigned p3d_layout_match_tab(const struct p3d_layout *l,
-                              const struct p3d_layout_tab *t, const int *m,
-                              int n)
-{
-    int es[P3D_AX_N];
-    struct p3d_gview d, e;
-
-    if (!p3d_members_fit(l, m, n))
-        return 0;
-    p3d_views(l, t, es, &d, &e);
-    return p3d_hsdp_bits(l, &d, &e, m, n, p3d_grid_bits(l, &d, &e, m, n));
-}
-
 unsigned p3d_layout_match_comm(const struct p3d_layout *l,
                                struct p3d_layout_tab *t, int ci,
                                const int *m, int n)
@@ -438,7 +425,7 @@ unsigned p3d_layout_match_comm(const struct p3d_layout *l,
 
 unsigned p3d_layout_match(const struct p3d_layout *l, const int *m, int n)
 {
-    return p3d_layout_match_tab(l, NULL, m, n);
+    return p3d_layout_match_comm(l, NULL, -1, m, n);
 }
 
 /* Bits a coordinate below size takes (0 for size 1). */

@@ -132,15 +132,12 @@ struct p3d_layout_tab {
 void p3d_layout_tab_fill(struct p3d_layout_tab *t, const struct p3d_layout *l);
 void p3d_layout_tab_free(struct p3d_layout_tab *t);
 /* p3d_layout_match with t filled for l (t NULL or for another world:
- * computed as p3d_layout_match does; the same answer either way). */
-unsigned p3d_layout_match_tab(const struct p3d_layout *l,
-                              const struct p3d_layout_tab *t,
-                              const int *members, int n);
-/* The same for the job's communicator ci (members, n), remembering the
+ * computed as p3d_layout_match does; the same answer either way), for
+ * the job's communicator ci (members, n).  With ci >= 0 it remembers the
  * bits that depend on the grids alone: a layout's HSDP variants
  * (dp_shard) share its grids, and only what dp_shard changes is worked
  * out again.  The memo assumes communicator ci's members do not change
- * while t is in use. */
+ * while t is in use; ci < 0: no memo. */
 unsigned p3d_layout_match_comm(const struct p3d_layout *l,
                                struct p3d_layout_tab *t, int ci,
                                const int *members, int n);

@@ -594,10 +594,10 @@ static void check_tab_same(struct p3d_layout_tab *t, const struct p3d_layout *l,
     for (int r = 0; r < w; r++)
         for (unsigned mask = 0; mask < 16; mask++) {
             n = p3d_layout_group(l, w, r, mask, m);
-            assert_int_equal(p3d_layout_match_tab(l, t, m, n),
+            assert_int_equal(p3d_layout_match_comm(l, t, -1, m, n),
                              p3d_layout_match(l, m, n));
             n = p3d_grid_group(es, l->ord, w, r, mask, m);
-            assert_int_equal(p3d_layout_match_tab(l, t, m, n),
+            assert_int_equal(p3d_layout_match_comm(l, t, -1, m, n),
                              p3d_layout_match(l, m, n));
         }
     for (int k = 0; k < 400; k++) { /* ascending, as communicators are */
@@ -606,7 +606,7 @@ static void check_tab_same(struct p3d_layout_tab *t, const struct p3d_layout *l,
             if ((*seed = *seed * 1103515245u + 12345u) >> 16 & 1)
                 m[n++] = r;
         if (n)
-            assert_int_equal(p3d_layout_match_tab(l, t, m, n),
+            assert_int_equal(p3d_layout_match_comm(l, t, -1, m, n),
                              p3d_layout_match(l, m, n));
     }
     free(m);
@@ -631,9 +631,10 @@ static const struct {
     {2, 1, 4, 2, 2, 2, 0, "pp-dp-cp-tp"},
 };
 
-/* p3d_layout_match_tab (the search's packed coordinates) answers as
- * p3d_layout_match does, with one table refilled from layout to layout:
- * the same grid with another dp_shard, another order, an expert grid. */
+/* p3d_layout_match_comm without its memo (ci -1: the search's packed
+ * coordinates alone) answers as p3d_layout_match does, with one table
+ * refilled from layout to layout: the same grid with another dp_shard,
+ * another order, an expert grid. */
 static void test_match_tab_same(void **state)
 {
     struct p3d_layout_tab t = {0};
