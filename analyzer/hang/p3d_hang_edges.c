@@ -54,8 +54,7 @@ void p3d_hg_edge(struct p3d_hg *g, int from, int to, int hard,
     }
     g->cap_prev = p3d_grow((void **)&g->seen_prev, g->cap_prev, g->n,
                            sizeof(*g->seen_prev));
-    g->seen_prev[g->n] = p3d_map_get(&g->seen, key);
-    p3d_map_put(&g->seen, key, (int)g->n);
+    g->seen_prev[g->n] = p3d_map_push(&g->seen, key, (int)g->n);
     g->cap = p3d_grow((void **)&g->e, g->cap, g->n, sizeof(*g->e));
     g->e[g->n++] = e;
 }
@@ -251,8 +250,11 @@ void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth)
 
 void p3d_hg_free(struct p3d_hg *g)
 {
+    for (size_t i = 0; i < g->n_absent; i++)
+        free(g->absent[i].b);
+    p3d_map_free(&g->absent_idx);
     p3d_map_free(&g->seen);
     p3d_bucket_free(&g->out);
     p3d_bucket_free(&g->in);
-    P3D_FREE_ALL(g->e, g->seen_prev, g->cut);
+    P3D_FREE_ALL(g->e, g->seen_prev, g->cut, g->absent);
 }

@@ -62,8 +62,8 @@ static const struct p3d_hg_absent *p3d_hg_absent(struct p3d_hg *g, int gi,
                              g->n_absent, sizeof(*g->absent));
     x = &g->absent[g->n_absent];
     *x = (struct p3d_hg_absent){o->comm_hash, o->seq, NULL, 0,
-                                p3d_map_get(&g->absent_idx, key)};
-    p3d_map_put(&g->absent_idx, key, (int)g->n_absent++);
+                                p3d_map_push(&g->absent_idx, key,
+                                             (int)g->n_absent++)};
     x->b = p3d_xcalloc((size_t)c->size + 1, sizeof(*x->b));
     for (int j = 0; j < c->size; j++)
         if (c->slot[j] >= 0 && !p3d_hg_arrived(g, c->slot[j], o))
@@ -473,10 +473,6 @@ void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
         for (int a = 0; a < hj->world; a++) /* not a root's state */
             res->state[a] = hj->hr[a].state;
     }
-    for (size_t i = 0; i < g.n_absent; i++)
-        free(g.absent[i].b);
-    free(g.absent);
-    p3d_map_free(&g.absent_idx);
     p3d_hg_free(&g);
     free(root);
     free(depth);

@@ -153,20 +153,14 @@ static uint64_t p3d_set_hash(const struct p3d_gcomm *g)
     return h ^ (h >> 29);
 }
 
-static void p3d_twins_put(struct p3d_map *m, int *prev, uint64_t h, int i)
-{
-    prev[i] = p3d_map_get(m, h);
-    p3d_map_put(m, h, i);
-}
-
 static void p3d_twins_init(struct p3d_twins *t, const struct p3d_job *job)
 {
     memset(t, 0, sizeof(*t));
     t->done_prev = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(int));
     t->init_prev = p3d_xcalloc((size_t)job->n_comms + 1, sizeof(int));
     for (int i = 0; i < job->n_comms; i++)
-        p3d_twins_put(&t->init, t->init_prev,
-                      p3d_set_hash(&job->comms[i]), i);
+        t->init_prev[i] = p3d_map_push(&t->init,
+                                       p3d_set_hash(&job->comms[i]), i);
 }
 
 static void p3d_twins_free(struct p3d_twins *t)
@@ -395,7 +389,7 @@ void p3d_label_all(struct p3d_job *job)
             g->labels = B(P3D_LBL_OTHER);
         g->label_first = p3d_first(g->labels);
         g->role = p3d_role(g, dup, use);
-        p3d_twins_put(&t.done, t.done_prev, h, i);
+        t.done_prev[i] = p3d_map_push(&t.done, h, i);
     }
     p3d_twins_free(&t);
 }

@@ -44,9 +44,10 @@ static void p3d_map_resize(struct p3d_map *m)
     free(old.vals);
 }
 
-void p3d_map_put(struct p3d_map *m, uint64_t key, int val)
+int p3d_map_push(struct p3d_map *m, uint64_t key, int val)
 {
     size_t i;
+    int old;
 
     if ((m->n + 1) * 2 > m->cap)
         p3d_map_resize(m);
@@ -54,10 +55,17 @@ void p3d_map_put(struct p3d_map *m, uint64_t key, int val)
          i = (i + 1) & (m->cap - 1))
         if (m->keys[i] == key)
             break;
-    if (m->vals[i] < 0)
+    old = m->vals[i];
+    if (old < 0)
         m->n++;
     m->keys[i] = key;
     m->vals[i] = val;
+    return old;
+}
+
+void p3d_map_put(struct p3d_map *m, uint64_t key, int val)
+{
+    p3d_map_push(m, key, val);
 }
 
 void p3d_map_free(struct p3d_map *m)

@@ -19,6 +19,10 @@ struct p3d_map {
 int p3d_map_get(const struct p3d_map *m, uint64_t key);
 /* Insert or overwrite. */
 void p3d_map_put(struct p3d_map *m, uint64_t key, int val);
+/* The same, returning the value key had (-1: none): items whose keys
+ * may be equal (hashes) chain each to the one put before it, the map
+ * holding the latest. */
+int p3d_map_push(struct p3d_map *m, uint64_t key, int val);
 void p3d_map_free(struct p3d_map *m);
 /*
  * The element of key in an array that m indexes (*arr: *n elements of

@@ -15,6 +15,7 @@
 
 #include "p3d_bucket.h"
 #include "p3d_bytes.h"
+#include "p3d_map.h"
 #include "p3d_strbuf.h"
 #include "p3d_util.h"
 
@@ -237,11 +238,30 @@ static void test_bucket(void **state)
     p3d_bucket_free(&b);
 }
 
+/* p3d_map_push returns what the key had, so equal keys chain. */
+static void test_map_push_chains(void **state)
+{
+    struct p3d_map m = {0};
+
+    (void)state;
+    assert_int_equal(p3d_map_push(&m, 42, 0), -1);
+    assert_int_equal(p3d_map_push(&m, 7, 1), -1);
+    assert_int_equal(p3d_map_push(&m, 42, 2), 0);
+    assert_int_equal(p3d_map_push(&m, 42, 3), 2);
+    assert_int_equal(p3d_map_get(&m, 42), 3);
+    assert_int_equal(p3d_map_get(&m, 7), 1);
+    for (int i = 0; i < 100; i++) /* through resizes */
+        assert_int_equal(p3d_map_push(&m, 1000 + (uint64_t)i, i), -1);
+    assert_int_equal(p3d_map_push(&m, 42, 4), 3);
+    p3d_map_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_le),
         cmocka_unit_test(test_bucket),
+        cmocka_unit_test(test_map_push_chains),
         cmocka_unit_test(test_bytes_sums),
         cmocka_unit_test(test_bytes_pieces),
         cmocka_unit_test(test_cmp_chain),
