@@ -195,23 +195,26 @@ static const struct {
  * P3D_DEBUG_PASSES=1: each pass's wall time on stderr, for bench/ (where
  * the analyzer's time goes, without a profiler or a throwaway build).
  */
-static double p3d_pass_clock(void)
+static double p3d_pass_clock(clockid_t id)
 {
     struct timespec t;
 
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(id, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-static void p3d_pass_timed(const char *name, double t0)
+/* Wall and CPU (all threads) ms of a pass: CPU over wall is how many
+ * cores it kept busy. */
+static void p3d_pass_timed(const char *name, double t0, double c0)
 {
     static int on = -1;
 
     if (on < 0)
         on = getenv("P3D_DEBUG_PASSES") != NULL;
     if (on)
-        fprintf(stderr, "p3d-analyze: %-24s %8.1f ms\n", name,
-                p3d_pass_clock() - t0);
+        fprintf(stderr, "p3d-analyze: %-24s %8.1f ms, CPU %8.1f ms\n", name,
+                p3d_pass_clock(CLOCK_MONOTONIC) - t0,
+                p3d_pass_clock(CLOCK_PROCESS_CPUTIME_ID) - c0);
 }
 
 static int p3d_pass_applies(int k)
@@ -231,13 +234,14 @@ int p3d_analyse_job(struct p3d_job *job, const struct p3d_analyse_opts *o)
     for (int k = 0; k < P3D_N_PASSES && !ret; k++) {
         if (!p3d_pass_applies(k))
             continue;
-        double t0 = p3d_pass_clock();
+        double t0 = p3d_pass_clock(CLOCK_MONOTONIC);
+        double c0 = p3d_pass_clock(CLOCK_PROCESS_CPUTIME_ID);
         p3d_progress_pass(run.progress, shown++, p3d_passes[k].name);
         if (p3d_passes[k].run)
             ret = p3d_passes[k].run(&run);
         else
             p3d_passes[k].job(job);
-        p3d_pass_timed(p3d_passes[k].name, t0);
+        p3d_pass_timed(p3d_passes[k].name, t0, c0);
     }
     p3d_progress_stop(run.progress);
     if (run.m)
