@@ -68,7 +68,8 @@ assert not any(r["finished"] for r in t["ranks"]), "a rank finished"
 # writes while the signal handler waits for it (at most 500 ms, then the
 # process dies of the signal). On a loaded machine that thread can miss
 # it: then the traces do not show a stop, and the rule does not apply.
-untimed = [r for r, tr in sorted(p3d_trace.read_dir(sys.argv[3]).items())
+traces = p3d_trace.read_dir(sys.argv[3])
+untimed = [r for r, tr in sorted(traces.items())
            if not any(x["type"] == "note" and
                       x["text"].startswith("SIGTERM received at_ns")
                       for x in tr.records)]
@@ -78,9 +79,44 @@ if untimed:
           "run in time): the stop is not in the traces" % untimed)
     assert not h.get("stopped_running"), h["stopped_running"]
 else:
-    assert not h["detected"], (h["root_ranks"], h["states"], h["chain"][:2])
     s = h.get("stopped_running")
     assert s is None or s["longest_wait_s"] < s["longest_step_s"], s
+    if h["detected"]:
+        # The rule needs every wait shorter than the longest steady step and
+        # than the waiting rank's longest completed op (seq > 0). Under heavy
+        # load a rank can be descheduled at the stop for longer than that
+        # (once at load ~80): then the traces cannot tell the stop from a
+        # young hang, and "hang" is their honest reading. Truth from the
+        # traces: a wait (to the job's end, at least its wait to SIGTERM)
+        # as long as one of those bounds excuses it; none does: a bug.
+        step_ns = j["steps"].get("step_time_max_ms", 0) * 1e6
+        def excuse(tr):
+            """(rank, ms) when its earliest op the GPU never finished had
+            waited, by its SIGTERM, a step or its longest completed op."""
+            term = [int(x["text"].split()[3]) for x in tr.records
+                    if x["type"] == "note" and
+                    x["text"].startswith("SIGTERM received at_ns")][0]
+            end = {}
+            for x in tr.records:
+                if x["type"] == "gpu_op" and x["gpu_end"]:
+                    end[x["op_id"]] = max(end.get(x["op_id"], 0), x["gpu_end"])
+            done = [end[o["op_id"]] - o["t_enter"] for o in tr.ops()
+                    if o["seq"] != 0 and end.get(o["op_id"], 0) > o["t_enter"]]
+            pend = [o["t_enter"] for o in tr.ops()
+                    if o["op_id"] not in end and o["t_enter"] < term]
+            if not pend:
+                return None
+            waited = term - min(pend)
+            if waited >= step_ns or waited >= max(done or [0]):
+                return (tr.rank, round(waited / 1e6, 3))
+            return None
+        excused = [e for e in map(excuse, traces.values()) if e]
+        assert excused, ("a hang shown in a healthy stop whose waits are all "
+                         "shorter than a step and than each rank's completed "
+                         "ops", h["root_ranks"], h["chain"][:2])
+        print("note: loaded machine: rank(s), ms %s waited at the stop as "
+              "long as a step or as their longest completed op: the stop "
+              "reads as a hang, as the rule says" % excused)
 PY
     else
         echo "note: the healthy stop under the shim is not run under a sanitizer"
