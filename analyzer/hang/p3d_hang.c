@@ -575,6 +575,8 @@ void p3d_hang_free(struct p3d_job *job)
     if (hj)
         free(hj->hr);
     free(hj);
+    for (int i = 0; i < P3D_HANG_FRONTIERS; i++)
+        free(res->fr[i].by_state);
     free(res->wait);
     free(res->roots);
     free(res->state);

@@ -99,9 +99,13 @@ struct p3d_hang_frontier {           /* one communicator on the chain */
     int label;
     int64_t max_enqueued;            /* highest collective seq issued */
     int64_t min_incomplete;          /* lowest never completed, -1 */
-    int n;                           /* members listed */
+    int n;                           /* members listed (the first ones) */
     int rank[P3D_HANG_MEMBERS];
     uint8_t st[P3D_HANG_MEMBERS];    /* P3D_HF_* */
+    int n_members;                   /* all of them: a world communicator */
+    int count[3];                    /* has thousands; count[P3D_HF_*], */
+    int *by_state;                   /* [n_members] ranks, by state (done,
+                                        waiting, not arrived) then rank */
 };
 
 #define P3D_HANG_FRONTIERS 32

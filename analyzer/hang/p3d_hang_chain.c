@@ -98,6 +98,47 @@ static int p3d_hg_waited_on(const struct p3d_hg *g, uint64_t comm, int b)
     return 0;
 }
 
+/* Member b's state at the frontier of communicator c. */
+static int p3d_hg_member_state(const struct p3d_hg *g, uint64_t comm, int b)
+{
+    int any;
+
+    if (!p3d_hg_has_file(g, b) || p3d_hg_waited_on(g, comm, b))
+        return P3D_HF_NOT_ARRIVED;
+    p3d_hg_min_pending(&g->hj->hr[b], comm, &any);
+    return any ? P3D_HF_WAITING : P3D_HF_DONE;
+}
+
+/* Every member's state: the first P3D_HANG_MEMBERS listed, all counted
+ * and kept by state. */
+static void p3d_hg_frontier_states(const struct p3d_hg *g,
+                                   const struct p3d_gcomm *c,
+                                   struct p3d_hang_frontier *fr)
+{
+    uint8_t *st = p3d_xcalloc((size_t)c->n_members + 1, 1);
+    int at[3];
+
+    fr->n = 0;
+    fr->n_members = c->n_members;
+    memset(fr->count, 0, sizeof(fr->count));
+    for (int j = 0; j < c->n_members; j++) {
+        st[j] = (uint8_t)p3d_hg_member_state(g, fr->comm, c->members[j]);
+        fr->count[st[j]]++;
+        if (fr->n < P3D_HANG_MEMBERS) {
+            fr->rank[fr->n] = c->members[j];
+            fr->st[fr->n++] = st[j];
+        }
+    }
+    free(fr->by_state);
+    fr->by_state = p3d_xcalloc((size_t)c->n_members + 1, sizeof(int));
+    at[0] = 0;
+    at[1] = fr->count[0];
+    at[2] = at[1] + fr->count[1];
+    for (int j = 0; j < c->n_members; j++)
+        fr->by_state[at[st[j]]++] = c->members[j];
+    free(st);
+}
+
 /* Frontier of one joined communicator and each member's status there. */
 static void p3d_hg_frontier(const struct p3d_hg *g, uint64_t comm,
                             struct p3d_hang_frontier *fr)
@@ -122,16 +163,7 @@ static void p3d_hg_frontier(const struct p3d_hg *g, uint64_t comm,
             fr->max_enqueued = (int64_t)p3d_hang_count(
                                    &g->hj->hr[b], comm, P3D_HK_COLL, -1) - 1;
     }
-    for (int j = 0; j < c->n_members && fr->n < P3D_HANG_MEMBERS; j++) {
-        int b = c->members[j];
-        fr->rank[fr->n] = b;
-        fr->st[fr->n] = P3D_HF_DONE;
-        if (!p3d_hg_has_file(g, b) || p3d_hg_waited_on(g, comm, b))
-            fr->st[fr->n] = P3D_HF_NOT_ARRIVED;
-        else if (p3d_hg_min_pending(&g->hj->hr[b], comm, &any), any)
-            fr->st[fr->n] = P3D_HF_WAITING;
-        fr->n++;
-    }
+    p3d_hg_frontier_states(g, c, fr);
 }
 
 /* Frontiers of the communicators the waits are on. */

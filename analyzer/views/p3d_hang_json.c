@@ -184,6 +184,10 @@ static void p3d_hj_frontiers(FILE *f, const struct p3d_hang_res *res)
         for (int k = 0; k < fr->n; k++)
             fprintf(f, "%s\"%d\": \"%s\"", k ? ", " : "", fr->rank[k],
                     p3d_hang_fr_name[fr->st[k]]);
+        fputs("}, \"member_counts\": {", f); /* of all, listed or not */
+        for (int s = 0; s < 3; s++)
+            fprintf(f, "%s\"%s\": %d", s ? ", " : "", p3d_hang_fr_name[s],
+                    fr->count[s]);
         fputs("}}", f);
     }
     fputs("]", f);

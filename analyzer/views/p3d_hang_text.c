@@ -286,6 +286,23 @@ static void p3d_ho_aborts(FILE *f, const struct p3d_job *job, int all)
                 quiet, ranks);
 }
 
+/* A communicator of more members than a line lists: each state's count
+ * and ranks (as ranges). */
+static void p3d_ho_frontier_states(FILE *f, const struct p3d_hang_frontier *fr)
+{
+    const int *r = fr->by_state;
+    char buf[160];
+
+    fprintf(f, " %d members:", fr->n_members);
+    for (int s = 0, sep = 0; s < 3; r += fr->count[s++]) {
+        if (!fr->count[s])
+            continue;
+        p3d_fmt_ranks(buf, sizeof(buf), r, fr->count[s]);
+        fprintf(f, "%s %d %s (%s)", sep++ ? "," : "", fr->count[s],
+                p3d_hang_fr_name[s], buf);
+    }
+}
+
 static void p3d_ho_frontiers(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_hang_res *res = job->hang;
@@ -302,8 +319,11 @@ static void p3d_ho_frontiers(FILE *f, const struct p3d_job *job)
             fprintf(f, "    0x%016" PRIx64 " (%s): %" PRId64 " / %" PRId64
                     ";", fr->comm, p3d_hang_lbl_name(fr->label), fr->max_enqueued,
                     fr->min_incomplete);
-        for (int k = 0; k < fr->n; k++)
-            fprintf(f, " %d %s", fr->rank[k], p3d_hang_fr_name[fr->st[k]]);
+        if (fr->n < fr->n_members)
+            p3d_ho_frontier_states(f, fr);
+        else
+            for (int k = 0; k < fr->n; k++)
+                fprintf(f, " %d %s", fr->rank[k], p3d_hang_fr_name[fr->st[k]]);
         fputc('\n', f);
     }
 }
@@ -372,12 +392,96 @@ static void p3d_ho_lost(FILE *f, const struct p3d_job *job)
                 buf);
 }
 
+/*
+ * Root blocks shown without --detail=hang.  A job of thousands of ranks
+ * can have thousands of roots (half of the world never reached a world
+ * collective): four lines each would bury the answer, so the rest are
+ * one line per kind (state, and the op their peers wait for).
+ */
+#define P3D_ROOTS_SHOWN 4
+#define P3D_ROOT_KINDS_SHOWN 4
+
+static int p3d_ho_alike(const struct p3d_hang_root *a,
+                        const struct p3d_hang_root *b)
+{
+    return a->state == b->state && a->owed_op == b->owed_op &&
+           a->owed_comm == b->owed_comm && a->owed_seq == b->owed_seq;
+}
+
+/* One line for roots[i] and every later root alike not yet told (told
+ * marks them). */
+static void p3d_ho_root_kind(FILE *f, const struct p3d_hang_res *res, int i,
+                             uint8_t *told, int *r)
+{
+    const struct p3d_hang_root *rt = &res->roots[i];
+    char buf[256];
+    int n = 0;
+
+    for (int j = i; j < res->n_roots; j++)
+        if (!told[j] && p3d_ho_alike(rt, &res->roots[j])) {
+            told[j] = 1;
+            r[n++] = res->roots[j].rank;
+        }
+    p3d_fmt_ranks(buf, sizeof(buf), r, n);
+    fprintf(f, "    %d: rank(s) %s: %s", n, buf,
+            p3d_hang_state_text(rt->state));
+    if (rt->owed_op == P3D_HANG_OP_INIT)
+        fprintf(f, "; never created the (%s) communicator the others wait "
+                "to make", p3d_hang_lbl_name(rt->owed_label));
+    else if (rt->owed_op >= 0)
+        fprintf(f, "; their peers wait for their part of %s #%" PRIu64
+                " on comm 0x%016" PRIx64 " (%s)", p3d_hang_op_name(rt->owed_op),
+                rt->owed_seq, rt->owed_comm, p3d_hang_lbl_name(rt->owed_label));
+    fputc('\n', f);
+}
+
+/* The roots after the first `from`, by kind. */
+static void p3d_ho_more_roots(FILE *f, const struct p3d_hang_res *res,
+                              int from)
+{
+    uint8_t *told = p3d_xcalloc((size_t)res->n_roots + 1, 1);
+    int *r = p3d_xcalloc((size_t)res->n_roots + 1, sizeof(*r));
+    int kinds = 0, left = res->n_roots - from;
+
+    fprintf(f, "  ... and %d more root ranks (--detail=hang shows each), "
+            "by kind:\n", left);
+    for (int i = from; i < res->n_roots; i++) {
+        if (told[i])
+            continue;
+        if (kinds++ == P3D_ROOT_KINDS_SHOWN) {
+            fprintf(f, "    %d more of other kinds\n", left);
+            break;
+        }
+        p3d_ho_root_kind(f, res, i, told, r);
+        left = 0;
+        for (int j = i; j < res->n_roots; j++)
+            left += !told[j];
+    }
+    free(told);
+    free(r);
+}
+
+/* Every root rank, as ranges, with their count when many. */
+static void p3d_ho_root_list(char *buf, size_t n,
+                             const struct p3d_hang_res *res)
+{
+    int *r = p3d_xcalloc((size_t)res->n_roots + 1, sizeof(*r));
+    size_t len;
+
+    for (int i = 0; i < res->n_roots; i++)
+        r[i] = res->roots[i].rank;
+    p3d_fmt_ranks(buf, n - 24, r, res->n_roots);
+    len = strlen(buf);
+    if (res->n_roots > 8)
+        snprintf(buf + len, n - len, " (%d ranks)", res->n_roots);
+    free(r);
+}
+
 void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
 {
     unsigned frames = detail & P3D_DETAIL_HANG ? 12 : P3D_FRAMES_SHOWN;
     const struct p3d_hang_res *res = job->hang;
     char roots[256];
-    int r[64];
 
     if (res == NULL)
         return;
@@ -412,10 +516,7 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
         p3d_ho_no_gpu(f, job);
         return;
     }
-    for (int i = 0; i < res->n_roots && i < 64; i++)
-        r[i] = res->roots[i].rank;
-    p3d_fmt_ranks(roots, sizeof(roots), r, res->n_roots < 64 ? res->n_roots
-                                                             : 64);
+    p3d_ho_root_list(roots, sizeof(roots), res);
     if (res->stall)
         fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; no "
                 "root rank: every member of the communicators they wait on "
@@ -432,8 +533,14 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
     else
         fprintf(f, "\nhang analysis: HANG: %d rank(s) wait inside NCCL; "
                 "root rank(s) %s\n", res->n_waiting, roots);
-    for (int i = 0; i < res->n_roots; i++)
+    for (int i = 0; i < res->n_roots; i++) {
+        if (i == P3D_ROOTS_SHOWN && !(detail & P3D_DETAIL_HANG) &&
+            res->n_roots > P3D_ROOTS_SHOWN + 1) {
+            p3d_ho_more_roots(f, res, i);
+            break;
+        }
         p3d_ho_root(f, job, &res->roots[i], frames);
+    }
     fprintf(f, "  chain of waits (nearest the root first):\n");
     for (int i = 0; i < res->n_waiting; i++) {
         if (i == P3D_CHAIN_SHOWN && !(detail & P3D_DETAIL_HANG)) {

@@ -268,13 +268,36 @@ static void p3d_report_mm(FILE *f, const struct p3d_mismatch *x, int n,
 }
 
 
-static void p3d_report_other(FILE *f, const struct p3d_mismatch *x,
+/* Members behind on one communicator, against the same rank, by the same
+ * counts: one line (a world collective half the ranks never reached has
+ * thousands). */
+static int p3d_same_behind(const struct p3d_mismatch *a,
+                           const struct p3d_mismatch *b)
+{
+    return a->field == P3D_MM_ISSUED && b->field == P3D_MM_ISSUED &&
+           a->comm == b->comm && a->rank_a == b->rank_a && a->va == b->va &&
+           a->vb == b->vb;
+}
+
+static void p3d_report_other(FILE *f, const struct p3d_mismatch *x, int n,
                              const char *lab)
 {
-    char b[256];
+    char b[256], who[160];
     const char *kind = p3d_mm_other_text(x, lab, b, sizeof(b));
+    int *r;
 
-    fprintf(f, "  %s: %s\n", kind, b);
+    if (n == 1) {
+        fprintf(f, "  %s: %s\n", kind, b);
+        return;
+    }
+    r = p3d_xcalloc((size_t)n, sizeof(*r));
+    for (int k = 0; k < n; k++)
+        r[k] = x[k].rank_b;
+    p3d_fmt_ranks(who, sizeof(who), r, n);
+    free(r);
+    fprintf(f, "  %s: comm 0x%016" PRIx64 " (%s): %d ranks (%s) issued %"
+            PRId64 " collectives, rank %d issued %" PRId64 "\n", kind,
+            x->comm, lab, n, who, x->vb, x->rank_a, x->va);
 }
 
 /* Ranks whose traces lost records: what they lack is not a schedule
@@ -309,10 +332,12 @@ static void p3d_report_match(FILE *f, const struct p3d_job *job)
         int gi = p3d_map_get(&job->comm_idx, x->comm);
         const char *lab = gi >= 0 ? p3d_label_name[job->comms[gi].label]
                                   : "?";
-        for (j = i + 1; j < m->n_kept && p3d_same_diff(x, &m->mm[j]); j++)
+        for (j = i + 1; j < m->n_kept && (p3d_same_diff(x, &m->mm[j]) ||
+                                         p3d_same_behind(x, &m->mm[j]));
+             j++)
             ;
         if (x->field >= P3D_MM_UNMATCHED)
-            p3d_report_other(f, x, lab);
+            p3d_report_other(f, x, j - i, lab);
         else
             p3d_report_mm(f, x, j - i, lab);
     }

@@ -35,6 +35,9 @@
  *                    way: every record from the middle step on was
  *                    dropped (the header counts them), though the rank ran
  *                    on as its peers did and closed its file
+ *   --stall-absent N with --stall: the N highest ranks never enter the
+ *                    stalled all-reduce (stopped outside NCCL, SIGTERM
+ *                    noted): the others wait on them (hard edges)
  *   --stall-us N     with --stall: every file ends N us after the stalled
  *                    all-reduce was entered (by default about 4 s later),
  *                    as when a running job is stopped with SIGTERM while
@@ -74,11 +77,11 @@ static struct {
     int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops, stall;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
     int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
-    int skip, captured, gaps, capped, stall_us;
+    int skip, captured, gaps, capped, stall_us, stall_absent;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
-       -1, -1, -1, -1, 0, -1, 0, -1, -1, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
+       -1, -1, -1, -1, 0, -1, 0, -1, -1, 0, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 #define GEN_MAX_WORLD 16384 /* issue 23's scale sets: 16,384 ranks */
 
@@ -594,7 +597,8 @@ static void body(struct rank_ctx *x)
 
         g_stalling = 1;
         x->w.t_stall = x->w.t;
-        coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 1024, -1);
+        if (x->r < g.world - g.stall_absent)
+            coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 1024, -1);
         g_stalling = 0;
         put_str(&x->w, P3D_REC_NOTE, term, sizeof(term) - 1);
     }
@@ -736,7 +740,7 @@ static int parse_int_opt(const char *o, const char *v)
         {"--duplicate", &g.duplicate}, {"--empty", &g.empty},
         {"--mismatch", &g.mismatch}, {"--skip", &g.skip},
         {"--gaps", &g.gaps}, {"--capped", &g.capped},
-        {"--stall-us", &g.stall_us}};
+        {"--stall-us", &g.stall_us}, {"--stall-absent", &g.stall_absent}};
 
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcmp(o, t[i].name)) {
