@@ -86,16 +86,26 @@ static int64_t p3d_hg_min_pending(const struct p3d_hrank *h, uint64_t comm,
     return m;
 }
 
+struct p3d_hg_on {
+    uint64_t comm;
+    int found;
+};
+
+static void p3d_hg_on_comm(void *ctx, const struct p3d_hedge *e, size_t key)
+{
+    struct p3d_hg_on *on = ctx;
+
+    (void)key;
+    on->found |= e->comm == on->comm;
+}
+
 /* Is any hard wait on `comm` waiting for rank b? */
 static int p3d_hg_waited_on(const struct p3d_hg *g, uint64_t comm, int b)
 {
-    int n;
-    const int *in = p3d_hg_in_edges(g, b, &n);
+    struct p3d_hg_on on = {comm, 0};
 
-    for (int i = 0; i < n; i++)
-        if (g->e[in[i]].hard && g->e[in[i]].comm == comm)
-            return 1;
-    return 0;
+    p3d_hg_hard_in(g, b, p3d_hg_on_comm, &on);
+    return on.found;
 }
 
 /* Member b's state at the frontier of communicator c. */

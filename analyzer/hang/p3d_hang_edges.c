@@ -20,6 +20,17 @@
  *     already, and an unknown edge is not followed;
  *   - the distance to a root is the one figure that needs every edge:
  *     p3d_hg_depth goes over a cut wait's whole group of members.
+ * A hard wait is cut the same way (a collective that half of 16k ranks
+ * never issued while the other half wait in it: 64M edges, 8 GB).  Its
+ * edges end at roots and say what they owe, so its group (the members
+ * that have not issued that instance, worked out once for all its
+ * waiters: p3d_hg_absent) stands for every edge it dropped wherever
+ * they were read: the walk that finds the roots goes over the group
+ * (p3d_hg_reach_cut), the waits on a rank (how many wait on a root, the
+ * op it owes, the frontier's "not arrived") come from p3d_hg_hard_in,
+ * a circular wait's in-degrees from p3d_hg_cut_indegree; the wait's kept
+ * edges are marked `grouped` so that none counts twice.
+ * test_hang_edges checks each against the uncut graph.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +87,17 @@ void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind)
 {
     g->cap_cut = p3d_grow((void **)&g->cut, g->cap_cut, g->n_cut,
                           sizeof(*g->cut));
-    g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, kind};
+    g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, kind, -1, NULL, 0};
+}
+
+void p3d_hg_cut_hard(struct p3d_hg *g, int a, int gi, int xi,
+                     const struct p3d_rec_op *o, size_t e0)
+{
+    g->cap_cut = p3d_grow((void **)&g->cut, g->cap_cut, g->n_cut,
+                          sizeof(*g->cut));
+    g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, P3D_HG_HARD, xi, o, e0};
+    for (size_t i = e0; i < g->n; i++)
+        g->e[i].grouped = 1;
 }
 
 /* Each rank's edges, out (by_to 0) or in, in edge order. */
@@ -92,10 +113,15 @@ static void p3d_hg_by_rank(const struct p3d_hg *g, int by_to,
     free(key);
 }
 
+static void p3d_hg_groups(struct p3d_hg *g, struct p3d_hg_groups *gr);
+static void p3d_hg_groups_free(struct p3d_hg_groups *gr);
+
 void p3d_hg_index(struct p3d_hg *g)
 {
     p3d_hg_by_rank(g, 0, &g->out);
     p3d_hg_by_rank(g, 1, &g->in);
+    p3d_hg_groups_free(&g->gr);
+    p3d_hg_groups(g, &g->gr);
 }
 
 const int *p3d_hg_out_edges(const struct p3d_hg *g, int a, int *n)
@@ -108,20 +134,6 @@ const int *p3d_hg_in_edges(const struct p3d_hg *g, int b, int *n)
     return p3d_bucket_of(&g->in, b, n);
 }
 
-/*
- * The cut waits as groups: one per (communicator, kind), with the ranks
- * whose wait was cut (src) and the members it waits on (per member, the
- * groups it is in: at/grp).  A cut wait of rank a waits on every target
- * of its group but a.
- */
-struct p3d_hg_groups {
-    int n;
-    int *src_at, *src;    /* [n + 1], sources of group k */
-    int *grp;             /* (member, group) pairs' groups, */
-    struct p3d_bucket of; /* indexed by member */
-    char *done;           /* [n]: expanded by p3d_hg_depth */
-};
-
 static int p3d_cut_cmp(const void *x, const void *y)
 {
     const struct p3d_hg_cut *a = x, *b = y;
@@ -130,6 +142,8 @@ static int p3d_cut_cmp(const void *x, const void *y)
         return P3D_CMP(a->gi, b->gi);
     if (a->kind != b->kind)
         return P3D_CMP(a->kind, b->kind);
+    if (a->xi != b->xi)
+        return P3D_CMP(a->xi, b->xi);
     return P3D_CMP(a->rank, b->rank);
 }
 
@@ -141,10 +155,12 @@ static void p3d_hg_group_targets(const struct p3d_hg *g,
                                  size_t *cap)
 {
     const struct p3d_gcomm *cm = &g->job->comms[c->gi];
+    const struct p3d_hg_absent *x = c->xi >= 0 ? &g->absent[c->xi] : NULL;
+    int m = x ? x->n : cm->size;
 
-    for (int j = 0; j < cm->size; j++) {
-        int b = cm->slot[j];
-        if (!p3d_hg_kind_target(g, c->kind, b))
+    for (int j = 0; j < m; j++) {
+        int b = x ? x->b[j] : cm->slot[j];
+        if (!x && !p3d_hg_kind_target(g, c->kind, b))
             continue;
         if (*n >= *cap) {
             size_t old = *cap;
@@ -158,44 +174,125 @@ static void p3d_hg_group_targets(const struct p3d_hg *g,
 
 static void p3d_hg_groups(struct p3d_hg *g, struct p3d_hg_groups *gr)
 {
-    int *first, *mem = NULL;
+    int *mem = NULL, *src;
     size_t n = 0, cap = 0;
 
     memset(gr, 0, sizeof(*gr));
     if (g->n_cut > 1)
         qsort(g->cut, g->n_cut, sizeof(*g->cut), p3d_cut_cmp);
-    first = p3d_xcalloc(g->n_cut + 1, sizeof(*first)); /* cut of group */
-    gr->src_at = p3d_xcalloc(g->n_cut + 2, sizeof(*gr->src_at));
-    gr->src = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->src));
+    gr->cut_at = p3d_xcalloc(g->n_cut + 2, sizeof(*gr->cut_at));
+    gr->kind = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->kind));
+    gr->xi = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->xi));
+    gr->label = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->label));
+    gr->grp_of_cut = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->grp_of_cut));
+    src = p3d_xcalloc(g->n_cut + 1, sizeof(*src));
     for (size_t i = 0; i < g->n_cut; i++) {
-        if (i == 0 || g->cut[i].gi != g->cut[i - 1].gi ||
-            g->cut[i].kind != g->cut[i - 1].kind)
-            first[gr->n++] = (int)i;
-        gr->src[i] = g->cut[i].rank;
-        gr->src_at[gr->n] = (int)i + 1;
+        const struct p3d_hg_cut *c = &g->cut[i];
+        if (i == 0 || c->gi != c[-1].gi || c->kind != c[-1].kind ||
+            c->xi != c[-1].xi) {
+            gr->cut_at[gr->n] = (int)i;
+            gr->kind[gr->n] = c->kind;
+            gr->xi[gr->n] = c->xi;
+            gr->label[gr->n] = p3d_hang_label(g->job,
+                                              g->job->comms[c->gi].hash);
+            p3d_hg_group_targets(g, c, gr->n, &mem, &gr->grp, &n, &cap);
+            gr->n++;
+        }
+        gr->grp_of_cut[i] = gr->n - 1;
+        src[i] = c->rank;
     }
-    for (int k = 0; k < gr->n; k++)
-        p3d_hg_group_targets(g, &g->cut[first[k]], k, &mem, &gr->grp, &n,
-                             &cap);
+    gr->cut_at[gr->n] = (int)g->n_cut;
     p3d_bucket_make(&gr->of, mem, n, g->hj->world);
-    gr->done = p3d_xcalloc((size_t)gr->n + 1, 1);
+    p3d_bucket_make(&gr->by_src, src, g->n_cut, g->hj->world);
+    free(src);
     free(mem);
-    free(first);
 }
 
 static void p3d_hg_groups_free(struct p3d_hg_groups *gr)
 {
     p3d_bucket_free(&gr->of);
-    P3D_FREE_ALL(gr->src_at, gr->src, gr->grp, gr->done);
+    p3d_bucket_free(&gr->by_src);
+    P3D_FREE_ALL(gr->cut_at, gr->kind, gr->xi, gr->label, gr->grp,
+                 gr->grp_of_cut);
+}
+
+void p3d_hg_hard_in(const struct p3d_hg *g, int b, p3d_hg_in_fn fn,
+                    void *ctx)
+{
+    const struct p3d_hg_groups *gr = &g->gr;
+    int n, n_grp;
+    const int *in = p3d_hg_in_edges(g, b, &n);
+    const int *pair = p3d_bucket_of(&gr->of, b, &n_grp);
+
+    for (int i = 0; i < n; i++)
+        if (g->e[in[i]].hard && !g->e[in[i]].grouped)
+            fn(ctx, &g->e[in[i]], (size_t)in[i]);
+    for (int i = 0; i < n_grp; i++) {
+        int k = gr->grp[pair[i]];
+        if (gr->kind[k] != P3D_HG_HARD)
+            continue;
+        for (int s = gr->cut_at[k]; s < gr->cut_at[k + 1]; s++) {
+            const struct p3d_hg_cut *c = &g->cut[s];
+            struct p3d_hedge e = {.from = c->rank, .to = b, .hard = 1,
+                                  .o = c->o, .comm = c->o->comm_hash,
+                                  .seq = c->o->seq, .t = c->o->t_enter,
+                                  .op = c->o->op, .label = gr->label[k]};
+            if (c->rank != b) /* no rank waits on itself */
+                fn(ctx, &e, c->e0);
+        }
+    }
+}
+
+void p3d_hg_reach_cut(const struct p3d_hg *g, int a, char *grp_done,
+                      char *reach, int *q, int *tail)
+{
+    const struct p3d_hg_groups *gr = &g->gr;
+    int n;
+    const int *cut = p3d_bucket_of(&gr->by_src, a, &n);
+
+    for (int i = 0; i < n; i++) {
+        int k = gr->grp_of_cut[cut[i]];
+        const struct p3d_hg_absent *x;
+        if (gr->kind[k] != P3D_HG_HARD || grp_done[k])
+            continue;
+        grp_done[k] = 1;
+        x = &g->absent[gr->xi[k]];
+        for (int j = 0; j < x->n; j++)
+            if (!reach[x->b[j]]) {
+                reach[x->b[j]] = 1;
+                q[(*tail)++] = x->b[j];
+            }
+    }
+}
+
+void p3d_hg_cut_indegree(const struct p3d_hg *g, const char *from, int *in)
+{
+    const struct p3d_hg_groups *gr = &g->gr;
+    int *waits_in = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+
+    for (int k = 0; k < gr->n; k++) {
+        const struct p3d_hg_absent *x;
+        int waits = 0;
+        if (gr->kind[k] != P3D_HG_HARD)
+            continue;
+        for (int s = gr->cut_at[k]; s < gr->cut_at[k + 1]; s++) {
+            waits += from[g->cut[s].rank] != 0;
+            waits_in[g->cut[s].rank] = k + 1;
+        }
+        x = &g->absent[gr->xi[k]];
+        for (int j = 0; j < x->n; j++) /* no rank waits on itself */
+            in[x->b[j]] += waits - (from[x->b[j]] && waits_in[x->b[j]] == k + 1);
+    }
+    free(waits_in);
 }
 
 /* Ranks that reach b (depth d) in one step: along an edge into b, or by
  * a cut wait b is a target of (each group once: the first member to be
  * reached is the nearest). */
-static void p3d_hg_reach_from(const struct p3d_hg *g,
-                              struct p3d_hg_groups *gr, int b, int *depth,
-                              int *q, int *tail)
+static void p3d_hg_reach_from(const struct p3d_hg *g, char *done, int b,
+                              int *depth, int *q, int *tail)
 {
+    const struct p3d_hg_groups *gr = &g->gr;
     int n, n_grp, d = depth[b];
     const int *in = p3d_hg_in_edges(g, b, &n);
     const int *pair = p3d_bucket_of(&gr->of, b, &n_grp);
@@ -209,11 +306,11 @@ static void p3d_hg_reach_from(const struct p3d_hg *g,
     }
     for (int i = 0; i < n_grp; i++) {
         int k = gr->grp[pair[i]];
-        if (gr->done[k])
+        if (done[k])
             continue;
-        gr->done[k] = 1;
-        for (int s = gr->src_at[k]; s < gr->src_at[k + 1]; s++) {
-            int a = gr->src[s]; /* b itself has its depth */
+        done[k] = 1;
+        for (int s = gr->cut_at[k]; s < gr->cut_at[k + 1]; s++) {
+            int a = g->cut[s].rank; /* b itself has its depth */
             if (depth[a] < 0) {
                 depth[a] = d + 1;
                 q[(*tail)++] = a;
@@ -232,9 +329,8 @@ void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth)
 {
     int w = g->hj->world, head = 0, tail = 0;
     int *q = p3d_xcalloc((size_t)w + 1, sizeof(*q));
-    struct p3d_hg_groups gr;
+    char *done = p3d_xcalloc((size_t)g->gr.n + 1, 1);
 
-    p3d_hg_groups(g, &gr);
     for (int a = 0; a < w; a++)
         depth[a] = -1;
     for (int i = 0; i < n_root; i++)
@@ -243,8 +339,8 @@ void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth)
             q[tail++] = root[i];
         }
     while (head < tail)
-        p3d_hg_reach_from(g, &gr, q[head++], depth, q, &tail);
-    p3d_hg_groups_free(&gr);
+        p3d_hg_reach_from(g, done, q[head++], depth, q, &tail);
+    free(done);
     free(q);
 }
 
@@ -256,5 +352,6 @@ void p3d_hg_free(struct p3d_hg *g)
     p3d_map_free(&g->seen);
     p3d_bucket_free(&g->out);
     p3d_bucket_free(&g->in);
+    p3d_hg_groups_free(&g->gr);
     P3D_FREE_ALL(g->e, g->seen_prev, g->cut, g->absent);
 }

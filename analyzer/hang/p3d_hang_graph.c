@@ -77,6 +77,7 @@ static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
     int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash), n = 0;
     const struct p3d_gcomm *c;
     const struct p3d_hg_absent *x;
+    size_t e0 = g->n;
 
     if (gi < 0 || o->seq == UINT64_MAX)
         return 0;
@@ -89,11 +90,16 @@ static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
         return 1;
     }
     x = p3d_hg_absent(g, gi, o);
-    for (int i = 0; i < x->n; i++)
-        if (x->b[i] != a) {
-            p3d_hg_edge(g, a, x->b[i], 1, o);
-            n++;
+    for (int i = 0; i < x->n; i++) {
+        if (x->b[i] == a)
+            continue;
+        if (n == P3D_HANG_WAITFOR) { /* p3d_hang_edges.c: why */
+            p3d_hg_cut_hard(g, a, gi, (int)(x - g->absent), o, e0);
+            break;
         }
+        p3d_hg_edge(g, a, x->b[i], 1, o);
+        n++;
+    }
     return n;
 }
 
@@ -221,13 +227,14 @@ static void p3d_hg_reach(const struct p3d_hg *g, char *reach)
 {
     int w = g->hj->world, head = 0, tail = 0;
     int *q = p3d_xcalloc((size_t)w + 1, sizeof(*q));
+    char *grp_done = p3d_xcalloc((size_t)g->gr.n + 1, 1);
 
     for (int a = 0; a < w; a++)
         if (reach[a])
             q[tail++] = a;
     while (head < tail) {
-        int n;
-        const int *out = p3d_hg_out_edges(g, q[head++], &n);
+        int n, a = q[head++];
+        const int *out = p3d_hg_out_edges(g, a, &n);
         for (int i = 0; i < n; i++) {
             int b = g->e[out[i]].to;
             if (!g->e[out[i]].unknown && b >= 0 && b < w && !reach[b]) {
@@ -235,7 +242,9 @@ static void p3d_hg_reach(const struct p3d_hg *g, char *reach)
                 q[tail++] = b;
             }
         }
+        p3d_hg_reach_cut(g, a, grp_done, reach, q, &tail);
     }
+    free(grp_done);
     free(q);
 }
 
@@ -251,8 +260,9 @@ static int p3d_hg_cycle_roots(struct p3d_hg *g, const char *reach,
     int *in = p3d_xcalloc((size_t)w, sizeof(int));
 
     for (size_t i = 0; i < g->n; i++)
-        if (g->e[i].hard && reach[g->e[i].from])
+        if (g->e[i].hard && !g->e[i].grouped && reach[g->e[i].from])
             in[g->e[i].to]++;
+    p3d_hg_cut_indegree(g, reach, in);
     for (int a = 0; a < w; a++)
         if (reach[a] && in[a] > best)
             best = in[a];

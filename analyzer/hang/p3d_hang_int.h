@@ -103,18 +103,37 @@ struct p3d_hedge {
     int from, to, hard;
     int unknown;  /* `to` issued its part but has no GPU completion times:
                      whether it ran it is not known (p3d_hg_unknown) */
+    int grouped;  /* kept edge of a cut hard wait: its group stands for it
+                     among the waits on `to` (p3d_hg_hard_in) */
     const struct p3d_rec_op *o;       /* the waiting op, NULL for init */
     uint64_t comm, seq, t;            /* what waits: op or init */
     int op, label;
 };
 
 /* A wait whose edges stopped at P3D_HANG_WAITFOR (p3d_hang_edges.c): rank
- * `rank` waits on every member of communicator gi that `kind` admits. */
+ * `rank` waits on every member of communicator gi that `kind` admits; a
+ * hard one on every member of absent set xi, by op o, its kept edges
+ * from index e0 on. */
 struct p3d_hg_cut {
-    int rank, gi, kind;
+    int rank, gi, kind, xi;
+    const struct p3d_rec_op *o;
+    size_t e0;
 };
 
-enum { P3D_HG_SOFT, P3D_HG_UNKNOWN }; /* kinds of waits that are cut */
+enum { P3D_HG_SOFT, P3D_HG_UNKNOWN, P3D_HG_HARD }; /* kinds of cut waits */
+
+/* The cut waits as groups (p3d_hg_index): one per (communicator, kind)
+ * and, hard, per absent set; group k's waits are cuts
+ * [cut_at[k], cut_at[k + 1]) of the sorted g->cut. */
+struct p3d_hg_groups {
+    int n;
+    int *cut_at;          /* [n + 1] */
+    int *kind, *xi, *label; /* [n] */
+    int *grp;             /* (member, group) pairs' groups, */
+    struct p3d_bucket of; /* indexed by member */
+    struct p3d_bucket by_src; /* cut indexes, by the waiting rank */
+    int *grp_of_cut;      /* [n_cut] */
+};
 
 /* Members that have not issued a collective instance (p3d_hang_graph.c). */
 struct p3d_hg_absent {
@@ -138,6 +157,7 @@ struct p3d_hg {
     struct p3d_map absent_idx; /* (comm, seq) -> entry of absent */
     struct p3d_hg_absent *absent;
     size_t n_absent, cap_absent;
+    struct p3d_hg_groups gr; /* the cut waits (p3d_hg_index) */
 };
 
 /* Add the edge from -> to of op o (NULL: an init) unless it is there. */
@@ -150,11 +170,33 @@ int p3d_hg_kind_target(const struct p3d_hg *g, int kind, int b);
 /* Rank a's wait of this kind on communicator gi has more targets than
  * the P3D_HANG_WAITFOR edges it kept. */
 void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind);
-/* Index the edges by rank, once all are in; then the lists below hold
- * each rank's edges out and in (indexes into g->e, in the order added). */
+/* Rank a's hard wait by op o has more members absent (absent set xi)
+ * than the P3D_HANG_WAITFOR edges it kept, from index e0 on. */
+void p3d_hg_cut_hard(struct p3d_hg *g, int a, int gi, int xi,
+                     const struct p3d_rec_op *o, size_t e0);
+/* Index the edges by rank and the cut waits by group, once all are in;
+ * then the lists below hold each rank's edges out and in (indexes into
+ * g->e, in the order added). */
 void p3d_hg_index(struct p3d_hg *g);
 const int *p3d_hg_out_edges(const struct p3d_hg *g, int a, int *n);
 const int *p3d_hg_in_edges(const struct p3d_hg *g, int b, int *n);
+/*
+ * Every hard wait on rank b: the kept edges no group stands for, and
+ * each wait of a cut hard group b is in, as an edge made for the call.
+ * key orders them as the uncut graph's edges were: a kept edge's index,
+ * a group's wait the index its kept edges start at.
+ */
+typedef void (*p3d_hg_in_fn)(void *ctx, const struct p3d_hedge *e,
+                             size_t key);
+void p3d_hg_hard_in(const struct p3d_hg *g, int b, p3d_hg_in_fn fn,
+                    void *ctx);
+/* Walking from rank a (p3d_hg_reach): the members of its cut hard waits'
+ * groups not expanded yet (grp_done) are reached and queued. */
+void p3d_hg_reach_cut(const struct p3d_hg *g, int a, char *grp_done,
+                      char *reach, int *q, int *tail);
+/* in[b] += the hard waits on b that cut groups stand for, from ranks
+ * marked in `from`. */
+void p3d_hg_cut_indegree(const struct p3d_hg *g, const char *from, int *in);
 /* Distance of each rank to a root along the waits, -1 for none. */
 void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth);
 void p3d_hg_free(struct p3d_hg *g);

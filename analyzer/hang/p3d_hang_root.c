@@ -80,25 +80,43 @@ static void p3d_hg_owed_members(const struct p3d_hg *g,
     free(mem);
 }
 
+/* The hard waits on a root, and the one it owes first: the op of its
+ * pipeline twin's next op if one matches (how 3, or 2 by label alone),
+ * else the earliest; on a tie the first in edge order (key). */
+struct p3d_hg_owe {
+    const struct p3d_rec_op *nx;
+    int lbl, how, n;
+    int have;
+    struct p3d_hedge best;
+    size_t key;
+};
+
+static void p3d_hg_owe_one(void *ctx, const struct p3d_hedge *e, size_t key)
+{
+    struct p3d_hg_owe *w = ctx;
+    int eh = w->nx && e->label == w->lbl ? (e->op == w->nx->op ? 3 : 2) : 0;
+
+    w->n++;
+    if (!w->have || eh > w->how ||
+        (eh == w->how && (e->t < w->best.t ||
+                          (e->t == w->best.t && key < w->key)))) {
+        w->best = *e, w->how = eh, w->key = key;
+        w->have = 1;
+    }
+}
+
 /* Pick the op root r owes first among the hard waits on it. */
 static void p3d_hg_owed(const struct p3d_hg *g, struct p3d_hang_root *rt)
 {
-    const struct p3d_rec_op *nx = p3d_hg_twin_next(g, rt->rank);
-    const struct p3d_hedge *best = NULL;
-    int lbl = nx ? p3d_hang_label(g->job, nx->comm_hash) : -1, how = 0, n;
-    const int *in = p3d_hg_in_edges(g, rt->rank, &n);
+    struct p3d_hg_owe w = {.nx = p3d_hg_twin_next(g, rt->rank)};
+    const struct p3d_hedge *best = &w.best;
+    int how;
 
-    for (int i = 0; i < n; i++) {
-        const struct p3d_hedge *e = &g->e[in[i]];
-        int eh;
-        if (!e->hard)
-            continue;
-        rt->n_waiters++;
-        eh = nx && e->label == lbl ? (e->op == nx->op ? 3 : 2) : 0;
-        if (best == NULL || eh > how || (eh == how && e->t < best->t))
-            best = e, how = eh;
-    }
-    if (best == NULL)
+    w.lbl = w.nx ? p3d_hang_label(g->job, w.nx->comm_hash) : -1;
+    p3d_hg_hard_in(g, rt->rank, p3d_hg_owe_one, &w);
+    rt->n_waiters = w.n;
+    how = w.how;
+    if (!w.have)
         return;
     rt->owed_comm = best->comm;
     rt->owed_label = best->label;
@@ -141,22 +159,33 @@ static int p3d_hg_reported_for(const struct p3d_hrank *a,
  * it.  So r issued it less than T before its end, or never: the others
  * waited on r, not on NCCL or the network.
  */
+struct p3d_hg_silent {
+    const struct p3d_hg *g;
+    int r, found;
+};
+
+static void p3d_hg_silent_one(void *ctx, const struct p3d_hedge *e,
+                              size_t key)
+{
+    struct p3d_hg_silent *s = ctx;
+    const struct p3d_hrank *h = &s->g->hj->hr[s->r];
+
+    (void)key;
+    s->found |= e->from != s->r &&
+                p3d_hg_reported_for(&s->g->hj->hr[e->from], e,
+                                    h->wd_timeout_ns);
+}
+
 static int p3d_hg_watchdog_silent(const struct p3d_hg *g, int r)
 {
     const struct p3d_hrank *h = &g->hj->hr[r];
-    int n;
-    const int *in = p3d_hg_in_edges(g, r, &n);
+    struct p3d_hg_silent s = {g, r, 0};
 
     if (!h->term || !h->wd_known || h->wd_timeout_ns == 0 || h->n_hang > 0 ||
         h->wd_untracked > 0)
         return 0;
-    for (int i = 0; i < n; i++) {
-        const struct p3d_hedge *e = &g->e[in[i]];
-        if (e->hard && e->from != r &&
-            p3d_hg_reported_for(&g->hj->hr[e->from], e, h->wd_timeout_ns))
-            return 1;
-    }
-    return 0;
+    p3d_hg_hard_in(g, r, p3d_hg_silent_one, &s);
+    return s.found;
 }
 
 void p3d_hg_fill_root(const struct p3d_hg *g, int r,

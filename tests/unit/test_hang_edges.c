@@ -2,7 +2,9 @@
  * test_hang_edges.c - the wait graph's edges (p3d_hang_edges.c): an edge
  * is added once; a wait cut at P3D_HANG_WAITFOR edges still gives every
  * rank the distance to a root that all its edges gave (checked against
- * relaxing every edge of the uncut graph, on pseudo-random graphs).
+ * relaxing every edge of the uncut graph, on pseudo-random graphs); a
+ * hard wait cut the same way still gives every rank the waits on it, its
+ * reach and its in-degree that all its edges gave.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,12 +202,179 @@ static void test_edge_once(void **state)
     p3d_hg_free(&g);
 }
 
+/* Absent sets: xi 0 on comm 0, xi 1 on comm 1, random members. */
+static void make_absent(struct p3d_hg *g)
+{
+    g->absent = p3d_xcalloc(2, sizeof(*g->absent));
+    g->n_absent = g->cap_absent = 2;
+    for (int xi = 0; xi < 2; xi++) {
+        g->absent[xi].b = p3d_xcalloc(W, sizeof(int));
+        for (int j = 0; j < comms[xi].size; j++)
+            if (rnd(2))
+                g->absent[xi].b[g->absent[xi].n++] = comms[xi].slot[j];
+    }
+}
+
+static struct p3d_rec_op hops[2][W];
+
+/* Rank a's hard wait on absent set xi, as p3d_hang_graph.c adds it: the
+ * first P3D_HANG_WAITFOR edges, then the cut; every edge in f. */
+static void add_hard_wait(struct p3d_hg *g, struct full *f, int a, int xi)
+{
+    const struct p3d_hg_absent *x = &g->absent[xi];
+    const struct p3d_rec_op *o = &hops[xi][a];
+    size_t e0 = g->n;
+    int kept = 0, cut = 0;
+
+    for (int i = 0; i < x->n; i++) {
+        if (x->b[i] == a)
+            continue;
+        f->from[f->n] = a, f->to[f->n++] = x->b[i];
+        if (kept == P3D_HANG_WAITFOR) {
+            cut = 1;
+            continue;
+        }
+        p3d_hg_edge(g, a, x->b[i], 1, o);
+        kept++;
+    }
+    if (cut)
+        p3d_hg_cut_hard(g, a, xi, xi, o, e0);
+}
+
+struct seen_in {
+    int from[W * W], n;
+    size_t key[W * W];
+};
+
+static void note_in(void *ctx, const struct p3d_hedge *e, size_t key)
+{
+    struct seen_in *s = ctx;
+
+    assert_true(e->hard);
+    s->from[s->n] = e->from;
+    s->key[s->n++] = key;
+}
+
+/* The hard waits on b as the uncut graph has them, in its order, against
+ * p3d_hg_hard_in's ordered by key. */
+static void check_hard_in(const struct p3d_hg *g, const struct full *f, int b)
+{
+    static struct seen_in s;
+    int want[W * W], n = 0;
+
+    s.n = 0;
+    p3d_hg_hard_in(g, b, note_in, &s);
+    for (int i = 0; i < f->n; i++)
+        if (f->to[i] == b)
+            want[n++] = f->from[i];
+    assert_int_equal(s.n, n);
+    for (int i = 1; i < s.n; i++) /* insertion sort by key, stable */
+        for (int j = i; j > 0 && s.key[j - 1] > s.key[j]; j--) {
+            int t = s.from[j];
+            size_t k = s.key[j];
+            s.from[j] = s.from[j - 1], s.key[j] = s.key[j - 1];
+            s.from[j - 1] = t, s.key[j - 1] = k;
+        }
+    assert_memory_equal(s.from, want, (size_t)n * sizeof(int));
+}
+
+/* Ranks reached from `start` along f's edges, and along g's kept edges
+ * and cut groups (as p3d_hang_graph.c's walk). */
+static void check_reach(const struct p3d_hg *g, const struct full *f,
+                        const char *start)
+{
+    char want[W], got[W], *done = p3d_xcalloc((size_t)g->gr.n + 1, 1);
+    int q[W], head = 0, tail = 0, changed = 1;
+
+    memcpy(want, start, W);
+    while (changed) {
+        changed = 0;
+        for (int i = 0; i < f->n; i++)
+            if (want[f->from[i]] && !want[f->to[i]])
+                want[f->to[i]] = 1, changed = 1;
+    }
+    memcpy(got, start, W);
+    for (int a = 0; a < W; a++)
+        if (got[a])
+            q[tail++] = a;
+    while (head < tail) {
+        int n, a = q[head++];
+        const int *out = p3d_hg_out_edges(g, a, &n);
+        for (int i = 0; i < n; i++)
+            if (!got[g->e[out[i]].to])
+                got[g->e[out[i]].to] = 1, q[tail++] = g->e[out[i]].to;
+        p3d_hg_reach_cut(g, a, done, got, q, &tail);
+    }
+    assert_memory_equal(got, want, W);
+    free(done);
+}
+
+static void check_indegree(const struct p3d_hg *g, const struct full *f,
+                           const char *from)
+{
+    int want[W] = {0}, got[W] = {0};
+
+    for (int i = 0; i < f->n; i++)
+        want[f->to[i]] += from[f->from[i]] != 0;
+    for (size_t i = 0; i < g->n; i++)
+        if (!g->e[i].grouped && from[g->e[i].from])
+            got[g->e[i].to]++;
+    p3d_hg_cut_indegree(g, from, got);
+    assert_memory_equal(got, want, sizeof(got));
+}
+
+static void test_hard_cut_same_as_uncut(void **state)
+{
+    static struct full f;
+    int root[W], n_root, want[W], got[W], cuts = 0;
+    char start[W];
+
+    (void)state;
+    seed = 17;
+    for (int round = 0; round < 200; round++) {
+        struct p3d_hg g = {.job = &job, .hj = &hj};
+        make_job();
+        make_absent(&g);
+        f.n = 0;
+        for (int k = 0; k < W / 4; k++) { /* a few hard waits kept */
+            int a = (int)rnd(W), b = (int)rnd(W);
+            size_t n0 = g.n;
+            if (a != b)
+                p3d_hg_edge(&g, a, b, 1, NULL);
+            if (g.n > n0) /* not there already */
+                f.from[f.n] = a, f.to[f.n++] = b;
+        }
+        for (int a = 0; a < W; a++)
+            for (int xi = 0; xi < 2; xi++)
+                if (rnd(3) == 0)
+                    add_hard_wait(&g, &f, a, xi);
+        cuts += g.n_cut > 0;
+        p3d_hg_index(&g);
+        for (int b = 0; b < W; b++)
+            check_hard_in(&g, &f, b);
+        for (int a = 0; a < W; a++)
+            start[a] = rnd(4) == 0;
+        check_reach(&g, &f, start);
+        check_indegree(&g, &f, start);
+        n_root = 0;
+        for (int a = 0; a < W; a++)
+            if (rnd(10) == 0)
+                root[n_root++] = a;
+        p3d_hg_depth(&g, root, n_root, got);
+        relax_depth(&f, root, n_root, want);
+        assert_memory_equal(got, want, sizeof(got));
+        p3d_hg_free(&g);
+    }
+    assert_true(cuts > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edge_once),
         cmocka_unit_test(test_depth_beyond_the_kept_edges),
         cmocka_unit_test(test_depth_over_cut_waits),
+        cmocka_unit_test(test_hard_cut_same_as_uncut),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
