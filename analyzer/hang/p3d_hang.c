@@ -562,6 +562,15 @@ void p3d_hang_analyze(struct p3d_job *job)
     p3d_hang_graph(job, hj, res);
 }
 
+void p3d_hang_res_clear(struct p3d_hang_res *res)
+{
+    for (int i = 0; i < P3D_HANG_FRONTIERS; i++)
+        free(res->fr[i].by_state);
+    free(res->wait);
+    free(res->roots);
+    free(res->state);
+}
+
 void p3d_hang_free(struct p3d_job *job)
 {
     struct p3d_hang_res *res = job->hang;
@@ -575,11 +584,7 @@ void p3d_hang_free(struct p3d_job *job)
     if (hj)
         free(hj->hr);
     free(hj);
-    for (int i = 0; i < P3D_HANG_FRONTIERS; i++)
-        free(res->fr[i].by_state);
-    free(res->wait);
-    free(res->roots);
-    free(res->state);
+    p3d_hang_res_clear(res);
     free(res);
     job->hang = NULL;
 }

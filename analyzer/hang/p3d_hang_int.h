@@ -303,6 +303,8 @@ void p3d_hang_each(struct p3d_hjob *hj,
 void p3d_hang_rank_free(struct p3d_hrank *h);
 /* Label of a communicator hash (P3D_LBL_*), -1 if unknown. */
 int p3d_hang_label(const struct p3d_job *job, uint64_t comm);
+/* Free what res points to (p3d_hang_free frees res too). */
+void p3d_hang_res_clear(struct p3d_hang_res *res);
 /* Follow waits, find roots; fills res (p3d_hang_graph.c). */
 void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
                     struct p3d_hang_res *res);

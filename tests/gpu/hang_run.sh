@@ -10,19 +10,22 @@
 #   deadlock: the same skip with a TP all-reduce after each world one:
 #             rank 3 then waits in TP for rank 2, which waits in the
 #             skipped world all-reduce for rank 3 (a circular wait).
-# Expected: the analyzer names rank 3 as the root in both.
+#   half:     (HANG_HALF=1) 20 ranks, 10 never reach a world all-reduce.
+# Expected: the analyzer names rank 3 as the root in both, ranks 10-19 in
+# the third.
 #   tests/gpu/hang_run.sh OUTDIR      (exit 0 pass, 1 fail, 77 no GPU)
 . "$(dirname "$0")/torch_lib.sh" hang_run.sh "${1:-}"
 export P3D_STACKS=1     # libunwind if present, else libgcc (slower, fine here)
 kill_after=${HANG_KILL_AFTER:-40}
 fail=0
-run() {  # run NAME PORT ARGS...
+nproc=4 want="[3]"
+run() {  # run NAME PORT ARGS... (nproc ranks; want: the roots expected)
     name=$1 port=$2; shift 2
     rm -rf "$out/$name"; mkdir -p "$out/$name"
-    echo "== $name: torchrun, 4 ranks, SIGTERM after ${kill_after}s"
+    echo "== $name: torchrun, $nproc ranks, SIGTERM after ${kill_after}s"
     P3D_TRACE_DIR="$out/$name/traces" P3D_JOB_ID=job LD_PRELOAD=$lib \
         timeout -s TERM -k 30 "$kill_after" \
-        torchrun --nproc_per_node 4 --master_port "$port" \
+        torchrun --nproc_per_node "$nproc" --master_port "$port" \
         "$here/tests/gpu/hang_torch.py" --out "$out/$name" "$@" \
         > "$out/$name/log" 2>&1
     echo "torchrun exit $? (124: stopped by the driver, as intended)"
@@ -32,12 +35,13 @@ run() {  # run NAME PORT ARGS...
     "$analyze" --json "$out/$name/report.json" "$out/$name/traces/job" \
         > "$out/$name/report.txt" 2>"$out/$name/analyze.err"
     sed -n '/^hang analysis/,$p' "$out/$name/report.txt"
-    python3 - "$out/$name/report.json" <<'PY' || fail=1
+    python3 - "$out/$name/report.json" "$want" <<'PY' || fail=1
 import json, sys
 h = json.load(open(sys.argv[1]))["hang"]
-ok = h and h["detected"] and h["root_ranks"] == [3]
-print("%s: root_ranks %s (expected [3])" % ("PASS" if ok else "FAIL",
-                                            h and h["root_ranks"]))
+want = json.loads(sys.argv[2])
+ok = h and h["detected"] and h["root_ranks"] == want
+print("%s: root_ranks %s (expected %s)" % ("PASS" if ok else "FAIL",
+                                           h and h["root_ranks"], want))
 sys.exit(0 if ok else 1)
 PY
 }
@@ -48,4 +52,11 @@ PY
 run desync 29531 --mode desync ${HANG_ARGS:-}
 # shellcheck disable=SC2086
 run deadlock 29532 --mode deadlock ${HANG_ARGS:-}
+# HANG_HALF=1: 20 ranks, the last 10 never reach a world all-reduce the
+# others wait in: each waits on 10 members, more than the 8 a wait keeps
+# as edges (hang/p3d_hang_edges.c stands for the rest by a group)
+if [ "${HANG_HALF:-0}" = 1 ]; then
+    nproc=20 want="[10, 11, 12, 13, 14, 15, 16, 17, 18, 19]"
+    run half 29533 --mode half --absent 10 --skip-step 3 --steps 6
+fi
 exit $fail

@@ -12,6 +12,9 @@ all-reduce and goes on:
             checkpoint write); ranks 0-2 wait in their last all-reduce;
   deadlock  its next op is the TP all-reduce, for which its TP peer
             never comes: that peer waits in the skipped world all-reduce.
+  half      (--absent N) the last N ranks skip the world all-reduce at
+            --skip-step and sit in host code; the others wait in it for
+            all of them (at 10k+ ranks, half a job can be absent so).
 The driver (hang_run.sh) stops the job after a while.
 
   torchrun --nproc_per_node 4 tests/gpu/hang_torch.py [--mode desync]
@@ -32,9 +35,10 @@ import torch.distributed as dist
 
 def args():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["desync", "deadlock"],
+    ap.add_argument("--mode", choices=["desync", "deadlock", "half"],
                     default="desync")
     ap.add_argument("--skip-rank", type=int, default=3)
+    ap.add_argument("--absent", type=int, default=0)
     ap.add_argument("--skip-step", type=int, default=5)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--torch-timeout", type=float, default=600)
@@ -80,6 +84,12 @@ def main():
     for step in range(a.steps):
         y = x @ w                                   # "forward"
         grad.mul_(0.5).add_(y[0, 0])                # "backward"
+        if a.mode == "half" and rank >= world - a.absent and \
+                step == a.skip_step:
+            print(f"rank {rank}: holding before the world all-reduce of "
+                  f"step {step}", flush=True)
+            dump(a, rank, issued)
+            time.sleep(a.hold)                      # stuck in host code
         if rank == a.skip_rank and step == a.skip_step:
             print(f"rank {rank}: skipping the world all-reduce of step "
                   f"{step}", flush=True)

@@ -100,9 +100,7 @@ static void test_stuck_all_to_all_shows_the_other_rank(void **state)
         assert_int_equal(w->n_for, 1);
         assert_int_equal(w->waiting_for[0], 1 - w->rank);
     }
-    free(res.wait);
-    free(res.roots);
-    free(res.state);
+    p3d_hang_res_clear(&res);
     p3d_map_free(&job.comm_idx);
 }
 
@@ -123,9 +121,7 @@ static void test_stuck_alone_shows_the_other_rank(void **state)
     assert_int_equal(res.wait[0].op, P3D_OP_SEND);
     assert_int_equal(res.wait[0].peer, 1);
     assert_int_equal(res.wait[0].n_for, 0);
-    free(res.wait);
-    free(res.roots);
-    free(res.state);
+    p3d_hang_res_clear(&res);
     p3d_map_free(&job.comm_idx);
 }
 
