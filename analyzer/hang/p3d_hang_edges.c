@@ -87,15 +87,16 @@ void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind)
 {
     g->cap_cut = p3d_grow((void **)&g->cut, g->cap_cut, g->n_cut,
                           sizeof(*g->cut));
-    g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, kind, -1, NULL, 0};
+    g->cut[g->n_cut++] = (struct p3d_hg_cut){.rank = a, .gi = gi,
+                                             .kind = kind, .xi = -1};
 }
 
-void p3d_hg_cut_hard(struct p3d_hg *g, int a, int gi, int xi,
-                     const struct p3d_rec_op *o, size_t e0)
+void p3d_hg_cut_hard(struct p3d_hg *g, int a, int gi, int xi, size_t e0)
 {
     g->cap_cut = p3d_grow((void **)&g->cut, g->cap_cut, g->n_cut,
                           sizeof(*g->cut));
-    g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, P3D_HG_HARD, xi, o, e0};
+    g->cut[g->n_cut++] = (struct p3d_hg_cut){a, gi, P3D_HG_HARD, xi,
+                                             g->e[e0], e0};
     for (size_t i = e0; i < g->n; i++)
         g->e[i].grouped = 1;
 }
@@ -154,8 +155,8 @@ static void p3d_hg_group_targets(const struct p3d_hg *g,
                                  int **mem, int **grp, size_t *n,
                                  size_t *cap)
 {
-    const struct p3d_gcomm *cm = &g->job->comms[c->gi];
     const struct p3d_hg_absent *x = c->xi >= 0 ? &g->absent[c->xi] : NULL;
+    const struct p3d_gcomm *cm = x ? NULL : &g->job->comms[c->gi];
     int m = x ? x->n : cm->size;
 
     for (int j = 0; j < m; j++) {
@@ -183,7 +184,6 @@ static void p3d_hg_groups(struct p3d_hg *g, struct p3d_hg_groups *gr)
     gr->cut_at = p3d_xcalloc(g->n_cut + 2, sizeof(*gr->cut_at));
     gr->kind = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->kind));
     gr->xi = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->xi));
-    gr->label = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->label));
     gr->grp_of_cut = p3d_xcalloc(g->n_cut + 1, sizeof(*gr->grp_of_cut));
     src = p3d_xcalloc(g->n_cut + 1, sizeof(*src));
     for (size_t i = 0; i < g->n_cut; i++) {
@@ -193,8 +193,6 @@ static void p3d_hg_groups(struct p3d_hg *g, struct p3d_hg_groups *gr)
             gr->cut_at[gr->n] = (int)i;
             gr->kind[gr->n] = c->kind;
             gr->xi[gr->n] = c->xi;
-            gr->label[gr->n] = p3d_hang_label(g->job,
-                                              g->job->comms[c->gi].hash);
             p3d_hg_group_targets(g, c, gr->n, &mem, &gr->grp, &n, &cap);
             gr->n++;
         }
@@ -212,8 +210,7 @@ static void p3d_hg_groups_free(struct p3d_hg_groups *gr)
 {
     p3d_bucket_free(&gr->of);
     p3d_bucket_free(&gr->by_src);
-    P3D_FREE_ALL(gr->cut_at, gr->kind, gr->xi, gr->label, gr->grp,
-                 gr->grp_of_cut);
+    P3D_FREE_ALL(gr->cut_at, gr->kind, gr->xi, gr->grp, gr->grp_of_cut);
 }
 
 void p3d_hg_hard_in(const struct p3d_hg *g, int b, p3d_hg_in_fn fn,
@@ -233,10 +230,9 @@ void p3d_hg_hard_in(const struct p3d_hg *g, int b, p3d_hg_in_fn fn,
             continue;
         for (int s = gr->cut_at[k]; s < gr->cut_at[k + 1]; s++) {
             const struct p3d_hg_cut *c = &g->cut[s];
-            struct p3d_hedge e = {.from = c->rank, .to = b, .hard = 1,
-                                  .o = c->o, .comm = c->o->comm_hash,
-                                  .seq = c->o->seq, .t = c->o->t_enter,
-                                  .op = c->o->op, .label = gr->label[k]};
+            struct p3d_hedge e = c->proto;
+            e.to = b;
+            e.grouped = 0;
             if (c->rank != b) /* no rank waits on itself */
                 fn(ctx, &e, c->e0);
         }
@@ -344,8 +340,19 @@ void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth)
     free(q);
 }
 
+static void p3d_hg_memo_free(struct p3d_hg_memo *m)
+{
+    for (size_t i = 0; m && i < m->n; i++)
+        P3D_FREE_ALL(m->v[i].mem, m->v[i].in);
+    if (m)
+        free(m->v);
+    free(m);
+}
+
 void p3d_hg_free(struct p3d_hg *g)
 {
+    p3d_hg_memo_free(g->memo);
+    g->memo = NULL;
     for (size_t i = 0; i < g->n_absent; i++)
         free(g->absent[i].b);
     p3d_map_free(&g->absent_idx);

@@ -94,7 +94,7 @@ static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
         if (x->b[i] == a)
             continue;
         if (n == P3D_HANG_WAITFOR) { /* p3d_hang_edges.c: why */
-            p3d_hg_cut_hard(g, a, gi, (int)(x - g->absent), o, e0);
+            p3d_hg_cut_hard(g, a, gi, (int)(x - g->absent), e0);
             break;
         }
         p3d_hg_edge(g, a, x->b[i], 1, o);
@@ -443,7 +443,8 @@ static void p3d_hg_waits(struct p3d_hg *g, struct p3d_hang_res *res,
 void p3d_hang_graph(struct p3d_job *job, struct p3d_hjob *hj,
                     struct p3d_hang_res *res)
 {
-    struct p3d_hg g = {.job = job, .hj = hj};
+    struct p3d_hg g = {.job = job, .hj = hj,
+                       .memo = p3d_xcalloc(1, sizeof(struct p3d_hg_memo))};
     int *root = p3d_xcalloc((size_t)hj->world, sizeof(int));
     int *depth = p3d_xcalloc((size_t)hj->world, sizeof(int));
     int n_root = 0;

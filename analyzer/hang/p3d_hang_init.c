@@ -203,38 +203,52 @@ void p3d_hg_infer(struct p3d_hg *g, int a)
  * with `nranks` members that holds every rank seen blocked in the same
  * init.  0 if none or several fit.
  */
+/* Every rank blocked in the init of `hash` is in cand[0..k) (in: a
+ * scratch [world] of zeros, left so). */
+static int p3d_hg_holds_init(const struct p3d_hg *g, uint64_t hash,
+                             const int *cand, int k, uint8_t *in)
+{
+    int ok = 1;
+
+    for (int i = 0; i < k; i++)
+        if (cand[i] >= 0 && cand[i] < g->hj->world)
+            in[cand[i]] = 1;
+    for (int b = 0; b < g->hj->world && ok; b++)
+        ok = in[b] || !p3d_hg_in_init_of(&g->hj->hr[b], hash);
+    for (int i = 0; i < k; i++)
+        if (cand[i] >= 0 && cand[i] < g->hj->world)
+            in[cand[i]] = 0;
+    return ok;
+}
+
 static int p3d_hg_guess(const struct p3d_hg *g, uint64_t hash,
                         uint64_t nranks, int a, int *mem)
 {
     int *cand = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    uint8_t *in = p3d_xcalloc((size_t)g->hj->world + 1, 1);
     int n = 0, found = 0;
     struct p3d_hg_grid gr;
 
     for (int grid = 0; p3d_hg_grid_of(g->job, grid, &gr); grid++)
     for (unsigned mask = 1; mask < (1u << P3D_AX_N); mask++) {
         int k = p3d_grid_group(gr.size, gr.ord, g->job->world_size, a,
-                               mask, cand), ok = 1;
-        if ((uint64_t)k != nranks)
+                               mask, cand);
+        if ((uint64_t)k != nranks || !p3d_hg_holds_init(g, hash, cand, k, in))
             continue;
-        for (int b = 0; b < g->hj->world && ok; b++) {
-            int in = 0;
-            for (int i = 0; i < k; i++)
-                in |= cand[i] == b;
-            ok = in || !p3d_hg_in_init_of(&g->hj->hr[b], hash);
-        }
-        if (ok && (!found || n != k || memcmp(mem, cand, sizeof(int) *
-                                              (size_t)k))) {
+        if (!found || n != k || memcmp(mem, cand, sizeof(int) * (size_t)k)) {
             found++;
             memcpy(mem, cand, sizeof(int) * (size_t)k);
             n = k;
         }
     }
     free(cand);
+    free(in);
     return found == 1 ? n : 0;
 }
 
-int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
-                               int *mem, int *label)
+/* p3d_hg_init_members worked out (no memo). */
+static int p3d_hg_init_find(const struct p3d_hg *g, int a, uint64_t hash,
+                            int *mem, int *label)
 {
     const struct p3d_hrank *h = &g->hj->hr[a];
     int k = p3d_hg_n_created(h), st = p3d_hg_stage(g->job, a), nm = 0;
@@ -262,21 +276,116 @@ int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
     return nm;
 }
 
+/*
+ * A world communicator's init that half of 16k ranks never joined: each
+ * of the 8k blocked in it asked for its members (a walk of the world, and
+ * the layout's groups checked against every rank blocked in it), and
+ * for each member whether it joined.  One communicator has one set of
+ * members, which holds every rank making it: worked out once, for the
+ * first rank that asks, and given to every other rank it holds.
+ */
+static struct p3d_hg_initm *p3d_hg_memo_of(const struct p3d_hg *g, int a,
+                                           uint64_t hash)
+{
+    for (size_t i = 0; g->memo && i < g->memo->n; i++)
+        if (g->memo->v[i].hash == hash && g->memo->v[i].in[a])
+            return &g->memo->v[i];
+    return NULL;
+}
+
+static struct p3d_hg_initm *p3d_hg_memo_add(const struct p3d_hg *g,
+                                            uint64_t hash, const int *mem,
+                                            int n, int label)
+{
+    struct p3d_hg_memo *m = g->memo;
+    struct p3d_hg_initm *v;
+
+    m->cap = p3d_grow((void **)&m->v, m->cap, m->n, sizeof(*m->v));
+    v = &m->v[m->n++];
+    *v = (struct p3d_hg_initm){hash, p3d_xcalloc((size_t)n, sizeof(int)),
+                               n, label, -1,
+                               p3d_xcalloc((size_t)g->hj->world + 1, 1)};
+    memcpy(v->mem, mem, sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        if (mem[i] >= 0 && mem[i] < g->hj->world)
+            v->in[mem[i]] = 1;
+    return v;
+}
+
+const int *p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
+                               int *buf, int *n, int *label)
+{
+    const struct p3d_hg_initm *v = p3d_hg_memo_of(g, a, hash);
+
+    if (v == NULL) {
+        *n = p3d_hg_init_find(g, a, hash, buf, label);
+        if (g->memo == NULL || *n == 0)
+            return buf;
+        v = p3d_hg_memo_add(g, hash, buf, *n, *label);
+    }
+    *n = v->n;
+    *label = v->label;
+    return v->mem;
+}
+
+/* The members of init v that did not join it (g->absent), made once. */
+static const struct p3d_hg_absent *p3d_hg_init_absent(struct p3d_hg *g,
+                                                      struct p3d_hg_initm *v)
+{
+    struct p3d_hg_absent *x;
+
+    if (v->xi >= 0)
+        return &g->absent[v->xi];
+    g->cap_absent = p3d_grow((void **)&g->absent, g->cap_absent,
+                             g->n_absent, sizeof(*g->absent));
+    v->xi = (int)g->n_absent;
+    x = &g->absent[g->n_absent++];
+    *x = (struct p3d_hg_absent){v->hash, UINT64_MAX,
+                                p3d_xcalloc((size_t)v->n + 1, sizeof(int)),
+                                0, -1};
+    for (int i = 0; i < v->n; i++)
+        if (!p3d_hg_joined(g, v->mem[i], v->hash))
+            x->b[x->n++] = v->mem[i];
+    return x;
+}
+
+/* One hard edge of rank a's wait in the init of `hash` on member b. */
+static void p3d_hg_init_edge(struct p3d_hg *g, int a, int b, uint64_t hash,
+                             uint64_t t0, int label)
+{
+    struct p3d_hedge *e;
+
+    p3d_hg_edge(g, a, b, 1, NULL);
+    e = &g->e[g->n - 1];
+    e->comm = hash, e->seq = UINT64_MAX, e->t = t0;
+    e->op = P3D_HANG_OP_INIT, e->label = label;
+}
+
 int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash,
                              uint64_t t0)
 {
-    int *mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
-    int label = -1, n = 0, nm = p3d_hg_init_members(g, a, hash, mem, &label);
+    int *buf = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+    int label = -1, n = 0, nm;
+    const int *mem = p3d_hg_init_members(g, a, hash, buf, &nm, &label);
+    struct p3d_hg_initm *v = p3d_hg_memo_of(g, a, hash);
+    const struct p3d_hg_absent *x = v ? p3d_hg_init_absent(g, v) : NULL;
+    size_t e0 = g->n;
 
-    for (int i = 0; i < nm; i++)
+    for (int i = 0; !x && i < nm; i++) /* no memo: every edge */
         if (mem[i] != a && !p3d_hg_joined(g, mem[i], hash)) {
-            struct p3d_hedge *e;
-            p3d_hg_edge(g, a, mem[i], 1, NULL);
-            e = &g->e[g->n - 1];
-            e->comm = hash, e->seq = UINT64_MAX, e->t = t0;
-            e->op = P3D_HANG_OP_INIT, e->label = label;
+            p3d_hg_init_edge(g, a, mem[i], hash, t0, label);
             n++;
         }
-    free(mem);
+    for (int i = 0; x && i < x->n; i++) {
+        if (x->b[i] == a)
+            continue;
+        if (n == P3D_HANG_WAITFOR) { /* p3d_hang_edges.c: why */
+            p3d_hg_cut_hard(g, a, -1, v->xi, e0);
+            break;
+        }
+        p3d_hg_init_edge(g, a, x->b[i], hash, t0, label);
+        n++;
+    }
+    free(buf);
     return nm > 0 ? n : -1;
 }

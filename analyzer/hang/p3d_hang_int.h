@@ -112,11 +112,11 @@ struct p3d_hedge {
 
 /* A wait whose edges stopped at P3D_HANG_WAITFOR (p3d_hang_edges.c): rank
  * `rank` waits on every member of communicator gi that `kind` admits; a
- * hard one on every member of absent set xi, by op o, its kept edges
- * from index e0 on. */
+ * hard one on every member of absent set xi, each wait like its first
+ * kept edge (proto, at index e0). */
 struct p3d_hg_cut {
     int rank, gi, kind, xi;
-    const struct p3d_rec_op *o;
+    struct p3d_hedge proto;
     size_t e0;
 };
 
@@ -128,7 +128,7 @@ enum { P3D_HG_SOFT, P3D_HG_UNKNOWN, P3D_HG_HARD }; /* kinds of cut waits */
 struct p3d_hg_groups {
     int n;
     int *cut_at;          /* [n + 1] */
-    int *kind, *xi, *label; /* [n] */
+    int *kind, *xi;       /* [n] */
     int *grp;             /* (member, group) pairs' groups, */
     struct p3d_bucket of; /* indexed by member */
     struct p3d_bucket by_src; /* cut indexes, by the waiting rank */
@@ -158,6 +158,22 @@ struct p3d_hg {
     struct p3d_hg_absent *absent;
     size_t n_absent, cap_absent;
     struct p3d_hg_groups gr; /* the cut waits (p3d_hg_index) */
+    struct p3d_hg_memo *memo; /* init members worked out, NULL: none */
+};
+
+/* The members of a communicator being made, worked out once: every rank
+ * blocked creating it is one of them, and has the same ones
+ * (p3d_hg_init_members); xi: its absent set (the members that did not
+ * join), -1 until made. */
+struct p3d_hg_initm {
+    uint64_t hash;
+    int *mem, n, label, xi;
+    uint8_t *in; /* [world]: a member */
+};
+
+struct p3d_hg_memo {
+    struct p3d_hg_initm *v;
+    size_t n, cap;
 };
 
 /* Add the edge from -> to of op o (NULL: an init) unless it is there. */
@@ -170,10 +186,10 @@ int p3d_hg_kind_target(const struct p3d_hg *g, int kind, int b);
 /* Rank a's wait of this kind on communicator gi has more targets than
  * the P3D_HANG_WAITFOR edges it kept. */
 void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind);
-/* Rank a's hard wait by op o has more members absent (absent set xi)
- * than the P3D_HANG_WAITFOR edges it kept, from index e0 on. */
-void p3d_hg_cut_hard(struct p3d_hg *g, int a, int gi, int xi,
-                     const struct p3d_rec_op *o, size_t e0);
+/* Rank a's hard wait has more members absent (absent set xi) than the
+ * P3D_HANG_WAITFOR edges it kept, from index e0 on (complete: the first
+ * is the wait's pattern). */
+void p3d_hg_cut_hard(struct p3d_hg *g, int a, int gi, int xi, size_t e0);
 /* Index the edges by rank and the cut waits by group, once all are in;
  * then the lists below hold each rank's edges out and in (indexes into
  * g->e, in the order added). */
@@ -216,8 +232,10 @@ int p3d_hg_odd(const struct p3d_hg *g, const struct p3d_mismatch *x);
 /* p3d_hang_prove.c: returned ops a member they need never matched. */
 void p3d_hg_prove(struct p3d_hg *g);
 /* p3d_hang_init.c */
-int p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
-                        int *mem, int *label);
+/* Members of the communicator `hash` rank a was creating, *n of them (0:
+ * not known): from g->memo, or worked out into buf ([world]) and kept. */
+const int *p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
+                               int *buf, int *n, int *label);
 int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash, uint64_t t0);
 void p3d_hg_infer(struct p3d_hg *g, int a);
 /* p3d_hang_root.c */

@@ -67,17 +67,20 @@ static void p3d_hg_owed_members(const struct p3d_hg *g,
                                 const struct p3d_hedge *e,
                                 struct p3d_hang_root *rt)
 {
-    int gi = p3d_map_get(&g->job->comm_idx, e->comm), lbl;
-    int *mem = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int)), n = 0;
+    int gi = p3d_map_get(&g->job->comm_idx, e->comm), lbl, n = 0;
+    int *buf = NULL;
+    const int *mem = NULL;
 
-    if (gi >= 0)
-        for (int j = 0; j < g->job->comms[gi].n_members; j++)
-            mem[n++] = g->job->comms[gi].members[j];
-    else if (e->op == P3D_HANG_OP_INIT)
-        n = p3d_hg_init_members(g, e->from, e->comm, mem, &lbl);
+    if (gi >= 0) {
+        mem = g->job->comms[gi].members;
+        n = g->job->comms[gi].n_members;
+    } else if (e->op == P3D_HANG_OP_INIT) {
+        buf = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
+        mem = p3d_hg_init_members(g, e->from, e->comm, buf, &n, &lbl);
+    }
     for (int i = 0; i < n && i < P3D_HANG_MEMBERS; i++)
         rt->owed_members[rt->n_owed_members++] = mem[i];
-    free(mem);
+    free(buf);
 }
 
 /* The hard waits on a root, and the one it owes first: the op of its

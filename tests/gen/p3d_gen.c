@@ -38,6 +38,10 @@
  *   --stall-absent N with --stall: the N highest ranks never enter the
  *                    stalled all-reduce (stopped outside NCCL, SIGTERM
  *                    noted): the others wait on them (hard edges)
+ *   --init-absent N  after the steps the ranks below world - N are blocked
+ *                    in a world communicator init (a watchdog report of
+ *                    it pending 10 s), the last N never call it (stopped
+ *                    outside NCCL); all note SIGTERM: NCCL init hung
  *   --stall-us N     with --stall: every file ends N us after the stalled
  *                    all-reduce was entered (by default about 4 s later),
  *                    as when a running job is stopped with SIGTERM while
@@ -77,11 +81,11 @@ static struct {
     int size[AX_N], ep, world, order_pp_dp, steps, mb, layers, ops, stall;
     int cmdline, p2p, gpu, truncate, killed, bad_magic, future_major;
     int huge_len, unknown_tag, missing, duplicate, empty, mismatch, no_comms;
-    int skip, captured, gaps, capped, stall_us, stall_absent;
+    int skip, captured, gaps, capped, stall_us, stall_absent, init_absent;
     const char *job, *suffix, *truth, *out, *cmd;
     uint64_t start;
 } g = {{1, 1, 1, 1}, 1, 1, 0, 3, 4, 2, 0, 0, 1, 0, 0, -1, -1, -1, -1, -1, -1,
-       -1, -1, -1, -1, 0, -1, 0, -1, -1, 0, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
+       -1, -1, -1, -1, 0, -1, 0, -1, -1, 0, 0, 0, "genjob", "", NULL, NULL, NULL, 1800000000ull};
 
 #define GEN_MAX_WORLD 16384 /* issue 23's scale sets: 16,384 ranks */
 
@@ -575,6 +579,27 @@ static void put_unknown(struct wr *w, unsigned tag)
     put(w, rec, sizeof(rec));
 }
 
+/* --init-absent: blocked in a world communicator's init, or never
+ * calling it; SIGTERM noted either way. */
+static void init_hang(struct rank_ctx *x)
+{
+    static const char term[] = "SIGTERM received";
+    struct p3d_rec_hang h = {0};
+
+    if (x->r < g.world - g.init_absent) {
+        h.h.tag = P3D_REC_HANG;
+        h.n_pending = 1;
+        h.pending_ns = 10000000000ull;
+        h.t = x->w.t + h.pending_ns;
+        h.comm_hash = mix(str_hash(g.job) ^ 0x1717);
+        h.seq = (uint64_t)g.world; /* nranks */
+        h.peer = x->r;
+        h.op = P3D_HANG_OP_INIT;
+        put(&x->w, &h, sizeof(h));
+    }
+    put_str(&x->w, P3D_REC_NOTE, term, sizeof(term) - 1);
+}
+
 static void body(struct rank_ctx *x)
 {
     int steps = x->r == g.killed ? (g.steps + 1) / 2 : g.steps;
@@ -592,6 +617,8 @@ static void body(struct rank_ctx *x)
         coll(x, F_WORLD, P3D_OP_ALLREDUCE, 7, 0, 4096, -1);
         g_capturing = 0;
     }
+    if (g.init_absent > 0)
+        init_hang(x);
     if (g.stall) {
         static const char term[] = "SIGTERM received";
 
@@ -740,7 +767,8 @@ static int parse_int_opt(const char *o, const char *v)
         {"--duplicate", &g.duplicate}, {"--empty", &g.empty},
         {"--mismatch", &g.mismatch}, {"--skip", &g.skip},
         {"--gaps", &g.gaps}, {"--capped", &g.capped},
-        {"--stall-us", &g.stall_us}, {"--stall-absent", &g.stall_absent}};
+        {"--stall-us", &g.stall_us}, {"--stall-absent", &g.stall_absent},
+        {"--init-absent", &g.init_absent}};
 
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcmp(o, t[i].name)) {

@@ -41,4 +41,24 @@ n=$(wc -l < "$t")
 "$A" --detail=hang "$T/h" > "$T/d.txt" 2>&1
 [ "$(grep -c '^  root rank [0-9]*:' "$T/d.txt")" = 64 ] ||
     fail "--detail=hang: $(grep -c '^  root rank [0-9]*:' "$T/d.txt") root blocks, want 64"
-echo "64 roots: one line names them all, four shown, the rest by kind; the world communicator's 128 members counted; $n lines"
+# The same at a world communicator's init (p3d-gen --init-absent: ranks
+# 0-63 blocked in it, with the watchdog's report, 64-127 never call it):
+# each waits on 64 members it must guess from the layout, worked out once
+# for all of them (hang/p3d_hang_init.c); 4,096 ranks took 93 s before.
+"$G" --tp 2 --pp 2 --dp 32 --gpu --init-absent 64 "$T/i" \
+    > /dev/null || fail "p3d-gen --init-absent"
+"$A" --json "$T/i.json" "$T/i" > "$T/i.txt" 2>&1
+python3 - "$T/i.json" <<'PY' || fail "init JSON: $(grep -m1 'hang analysis' "$T/i.txt")"
+import json, sys
+h = json.load(open(sys.argv[1]))["hang"]
+assert h["detected"] and h["root_ranks"] == list(range(64, 128)), h["root_ranks"]
+for r in h["roots"]:
+    assert r["owed"]["op"] == "CommInit" and r["waiters"] == 64, r
+    assert r["owed"]["members"] == list(range(64)), r["owed"]["members"]
+assert len(h["chain"]) == 64 and all(
+    w["op"] == "CommInit" and w["waiting_for"] == list(range(64, 72))
+    for w in h["chain"]), h["chain"][0]
+PY
+grep -q "root rank(s) 64-127 (64 ranks)$" "$T/i.txt" ||
+    fail "init header: $(grep -m1 'hang analysis' "$T/i.txt")"
+echo "64 roots: one line names them all, four shown, the rest by kind; the world communicator's 128 members counted; $n lines; the same at a world init"

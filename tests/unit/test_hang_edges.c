@@ -238,7 +238,7 @@ static void add_hard_wait(struct p3d_hg *g, struct full *f, int a, int xi)
         kept++;
     }
     if (cut)
-        p3d_hg_cut_hard(g, a, xi, xi, o, e0);
+        p3d_hg_cut_hard(g, a, xi, xi, e0);
 }
 
 struct seen_in {
