@@ -344,8 +344,10 @@ static void p3d_hg_memo_free(struct p3d_hg_memo *m)
 {
     for (size_t i = 0; m && i < m->n; i++)
         P3D_FREE_ALL(m->v[i].mem, m->v[i].in);
-    if (m)
-        free(m->v);
+    if (m) {
+        p3d_map_free(&m->tw_idx);
+        P3D_FREE_ALL(m->v, m->tw);
+    }
     free(m);
 }
 

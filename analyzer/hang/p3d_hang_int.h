@@ -171,9 +171,21 @@ struct p3d_hg_initm {
     uint8_t *in; /* [world]: a member */
 };
 
+/* A twin search's answer (p3d_hg_twin_next): what a rank of stage st
+ * with n ops, the last (op, seq, label), would issue next. */
+struct p3d_hg_twin {
+    int st, op, label, prev; /* prev: the entry before with its hash */
+    size_t n;
+    uint64_t seq;
+    const struct p3d_rec_op *next;
+};
+
 struct p3d_hg_memo {
     struct p3d_hg_initm *v;
     size_t n, cap;
+    struct p3d_hg_twin *tw;
+    size_t n_tw, cap_tw;
+    struct p3d_map tw_idx;
 };
 
 /* Add the edge from -> to of op o (NULL: an init) unless it is there. */

@@ -35,15 +35,12 @@ int p3d_hg_stage(const struct p3d_job *job, int rank)
  * lost records, on either side: its op count is then not the count of
  * ops it issued, nor its op k the k-th it issued.
  */
-const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
-                                                 int r)
+static const struct p3d_rec_op *p3d_hg_twin_find(const struct p3d_hg *g,
+                                                  int r, int st)
 {
     const struct p3d_hrank *h = &g->hj->hr[r];
-    int st = p3d_hg_stage(g->job, r);
     size_t n = h->n_ops;
 
-    if (st < 0 || p3d_hg_lost_records(g, r))
-        return NULL;
     for (int t = 0; t < g->hj->world; t++) {
         const struct p3d_hrank *x = &g->hj->hr[t];
         const struct p3d_rec_op *a, *b;
@@ -60,6 +57,47 @@ const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g,
             return p3d_hang_op_at(x, n);
     }
     return NULL;
+}
+
+/*
+ * The answer depends on r only through its stage, its op count and its
+ * last op (a twin has more ops than r, so it is never r, nor a rank of
+ * the same key): at 16k ranks, 8k roots and 8k ranks outside NCCL each
+ * walked the world; one walk per key now (g->memo, when there is one).
+ */
+const struct p3d_rec_op *p3d_hg_twin_next(const struct p3d_hg *g, int r)
+{
+    const struct p3d_hrank *h = &g->hj->hr[r];
+    const struct p3d_rec_op *last;
+    struct p3d_hg_memo *m = g->memo;
+    struct p3d_hg_twin key = {.st = p3d_hg_stage(g->job, r), .op = -1,
+                              .label = -1, .n = h->n_ops};
+    uint64_t hk;
+
+    if (key.st < 0 || p3d_hg_lost_records(g, r))
+        return NULL;
+    if (m == NULL)
+        return p3d_hg_twin_find(g, r, key.st);
+    last = key.n ? p3d_hang_op_at(h, key.n - 1) : NULL;
+    if (key.n && last == NULL) /* not kept: no key */
+        return p3d_hg_twin_find(g, r, key.st);
+    if (last) {
+        key.op = last->op, key.seq = last->seq;
+        key.label = p3d_hang_label(g->job, last->comm_hash);
+    }
+    hk = ((uint64_t)key.n * 0x9e3779b97f4a7c15ull) ^
+         ((uint64_t)(uint32_t)key.st << 40) ^ ((uint64_t)key.op << 32) ^
+         (key.seq * 0xff51afd7ed558ccdull) ^ (uint64_t)(uint32_t)key.label;
+    for (int k = p3d_map_get(&m->tw_idx, hk); k >= 0; k = m->tw[k].prev)
+        if (m->tw[k].st == key.st && m->tw[k].n == key.n &&
+            m->tw[k].op == key.op && m->tw[k].seq == key.seq &&
+            m->tw[k].label == key.label)
+            return m->tw[k].next;
+    key.next = p3d_hg_twin_find(g, r, key.st);
+    m->cap_tw = p3d_grow((void **)&m->tw, m->cap_tw, m->n_tw, sizeof(*m->tw));
+    key.prev = p3d_map_push(&m->tw_idx, hk, (int)m->n_tw);
+    m->tw[m->n_tw++] = key;
+    return key.next;
 }
 
 /* Members of the owed op's communicator (for the report). */

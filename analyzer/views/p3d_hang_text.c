@@ -333,15 +333,15 @@ static void p3d_ho_others(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_hang_res *res = job->hang;
     int *idle = p3d_xcalloc((size_t)job->world_size + 1, sizeof(int)), n = 0;
-    char buf[256];
+    char *root = p3d_xcalloc((size_t)job->world_size + 1, 1), buf[256];
 
-    for (int a = 0; a < job->world_size; a++) {
-        int listed = res->state[a] == P3D_HS_WAITING;
-        for (int i = 0; i < res->n_roots; i++)
-            listed |= res->roots[i].rank == a;
-        if (!listed)
+    for (int i = 0; i < res->n_roots; i++)
+        if (res->roots[i].rank >= 0 && res->roots[i].rank < job->world_size)
+            root[res->roots[i].rank] = 1;
+    for (int a = 0; a < job->world_size; a++)
+        if (res->state[a] != P3D_HS_WAITING && !root[a])
             idle[n++] = a;
-    }
+    free(root);
     p3d_fmt_ranks(buf, sizeof(buf), idle, n);
     if (n)
         fprintf(f, "  not inside NCCL, nobody waits on them: rank(s) %s\n",
