@@ -246,6 +246,28 @@ static int p3d_hg_guess(const struct p3d_hg *g, uint64_t hash,
     return found == 1 ? n : 0;
 }
 
+static int p3d_int_cmp(const void *x, const void *y)
+{
+    return P3D_CMP(*(const int *)x, *(const int *)y);
+}
+
+/* The label of a communicator of the job with these members (a guessed
+ * init's: the same ranks make the same kind of group), -1 if none. */
+static int p3d_hg_label_of_set(const struct p3d_job *job, const int *mem,
+                               int n)
+{
+    int *s = p3d_xcalloc((size_t)n + 1, sizeof(int)), label = -1;
+
+    memcpy(s, mem, sizeof(int) * (size_t)n);
+    qsort(s, (size_t)n, sizeof(int), p3d_int_cmp);
+    for (int c = 0; n > 0 && c < job->n_comms && label < 0; c++)
+        if (job->comms[c].n_members == n &&
+            !memcmp(job->comms[c].members, s, sizeof(int) * (size_t)n))
+            label = job->comms[c].label;
+    free(s);
+    return label;
+}
+
 /* p3d_hg_init_members worked out (no memo). */
 static int p3d_hg_init_find(const struct p3d_hg *g, int a, uint64_t hash,
                             int *mem, int *label)
@@ -271,8 +293,10 @@ static int p3d_hg_init_find(const struct p3d_hg *g, int a, uint64_t hash,
         *label = g->job->comms[gi].label;
     for (int j = 0; nm == 0 && j < h->n_hang; j++)
         if (h->hang[j]->op == P3D_HANG_OP_INIT &&
-            h->hang[j]->comm_hash == hash)
+            h->hang[j]->comm_hash == hash) {
             nm = p3d_hg_guess(g, hash, h->hang[j]->seq, a, mem);
+            *label = p3d_hg_label_of_set(g->job, mem, nm);
+        }
     return nm;
 }
 

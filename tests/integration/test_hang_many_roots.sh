@@ -45,6 +45,7 @@ n=$(wc -l < "$t")
 # 0-63 blocked in it, with the watchdog's report, 64-127 never call it):
 # each waits on 64 members it must guess from the layout, worked out once
 # for all of them (hang/p3d_hang_init.c); 4,096 ranks took 93 s before.
+# Its members are the world's, so it is named as WORLD, not "?".
 "$G" --tp 2 --pp 2 --dp 32 --gpu --init-absent 64 "$T/i" \
     > /dev/null || fail "p3d-gen --init-absent"
 "$A" --json "$T/i.json" "$T/i" > "$T/i.txt" 2>&1
@@ -54,6 +55,8 @@ h = json.load(open(sys.argv[1]))["hang"]
 assert h["detected"] and h["root_ranks"] == list(range(64, 128)), h["root_ranks"]
 for r in h["roots"]:
     assert r["owed"]["op"] == "CommInit" and r["waiters"] == 64, r
+    # guessed from the layout: the world's members, so a WORLD group
+    assert r["owed"]["label"] == "WORLD", r["owed"]
     assert r["owed"]["members"] == list(range(64)), r["owed"]["members"]
 assert len(h["chain"]) == 64 and all(
     w["op"] == "CommInit" and w["waiting_for"] == list(range(64, 72))
