@@ -197,12 +197,6 @@ void p3d_hg_infer(struct p3d_hg *g, int a)
     free(mem);
 }
 
-/*
- * Members of an init nobody finished, from the layout: the one group of
- * a (some axes varied, on the dense grid or with EP on the expert one)
- * with `nranks` members that holds every rank seen blocked in the same
- * init.  0 if none or several fit.
- */
 /* Every rank blocked in the init of `hash` is in cand[0..k) (in: a
  * scratch [world] of zeros, left so). */
 static int p3d_hg_holds_init(const struct p3d_hg *g, uint64_t hash,
@@ -221,6 +215,12 @@ static int p3d_hg_holds_init(const struct p3d_hg *g, uint64_t hash,
     return ok;
 }
 
+/*
+ * Members of an init nobody finished, from the layout: the one group of
+ * a (some axes varied, on the dense grid or with EP on the expert one)
+ * with `nranks` members that holds every rank seen blocked in the same
+ * init.  0 if none or several fit.
+ */
 static int p3d_hg_guess(const struct p3d_hg *g, uint64_t hash,
                         uint64_t nranks, int a, int *mem)
 {
@@ -308,11 +308,11 @@ static int p3d_hg_init_find(const struct p3d_hg *g, int a, uint64_t hash,
  * members, which holds every rank making it: worked out once, for the
  * first rank that asks, and given to every other rank it holds.
  */
-static struct p3d_hg_initm *p3d_hg_memo_of(const struct p3d_hg *g, int a,
+static struct p3d_hg_initm *p3d_hg_memo_of(const struct p3d_hg *g,
                                            uint64_t hash)
 {
     for (size_t i = 0; g->memo && i < g->memo->n; i++)
-        if (g->memo->v[i].hash == hash && g->memo->v[i].in[a])
+        if (g->memo->v[i].hash == hash)
             return &g->memo->v[i];
     return NULL;
 }
@@ -336,16 +336,28 @@ static struct p3d_hg_initm *p3d_hg_memo_add(const struct p3d_hg *g,
     return v;
 }
 
+/* The memo's entry for rank a's init of `hash`, NULL when it has none
+ * that holds a (a rank the inferred members lack is worked out alone). */
+static struct p3d_hg_initm *p3d_hg_memo_for(const struct p3d_hg *g, int a,
+                                            uint64_t hash)
+{
+    struct p3d_hg_initm *v = p3d_hg_memo_of(g, hash);
+
+    return v && a >= 0 && a < g->hj->world && v->in[a] ? v : NULL;
+}
+
 const int *p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
                                int *buf, int *n, int *label)
 {
-    const struct p3d_hg_initm *v = p3d_hg_memo_of(g, a, hash);
+    const struct p3d_hg_initm *v = p3d_hg_memo_for(g, a, hash);
 
     if (v == NULL) {
         *n = p3d_hg_init_find(g, a, hash, buf, label);
-        if (g->memo == NULL || *n == 0)
+        if (g->memo == NULL || *n == 0 || p3d_hg_memo_of(g, hash))
             return buf;
         v = p3d_hg_memo_add(g, hash, buf, *n, *label);
+        if (!v->in[a]) /* kept for the members it holds */
+            return buf;
     }
     *n = v->n;
     *label = v->label;
@@ -391,7 +403,7 @@ int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash,
     int *buf = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
     int label = -1, n = 0, nm;
     const int *mem = p3d_hg_init_members(g, a, hash, buf, &nm, &label);
-    struct p3d_hg_initm *v = p3d_hg_memo_of(g, a, hash);
+    struct p3d_hg_initm *v = p3d_hg_memo_for(g, a, hash);
     const struct p3d_hg_absent *x = v ? p3d_hg_init_absent(g, v) : NULL;
     size_t e0 = g->n;
 
