@@ -319,6 +319,11 @@ static void p3d_report_lost(FILE *f, const struct p3d_job *job)
 static void p3d_report_match(FILE *f, const struct p3d_job *job)
 {
     const struct p3d_match_res *m = job->match;
+    /* no hang shown: the hang section after this one lists the members
+     * behind, with what they mean; not twice */
+    int behind_below = job->hang && !job->hang->detected &&
+                       !job->hang->stopped.n_in_nccl;
+    int hidden = 0;
 
     if (!m)
         return;
@@ -336,11 +341,15 @@ static void p3d_report_match(FILE *f, const struct p3d_job *job)
                                          p3d_same_behind(x, &m->mm[j]));
              j++)
             ;
-        if (x->field >= P3D_MM_UNMATCHED)
+        if (behind_below && x->field == P3D_MM_ISSUED)
+            hidden += j - i;
+        else if (x->field >= P3D_MM_UNMATCHED)
             p3d_report_other(f, x, j - i, lab);
         else
             p3d_report_mm(f, x, j - i, lab);
     }
+    if (hidden)
+        fprintf(f, "  members behind: in the hang analysis below\n");
     if (m->n_kept == P3D_MM_KEEP)
         fprintf(f, "  ... (only the first %d shown)\n", m->n_kept);
 }

@@ -36,7 +36,7 @@ grep -Eq "^  rank 3: $R3: truncated tail; using [0-9]+ records$" "$T/out" ||
 case_ killed "--killed 3" 0 \
     "^p3d-analyze: warning: $R3: not closed cleanly \(process killed\?\); using [0-9]+ records$" \
     "unmatched: comm 0x[0-9a-f]{16} \(PP\) 7 -> 3: [1-9][0-9]* sends never received"
-grep -Eq "incomplete: comm 0x[0-9a-f]{16} \(TP\): rank 3 issued [0-9]+ collectives, rank 2 issued [0-9]+" "$T/out" ||
+grep -Eq "rank 3 issued [0-9]+ collectives on comm 0x[0-9a-f]{16} \(TP\), rank 2 issued [0-9]+" "$T/out" ||
     { echo "FAIL killed: rank 3 not reported behind on TP"; fails=$((fails+1)); }
 case_ badmagic "--bad-magic 3" 2 \
     "^p3d-analyze: error: $R3: bad magic" "7 of 8 ranks have readable traces"
