@@ -8,9 +8,11 @@
  * them, so they cannot drift apart.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "p3d_hang_int.h"
 #include "p3d_label.h"
+#include "p3d_util.h"
 
 const char *const p3d_hang_fr_name[] = {"done", "waiting", "not_arrived"};
 
@@ -111,6 +113,25 @@ static const char *p3d_hang_state_word(int s)
     }
 }
 
+/* "HUNG: 2048 root ranks 2048-4095 (stopped outside NCCL)": the roots as
+ * ranges, with the first one's state (and "and others" if they differ). */
+static void p3d_hang_brief_many(const struct p3d_hang_res *res, char *buf,
+                                size_t n)
+{
+    int *r = p3d_xcalloc((size_t)res->n_roots + 1, sizeof(*r)), same = 1;
+    char list[96];
+
+    for (int i = 0; i < res->n_roots; i++) {
+        r[i] = res->roots[i].rank;
+        same &= res->roots[i].state == res->roots[0].state;
+    }
+    p3d_fmt_ranks(list, sizeof(list), r, res->n_roots);
+    free(r);
+    snprintf(buf, n, "HUNG: %d root ranks %s (%s%s)", res->n_roots, list,
+             p3d_hang_state_word(res->roots[0].state),
+             same ? "" : " and others");
+}
+
 void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n)
 {
     const struct p3d_hang_res *res = job->hang;
@@ -122,6 +143,10 @@ void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n)
     if (res->stall) {
         snprintf(buf, n, "HUNG: no root (all arrived, none completed: an "
                  "NCCL or network stall)");
+        return;
+    }
+    if (res->n_roots > 4) { /* thousands, at 10k+ ranks: as ranges */
+        p3d_hang_brief_many(res, buf, n);
         return;
     }
     k = (size_t)snprintf(buf, n, "HUNG: root rank");

@@ -36,6 +36,8 @@ grep -q "(WORLD): 1 / 1; 128 members: 64 waiting (0-63), 64 not_arrived (64-127)
     fail "frontier: $(grep -A1 'communicators on the chain' "$t")"
 grep -q "incomplete: comm 0x[0-9a-f]* (WORLD): 64 ranks (64-127) issued 1 collectives, rank 0 issued 2$" "$t" ||
     fail "members behind: $(grep -m2 'incomplete:' "$t")"
+grep -q "HUNG: 64 root ranks 64-127 (stopped outside NCCL)" "$t" ||
+    fail "findings/seed row: $(grep -m1 'HUNG' "$t")"
 n=$(wc -l < "$t")
 [ "$n" -le 80 ] || fail "the report is $n lines (at most 80)"
 "$A" --detail=hang "$T/h" > "$T/d.txt" 2>&1
