@@ -148,11 +148,43 @@ static void p3d_ho_root(FILE *f, const struct p3d_job *job,
 }
 
 
-static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
-                        const struct p3d_hang_wait *w)
+/*
+ * Waits alike but for their rank and how long (a world collective half of
+ * a 16k job never reached has 8k of them): one line each hid the answer
+ * behind the first sixteen.  Alike: the same op instance, the same ranks
+ * waited for, the same depth and evidence.
+ */
+static int p3d_ho_alike_wait(const struct p3d_job *job,
+                             const struct p3d_hang_wait *a,
+                             const struct p3d_hang_wait *b)
 {
-    char who[128], also[128], more[40] = "";
+    return !a->inferred && !b->inferred && a->depth == b->depth &&
+           a->comm == b->comm && a->op == b->op && a->seq == b->seq &&
+           a->peer == b->peer && a->label == b->label &&
+           a->proven == b->proven && a->unknown == b->unknown &&
+           a->n_for == b->n_for && a->n_for_op == b->n_for_op &&
+           !memcmp(a->waiting_for, b->waiting_for,
+                   sizeof(a->waiting_for[0]) * (size_t)a->n_for) &&
+           p3d_hang_wait_placed(job, a) == p3d_hang_wait_placed(job, b);
+}
 
+/* The waits w[0..n) (alike) on one line: "rank 3 waits" or "ranks 0-7
+ * (8) wait", since the shortest to the longest of them. */
+static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
+                        const struct p3d_hang_wait *w, int n)
+{
+    char who[128], also[128], more[40] = "", ranks[160];
+    double s0 = p3d_hang_waited_s(job, w), s1 = s0;
+    int *r = p3d_xcalloc((size_t)n + 1, sizeof(*r));
+
+    for (int i = 0; i < n; i++) {
+        double s = p3d_hang_waited_s(job, &w[i]);
+        r[i] = w[i].rank;
+        s0 = s < s0 ? s : s0;
+        s1 = s > s1 ? s : s1;
+    }
+    p3d_fmt_ranks(ranks, sizeof(ranks), r, n);
+    free(r);
     p3d_fmt_ranks(who, sizeof(who), w->waiting_for, w->n_for_op);
     p3d_fmt_ranks(also, sizeof(also), w->waiting_for + w->n_for_op,
                   w->n_for - w->n_for_op);
@@ -163,17 +195,22 @@ static void p3d_ho_wait(FILE *f, const struct p3d_job *job,
                 p3d_hang_lbl_name(w->label), who);
         return;
     }
-    fprintf(f, "    rank %d waits in %s #%" PRIu64 " on comm 0x%016" PRIx64
-            " (%s)", w->rank, p3d_hang_op_name(w->op),
-            w->seq == UINT64_MAX ? 0 : w->seq, w->comm,
-            p3d_hang_lbl_name(w->label));
+    if (n == 1)
+        fprintf(f, "    rank %d waits", w->rank);
+    else
+        fprintf(f, "    ranks %s (%d) wait", ranks, n);
+    fprintf(f, " in %s #%" PRIu64 " on comm 0x%016" PRIx64 " (%s)",
+            p3d_hang_op_name(w->op), w->seq == UINT64_MAX ? 0 : w->seq,
+            w->comm, p3d_hang_lbl_name(w->label));
     if (w->peer >= 0)
         fprintf(f, " %s rank %d", w->op == P3D_OP_RECV ? "from"
                 : w->op == P3D_OP_SEND ? "to" : "root", w->peer);
-    if (p3d_hang_wait_placed(job, w))
-        fprintf(f, " since %.3f s,", p3d_hang_waited_s(job, w));
-    else
+    if (!p3d_hang_wait_placed(job, w))
         fprintf(f, " since a time the trace does not place,");
+    else if (s1 - s0 >= 0.0005) /* differs as printed */
+        fprintf(f, " since %.3f-%.3f s,", s0, s1);
+    else
+        fprintf(f, " since %.3f s,", s0);
     if (w->n_for_op == P3D_HANG_WAITFOR) /* a stalled collective: many */
         snprintf(more, sizeof(more), " (the list stops at %d)",
                  P3D_HANG_WAITFOR);
@@ -542,13 +579,17 @@ void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
         p3d_ho_root(f, job, &res->roots[i], frames);
     }
     fprintf(f, "  chain of waits (nearest the root first):\n");
-    for (int i = 0; i < res->n_waiting; i++) {
-        if (i == P3D_CHAIN_SHOWN && !(detail & P3D_DETAIL_HANG)) {
+    for (int i = 0, j, lines = 0; i < res->n_waiting; i = j, lines++) {
+        if (lines == P3D_CHAIN_SHOWN && !(detail & P3D_DETAIL_HANG)) {
             fprintf(f, "    ... and %d more waiting ranks "
                     "(--detail=hang lists them)\n", res->n_waiting - i);
             break;
         }
-        p3d_ho_wait(f, job, &res->wait[i]);
+        for (j = i + 1; j < res->n_waiting &&
+                        p3d_ho_alike_wait(job, &res->wait[i], &res->wait[j]);
+             j++)
+            ;
+        p3d_ho_wait(f, job, &res->wait[i], j - i);
     }
     if (res->n_waiting > 0) {
         fprintf(f, "    rank %d's wait:\n", res->wait[0].rank);

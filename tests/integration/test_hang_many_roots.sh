@@ -5,7 +5,8 @@
 # thousands, so the report names every root in one line, shows four in
 # full and the rest by kind, counts every member of the world
 # communicator at its frontier (the JSON lists the first 64, and
-# member_counts all), and puts the members behind in one line each.
+# member_counts all), puts the members behind in one line each, and the
+# 64 waits alike in one line.
 # Before, the header named the first 64 roots as if they were all, and the
 # text gave every root four lines.
 . "$(dirname "$0")/analyze_lib.sh"
@@ -32,6 +33,8 @@ grep -q "^  \.\.\. and 60 more root ranks (--detail=hang shows each), by kind:$"
     fail "no line for the roots not shown"
 grep -q "^    60: rank(s) 68-127: not inside NCCL .*; their peers wait for their part of AllReduce #1 on comm 0x[0-9a-f]* (WORLD)$" "$t" ||
     fail "roots by kind: $(grep -A1 'more root ranks' "$t")"
+grep -q "^    ranks 0-63 (64) wait in AllReduce #1 on comm 0x[0-9a-f]* (WORLD) since [0-9.]* s, for rank(s) 64-71 (the list stops at 8)$" "$t" ||
+    fail "chain: $(grep -A1 'chain of waits' "$t")"
 grep -q "(WORLD): 1 / 1; 128 members: 64 waiting (0-63), 64 not_arrived (64-127)$" "$t" ||
     fail "frontier: $(grep -A1 'communicators on the chain' "$t")"
 grep -q "incomplete: comm 0x[0-9a-f]* (WORLD): 64 ranks (64-127) issued 1 collectives, rank 0 issued 2$" "$t" ||
