@@ -86,34 +86,12 @@ static int64_t p3d_hg_min_pending(const struct p3d_hrank *h, uint64_t comm,
     return m;
 }
 
-struct p3d_hg_on {
-    uint64_t comm;
-    int found;
-};
-
-static void p3d_hg_on_comm(void *ctx, const struct p3d_hedge *e, size_t key)
-{
-    struct p3d_hg_on *on = ctx;
-
-    (void)key;
-    on->found |= e->comm == on->comm;
-}
-
-/* Is any hard wait on `comm` waiting for rank b? */
-static int p3d_hg_waited_on(const struct p3d_hg *g, uint64_t comm, int b)
-{
-    struct p3d_hg_on on = {comm, 0};
-
-    p3d_hg_hard_in(g, b, p3d_hg_on_comm, &on);
-    return on.found;
-}
-
 /* Member b's state at the frontier of communicator c. */
 static int p3d_hg_member_state(const struct p3d_hg *g, uint64_t comm, int b)
 {
     int any;
 
-    if (!p3d_hg_has_file(g, b) || p3d_hg_waited_on(g, comm, b))
+    if (!p3d_hg_has_file(g, b) || p3d_hg_hard_on(g, b, comm))
         return P3D_HF_NOT_ARRIVED;
     p3d_hg_min_pending(&g->hj->hr[b], comm, &any);
     return any ? P3D_HF_WAITING : P3D_HF_DONE;

@@ -101,6 +101,44 @@ void p3d_hg_cut_hard(struct p3d_hg *g, int a, int gi, int xi, size_t e0)
         g->e[i].grouped = 1;
 }
 
+int p3d_hg_absent_add(struct p3d_hg *g, uint64_t comm, uint64_t seq, int cap)
+{
+    g->cap_absent = p3d_grow((void **)&g->absent, g->cap_absent,
+                             g->n_absent, sizeof(*g->absent));
+    g->absent[g->n_absent] = (struct p3d_hg_absent){
+        comm, seq, p3d_xcalloc((size_t)cap + 1, sizeof(int)), 0, -1};
+    return (int)g->n_absent++;
+}
+
+int p3d_hg_wait_absent(struct p3d_hg *g, int a, int gi, int xi,
+                       const struct p3d_hedge *like)
+{
+    size_t e0 = g->n;
+    int n = 0;
+
+    for (int i = 0; i < g->absent[xi].n; i++) {
+        int b = g->absent[xi].b[i];
+        size_t n0 = g->n;
+        if (b == a)
+            continue;
+        if (n == P3D_HANG_WAITFOR) {
+            /* none kept anew: this wait was recorded before (the shim
+             * reports a blocked init past its timeout and at SIGTERM) */
+            if (g->n > e0)
+                p3d_hg_cut_hard(g, a, gi, xi, e0);
+            break;
+        }
+        p3d_hg_edge(g, a, b, 1, like->o);
+        if (g->n > n0) { /* new: the wait's own description */
+            struct p3d_hedge *e = &g->e[n0];
+            e->comm = like->comm, e->seq = like->seq, e->t = like->t;
+            e->op = like->op, e->label = like->label;
+        }
+        n++;
+    }
+    return n;
+}
+
 /* Each rank's edges, out (by_to 0) or in, in edge order. */
 static void p3d_hg_by_rank(const struct p3d_hg *g, int by_to,
                            struct p3d_bucket *b)
@@ -239,6 +277,25 @@ void p3d_hg_hard_in(const struct p3d_hg *g, int b, p3d_hg_in_fn fn,
     }
 }
 
+int p3d_hg_hard_on(const struct p3d_hg *g, int b, uint64_t comm)
+{
+    const struct p3d_hg_groups *gr = &g->gr;
+    int n, n_grp;
+    const int *in = p3d_hg_in_edges(g, b, &n);
+    const int *pair = p3d_bucket_of(&gr->of, b, &n_grp);
+
+    for (int i = 0; i < n; i++)
+        if (g->e[in[i]].hard && g->e[in[i]].comm == comm)
+            return 1;
+    for (int i = 0; i < n_grp; i++) {
+        int k = gr->grp[pair[i]], s = gr->cut_at[k];
+        if (gr->kind[k] == P3D_HG_HARD && g->cut[s].proto.comm == comm &&
+            (gr->cut_at[k + 1] - s > 1 || g->cut[s].rank != b))
+            return 1;
+    }
+    return 0;
+}
+
 void p3d_hg_reach_cut(const struct p3d_hg *g, int a, char *grp_done,
                       char *reach, int *q, int *tail)
 {
@@ -342,13 +399,12 @@ void p3d_hg_depth(struct p3d_hg *g, const int *root, int n_root, int *depth)
 
 static void p3d_hg_memo_free(struct p3d_hg_memo *m)
 {
-    for (size_t i = 0; m && i < m->n; i++)
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->n; i++)
         P3D_FREE_ALL(m->v[i].mem, m->v[i].in);
-    if (m) {
-        p3d_map_free(&m->tw_idx);
-        P3D_FREE_ALL(m->v, m->tw);
-    }
-    free(m);
+    p3d_map_free(&m->tw_idx);
+    P3D_FREE_ALL(m->v, m->tw, m);
 }
 
 void p3d_hg_free(struct p3d_hg *g)

@@ -43,41 +43,37 @@ int p3d_hg_arrived(const struct p3d_hg *g, int b, const struct p3d_rec_op *o)
 
 /*
  * The members (in slot order) of communicator gi that have not issued
- * collective o's seq.  Every waiter of one instance asks the same, so it
- * is worked out once: a stalled collective of N ranks asked N^2 times.
+ * collective o's seq (an absent set: its index in g->absent).  Every
+ * waiter of one instance asks the same, so it is worked out once: a
+ * stalled collective of N ranks asked N^2 times.
  */
-static const struct p3d_hg_absent *p3d_hg_absent(struct p3d_hg *g, int gi,
-                                                 const struct p3d_rec_op *o)
+static int p3d_hg_absent(struct p3d_hg *g, int gi, const struct p3d_rec_op *o)
 {
     const struct p3d_gcomm *c = &g->job->comms[gi];
     uint64_t key = (o->comm_hash ^ (o->seq * 0x9e3779b97f4a7c15ull)) *
                    0xff51afd7ed558ccdull;
     struct p3d_hg_absent *x;
+    int xi;
 
     for (int k = p3d_map_get(&g->absent_idx, key); k >= 0;
          k = g->absent[k].prev)
         if (g->absent[k].comm == o->comm_hash && g->absent[k].seq == o->seq)
-            return &g->absent[k];
-    g->cap_absent = p3d_grow((void **)&g->absent, g->cap_absent,
-                             g->n_absent, sizeof(*g->absent));
-    x = &g->absent[g->n_absent];
-    *x = (struct p3d_hg_absent){o->comm_hash, o->seq, NULL, 0,
-                                p3d_map_push(&g->absent_idx, key,
-                                             (int)g->n_absent++)};
-    x->b = p3d_xcalloc((size_t)c->size + 1, sizeof(*x->b));
+            return k;
+    xi = p3d_hg_absent_add(g, o->comm_hash, o->seq, c->size);
+    x = &g->absent[xi];
+    x->prev = p3d_map_push(&g->absent_idx, key, xi);
     for (int j = 0; j < c->size; j++)
         if (c->slot[j] >= 0 && !p3d_hg_arrived(g, c->slot[j], o))
             x->b[x->n++] = c->slot[j];
-    return x;
+    return xi;
 }
 
 /* Hard edges of rank a's pending op o: members that have not arrived. */
 static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
 {
-    int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash), n = 0;
+    int gi = p3d_map_get(&g->job->comm_idx, o->comm_hash);
     const struct p3d_gcomm *c;
-    const struct p3d_hg_absent *x;
-    size_t e0 = g->n;
+    struct p3d_hedge like = {.o = o};
 
     if (gi < 0 || o->seq == UINT64_MAX)
         return 0;
@@ -89,18 +85,9 @@ static int p3d_hg_op_edges(struct p3d_hg *g, int a, const struct p3d_rec_op *o)
         p3d_hg_edge(g, a, b, 1, o);
         return 1;
     }
-    x = p3d_hg_absent(g, gi, o);
-    for (int i = 0; i < x->n; i++) {
-        if (x->b[i] == a)
-            continue;
-        if (n == P3D_HANG_WAITFOR) { /* p3d_hang_edges.c: why */
-            p3d_hg_cut_hard(g, a, gi, (int)(x - g->absent), e0);
-            break;
-        }
-        p3d_hg_edge(g, a, x->b[i], 1, o);
-        n++;
-    }
-    return n;
+    like.comm = o->comm_hash, like.seq = o->seq, like.t = o->t_enter;
+    like.op = o->op, like.label = p3d_hang_label(g->job, o->comm_hash);
+    return p3d_hg_wait_absent(g, a, gi, p3d_hg_absent(g, gi, o), &like);
 }
 
 /* A Send or Recv of a rank to itself: its own share of PyTorch's

@@ -364,64 +364,34 @@ const int *p3d_hg_init_members(const struct p3d_hg *g, int a, uint64_t hash,
     return v->mem;
 }
 
-/* The members of init v that did not join it (g->absent), made once. */
-static const struct p3d_hg_absent *p3d_hg_init_absent(struct p3d_hg *g,
-                                                      struct p3d_hg_initm *v)
+/* Members mem[0..n) that did not join communicator `hash`: a new absent
+ * set (its index). */
+static int p3d_hg_not_joined(struct p3d_hg *g, uint64_t hash, const int *mem,
+                             int n)
 {
-    struct p3d_hg_absent *x;
+    int xi = p3d_hg_absent_add(g, hash, UINT64_MAX, n);
+    struct p3d_hg_absent *x = &g->absent[xi];
 
-    if (v->xi >= 0)
-        return &g->absent[v->xi];
-    g->cap_absent = p3d_grow((void **)&g->absent, g->cap_absent,
-                             g->n_absent, sizeof(*g->absent));
-    v->xi = (int)g->n_absent;
-    x = &g->absent[g->n_absent++];
-    *x = (struct p3d_hg_absent){v->hash, UINT64_MAX,
-                                p3d_xcalloc((size_t)v->n + 1, sizeof(int)),
-                                0, -1};
-    for (int i = 0; i < v->n; i++)
-        if (!p3d_hg_joined(g, v->mem[i], v->hash))
-            x->b[x->n++] = v->mem[i];
-    return x;
-}
-
-/* One hard edge of rank a's wait in the init of `hash` on member b. */
-static void p3d_hg_init_edge(struct p3d_hg *g, int a, int b, uint64_t hash,
-                             uint64_t t0, int label)
-{
-    struct p3d_hedge *e;
-
-    p3d_hg_edge(g, a, b, 1, NULL);
-    e = &g->e[g->n - 1];
-    e->comm = hash, e->seq = UINT64_MAX, e->t = t0;
-    e->op = P3D_HANG_OP_INIT, e->label = label;
+    for (int i = 0; i < n; i++)
+        if (!p3d_hg_joined(g, mem[i], hash))
+            x->b[x->n++] = mem[i];
+    return xi;
 }
 
 int p3d_hg_init_edges(struct p3d_hg *g, int a, uint64_t hash,
                              uint64_t t0)
 {
     int *buf = p3d_xcalloc((size_t)g->hj->world + 1, sizeof(int));
-    int label = -1, n = 0, nm;
-    const int *mem = p3d_hg_init_members(g, a, hash, buf, &nm, &label);
+    struct p3d_hedge like = {.comm = hash, .seq = UINT64_MAX, .t = t0,
+                             .op = P3D_HANG_OP_INIT, .label = -1};
+    int n, nm;
+    const int *mem = p3d_hg_init_members(g, a, hash, buf, &nm, &like.label);
     struct p3d_hg_initm *v = p3d_hg_memo_for(g, a, hash);
-    const struct p3d_hg_absent *x = v ? p3d_hg_init_absent(g, v) : NULL;
-    size_t e0 = g->n;
+    int xi = v && v->xi >= 0 ? v->xi : p3d_hg_not_joined(g, hash, mem, nm);
 
-    for (int i = 0; !x && i < nm; i++) /* no memo: every edge */
-        if (mem[i] != a && !p3d_hg_joined(g, mem[i], hash)) {
-            p3d_hg_init_edge(g, a, mem[i], hash, t0, label);
-            n++;
-        }
-    for (int i = 0; x && i < x->n; i++) {
-        if (x->b[i] == a)
-            continue;
-        if (n == P3D_HANG_WAITFOR) { /* p3d_hang_edges.c: why */
-            p3d_hg_cut_hard(g, a, -1, v->xi, e0);
-            break;
-        }
-        p3d_hg_init_edge(g, a, x->b[i], hash, t0, label);
-        n++;
-    }
+    if (v) /* worked out once for all its members */
+        v->xi = xi;
+    n = p3d_hg_wait_absent(g, a, -1, xi, &like);
     free(buf);
     return nm > 0 ? n : -1;
 }

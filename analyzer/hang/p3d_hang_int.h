@@ -198,6 +198,15 @@ int p3d_hg_kind_target(const struct p3d_hg *g, int kind, int b);
 /* Rank a's wait of this kind on communicator gi has more targets than
  * the P3D_HANG_WAITFOR edges it kept. */
 void p3d_hg_cut(struct p3d_hg *g, int a, int gi, int kind);
+/* A new absent set of (comm, seq) with room for cap members, not
+ * indexed; returns its index in g->absent. */
+int p3d_hg_absent_add(struct p3d_hg *g, uint64_t comm, uint64_t seq, int cap);
+/* Rank a's hard wait on the members of absent set xi (of communicator gi,
+ * -1 if not joined), each edge described as `like` (its op, or an init's
+ * comm, seq, t, op and label): the first P3D_HANG_WAITFOR, then the cut
+ * (p3d_hang_edges.c: why).  Returns the edges it asked for. */
+int p3d_hg_wait_absent(struct p3d_hg *g, int a, int gi, int xi,
+                       const struct p3d_hedge *like);
 /* Rank a's hard wait has more members absent (absent set xi) than the
  * P3D_HANG_WAITFOR edges it kept, from index e0 on (complete: the first
  * is the wait's pattern). */
@@ -218,6 +227,9 @@ typedef void (*p3d_hg_in_fn)(void *ctx, const struct p3d_hedge *e,
                              size_t key);
 void p3d_hg_hard_in(const struct p3d_hg *g, int b, p3d_hg_in_fn fn,
                     void *ctx);
+/* Whether a hard wait on communicator `comm` waits for rank b (as
+ * p3d_hg_hard_in would give one, without going over a group's waits). */
+int p3d_hg_hard_on(const struct p3d_hg *g, int b, uint64_t comm);
 /* Walking from rank a (p3d_hg_reach): the members of its cut hard waits'
  * groups not expanded yet (grp_done) are reached and queued. */
 void p3d_hg_reach_cut(const struct p3d_hg *g, int a, char *grp_done,

@@ -40,7 +40,8 @@
  *                    noted): the others wait on them (hard edges)
  *   --init-absent N  after the steps the ranks below world - N are blocked
  *                    in a world communicator init (a watchdog report of
- *                    it pending 10 s), the last N never call it (stopped
+ *                    it pending 10 s, and one at SIGTERM, as the shim's
+ *                    p3d_wd_inits_at_term), the last N never call it (stopped
  *                    outside NCCL); all note SIGTERM: NCCL init hung
  *   --stall-us N     with --stall: every file ends N us after the stalled
  *                    all-reduce was entered (by default about 4 s later),
@@ -595,6 +596,9 @@ static void init_hang(struct rank_ctx *x)
         h.seq = (uint64_t)g.world; /* nranks */
         h.peer = x->r;
         h.op = P3D_HANG_OP_INIT;
+        put(&x->w, &h, sizeof(h)); /* past the watchdog's timeout, */
+        h.t += 1000000000ull;      /* and again at SIGTERM, as the */
+        h.pending_ns += 1000000000ull; /* shim reports a blocked init */
         put(&x->w, &h, sizeof(h));
     }
     put_str(&x->w, P3D_REC_NOTE, term, sizeof(term) - 1);

@@ -244,6 +244,7 @@ static void add_hard_wait(struct p3d_hg *g, struct full *f, int a, int xi)
 struct seen_in {
     int from[W * W], n;
     size_t key[W * W];
+    uint64_t comm[W * W];
 };
 
 static void note_in(void *ctx, const struct p3d_hedge *e, size_t key)
@@ -252,6 +253,7 @@ static void note_in(void *ctx, const struct p3d_hedge *e, size_t key)
 
     assert_true(e->hard);
     s->from[s->n] = e->from;
+    s->comm[s->n] = e->comm;
     s->key[s->n++] = key;
 }
 
@@ -268,6 +270,14 @@ static void check_hard_in(const struct p3d_hg *g, const struct full *f, int b)
         if (f->to[i] == b)
             want[n++] = f->from[i];
     assert_int_equal(s.n, n);
+    for (uint64_t c = 0; c < 3; c++) { /* none, then each set's comm */
+        int on = 0;
+        uint64_t comm = c ? 0x100 + c - 1 : 0;
+        for (int i = 0; i < s.n; i++)
+            on |= s.comm[i] == comm;
+        assert_int_equal(p3d_hg_hard_on(g, b, comm), on);
+    }
+    assert_int_equal(p3d_hg_hard_on(g, b, 0x999), 0);
     for (int i = 1; i < s.n; i++) /* insertion sort by key, stable */
         for (int j = i; j > 0 && s.key[j - 1] > s.key[j]; j--) {
             int t = s.from[j];
@@ -335,6 +345,8 @@ static void test_hard_cut_same_as_uncut(void **state)
         struct p3d_hg g = {.job = &job, .hj = &hj};
         make_job();
         make_absent(&g);
+        for (int a = 0; a < W; a++) /* each set's waits on its comm */
+            hops[0][a].comm_hash = 0x100, hops[1][a].comm_hash = 0x101;
         f.n = 0;
         for (int k = 0; k < W / 4; k++) { /* a few hard waits kept */
             int a = (int)rnd(W), b = (int)rnd(W);
