@@ -147,6 +147,8 @@ void p3d_hang_free(struct p3d_job *job);
  * or "" when the analysis found no hang.
  */
 void p3d_hang_brief(const struct p3d_job *job, char *buf, size_t n);
+/* The root ranks as ranges ("2048-4095"; ",..." when buf is too short). */
+void p3d_hang_fmt_roots(char *buf, size_t n, const struct p3d_hang_res *res);
 
 /*
  * NCCL's network transfers in flight on `rank` at the shim's last

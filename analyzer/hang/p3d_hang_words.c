@@ -113,20 +113,27 @@ static const char *p3d_hang_state_word(int s)
     }
 }
 
+void p3d_hang_fmt_roots(char *buf, size_t n, const struct p3d_hang_res *res)
+{
+    int *r = p3d_xcalloc((size_t)res->n_roots + 1, sizeof(*r));
+
+    for (int i = 0; i < res->n_roots; i++)
+        r[i] = res->roots[i].rank;
+    p3d_fmt_ranks(buf, n, r, res->n_roots);
+    free(r);
+}
+
 /* "HUNG: 2048 root ranks 2048-4095 (stopped outside NCCL)": the roots as
  * ranges, with the first one's state (and "and others" if they differ). */
 static void p3d_hang_brief_many(const struct p3d_hang_res *res, char *buf,
                                 size_t n)
 {
-    int *r = p3d_xcalloc((size_t)res->n_roots + 1, sizeof(*r)), same = 1;
+    int same = 1;
     char list[96];
 
-    for (int i = 0; i < res->n_roots; i++) {
-        r[i] = res->roots[i].rank;
+    for (int i = 0; i < res->n_roots; i++)
         same &= res->roots[i].state == res->roots[0].state;
-    }
-    p3d_fmt_ranks(list, sizeof(list), r, res->n_roots);
-    free(r);
+    p3d_hang_fmt_roots(list, sizeof(list), res);
     snprintf(buf, n, "HUNG: %d root ranks %s (%s%s)", res->n_roots, list,
              p3d_hang_state_word(res->roots[0].state),
              same ? "" : " and others");

@@ -502,16 +502,12 @@ static void p3d_ho_more_roots(FILE *f, const struct p3d_hang_res *res,
 static void p3d_ho_root_list(char *buf, size_t n,
                              const struct p3d_hang_res *res)
 {
-    int *r = p3d_xcalloc((size_t)res->n_roots + 1, sizeof(*r));
     size_t len;
 
-    for (int i = 0; i < res->n_roots; i++)
-        r[i] = res->roots[i].rank;
-    p3d_fmt_ranks(buf, n - 24, r, res->n_roots);
+    p3d_hang_fmt_roots(buf, n - 24, res);
     len = strlen(buf);
     if (res->n_roots > 8)
         snprintf(buf + len, n - len, " (%d ranks)", res->n_roots);
-    free(r);
 }
 
 void p3d_hang_report(FILE *f, const struct p3d_job *job, unsigned detail)
