@@ -17,6 +17,7 @@
 
 #include "p3d_hang_int.h"
 #include "p3d_util.h"
+#include "test_rand.h"
 
 #define W 40
 
@@ -28,13 +29,6 @@ static struct p3d_gcomm comms[2];
 static int slots[2][W];
 static struct p3d_rec_op ops[W];
 
-static unsigned seed;
-
-static unsigned rnd(unsigned n)
-{
-    seed = seed * 1103515245u + 12345u;
-    return (seed >> 16) % n;
-}
 
 /* Comm 0: every rank; comm 1: the even ranks.  States at random. */
 static void make_job(void)

@@ -16,6 +16,7 @@
 
 #include "p3d_hang_int.h"
 #include "p3d_util.h"
+#include "test_rand.h"
 
 #define W 16
 #define MAX_OPS 8
@@ -27,13 +28,6 @@ static struct p3d_hjob hj = {hr, W};
 static struct p3d_rec_op ops[W][MAX_OPS];
 static const struct p3d_rec_op *opp[W][MAX_OPS];
 
-static unsigned seed;
-
-static unsigned rnd(unsigned n)
-{
-    seed = seed * 1103515245u + 12345u;
-    return (seed >> 16) % n;
-}
 
 /* tp 1, cp 1, dp W/2, pp 2 (pp slowest): ranks 0..W/2-1 are stage 0.
  * Op k of a rank of stage s: all-reduce (s even k) or all-gather, seq k;
