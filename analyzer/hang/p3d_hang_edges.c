@@ -333,8 +333,10 @@ void p3d_hg_cut_indegree(const struct p3d_hg *g, const char *from, int *in)
             waits_in[g->cut[s].rank] = k + 1;
         }
         x = &g->absent[gr->xi[k]];
-        for (int j = 0; j < x->n; j++) /* no rank waits on itself */
-            in[x->b[j]] += waits - (from[x->b[j]] && waits_in[x->b[j]] == k + 1);
+        for (int j = 0; j < x->n; j++) { /* no rank waits on itself */
+            int b = x->b[j];
+            in[b] += waits - (from[b] && waits_in[b] == k + 1);
+        }
     }
     free(waits_in);
 }

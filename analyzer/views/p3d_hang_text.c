@@ -467,8 +467,9 @@ static void p3d_ho_root_kind(FILE *f, const struct p3d_hang_res *res, int i,
                 "to make", p3d_hang_lbl_name(rt->owed_label));
     else if (rt->owed_op >= 0)
         fprintf(f, "; their peers wait for their part of %s #%" PRIu64
-                " on comm 0x%016" PRIx64 " (%s)", p3d_hang_op_name(rt->owed_op),
-                rt->owed_seq, rt->owed_comm, p3d_hang_lbl_name(rt->owed_label));
+                " on comm 0x%016" PRIx64 " (%s)",
+                p3d_hang_op_name(rt->owed_op), rt->owed_seq, rt->owed_comm,
+                p3d_hang_lbl_name(rt->owed_label));
     fputc('\n', f);
 }
 
